@@ -1,0 +1,172 @@
+"""The ``ncprobe`` command line.
+
+Exit codes a script can rely on: 0 success, 1 unexpected ncprobe error, 2 bad
+usage, 3 data error (missing file, bad row), 4 download failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import warnings
+from typing import Sequence
+
+from . import __version__
+from .errors import DataErrors, NcprobeError
+
+EXIT_USAGE = 2
+
+_DESCRIPTION = """\
+Probe the embedding spaces of language models for idiomaticity, on the NCIMP
+noun-compound minimal pairs of He et al. (Computational Linguistics, 2025).
+
+Start with:
+  ncprobe data download        fetch the NCIMP files (pinned, verified)
+  ncprobe data info            what is there: NCs, classes, contexts, probes
+"""
+
+
+def _data_dir_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", metavar="DIR",
+                   help="NCIMP data directory (default: $NCPROBE_DATA, else the user cache)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ncprobe", description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"ncprobe {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more log output (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    data = sub.add_parser("data", help="fetch, inspect and validate the NCIMP data",
+                          description="Fetch, inspect and validate the NCIMP data files.")
+    dsub = data.add_subparsers(dest="data_command", metavar="ACTION")
+
+    p = dsub.add_parser("download", help="fetch the pinned upstream files and verify them",
+                        description="Fetch every NCIMP file pinned in ncprobe's manifest from "
+                        "its upstream commit, verify it by its git blob SHA-1 and write it "
+                        "atomically. Files already verified are skipped; corrupt ones are "
+                        "fetched again.")
+    _data_dir_option(p)
+    p.add_argument("--url", metavar="URL",
+                   help="base URL or template with {owner} {repo} {commit} {path} "
+                   "(default: https://raw.githubusercontent.com/{owner}/{repo}/{commit}/{path})")
+    p.add_argument("--retries", type=int, default=4, help="retries per file (default 4)")
+
+    p = dsub.add_parser("info", help="what is present, and the counts of NCs and stimuli",
+                        description="Show which files are present and verified, and per "
+                        "language the NCs, scores, classes, contexts and stimuli per context.")
+    _data_dir_option(p)
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    p = dsub.add_parser("check", help="validate every file; non-zero exit with per-row errors",
+                        description="Verify every file against its pinned git blob id, parse "
+                        "every tag column and load every stimulus; print each problem with its "
+                        "file, row and column. Exit 3 when anything is wrong.")
+    _data_dir_option(p)
+
+    p = dsub.add_parser("path", help="print the data directory in use")
+    _data_dir_option(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        if args.command == "data":
+            return _data(args, parser)
+    except DataErrors as e:
+        for err in e.errors:
+            print(f"error: {err}", file=sys.stderr)
+        return e.exit_code
+    except NcprobeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    parser.print_help()
+    return EXIT_USAGE
+
+
+def _data(args, parser) -> int:
+    from .data import sources
+
+    if args.data_command is None:
+        parser.parse_args(["data", "--help"])
+    root = sources.resolve_data_dir(args.data_dir)
+    if args.data_command == "path":
+        print(root)
+        return 0
+    if args.data_command == "download":
+        def progress(path: str, status: str) -> None:
+            print(f"  {status:<12} {path}", file=sys.stderr)
+        print(f"downloading NCIMP into {root}", file=sys.stderr)
+        report = sources.download(root, url_template=args.url, retries=args.retries,
+                                  progress=progress)
+        print(report.summary())
+        return 0
+    if args.data_command == "check":
+        from .data.check import check
+
+        report = check(root)
+        for line in report.tolerated + report.notes:
+            print(f"note: {line}")
+        for err in report.errors:
+            print(f"error: {err}", file=sys.stderr)
+        print(f"{len(report.errors)} error(s) in {root}")
+        return 0 if report.ok else 3
+    if args.data_command == "info":
+        return _info(root, args.json)
+    return EXIT_USAGE
+
+
+def _info(root, as_json: bool) -> int:
+    from .data import load_stimuli, sources
+
+    files = {f.local_path: {"need": f.need, "status": sources.file_status(root, f)}
+             for f in sources.upstream_files()}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stim = load_stimuli("all", contexts="nat,neut", data_dir=root)
+    info = {"data_dir": str(root), "files": files, "languages": stim.describe(),
+            "notes": stim.notes, "warnings": [str(w.message) for w in caught]}
+    if as_json:
+        print(json.dumps(info, indent=2, ensure_ascii=False))
+        return 0
+    print(f"data directory: {root}")
+    for path, f in files.items():
+        print(f"  {f['status']:<9} {f['need']:<9} {path}")
+    for lang, d in info["languages"].items():
+        cls = " / ".join(f"{d['classes'][c]}" for c in ("I", "PC", "C"))
+        means = " / ".join(f"{d['class_mean_gold'][c]:.2f}" for c in ("I", "PC", "C"))
+        per = ", ".join(f"{k} {lo}-{hi}" if lo != hi else f"{k} {lo}"
+                        for k, (lo, hi) in d["stimuli_per_context"].items())
+        print(f"\n{lang.upper()}: {d['ncs']} NCs, {d['scored']} with a gold score"
+              + (f" (unscored: {', '.join(d['unscored'])})" if d["unscored"] else ""))
+        print(f"  classes I/PC/C: {cls}; mean gold {means}")
+        print(f"  contexts: {d['contexts']['naturalistic']} naturalistic, "
+              f"{d['contexts']['neutral']} neutral; stimuli per context: {per}")
+        print(f"  mean naturalistic length: {d['mean_naturalistic_length']} words; "
+              f"{d['stimuli']} stimuli ({d['spliced_stimuli']} spliced)")
+    if info["notes"]:
+        print("\nnotes:")
+        for n in info["notes"]:
+            print(f"  - {n}")
+    for w in info["warnings"]:
+        print(f"\nwarning: {w}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Exceptions raised by ncprobe.
+
+Every error says what was wrong, where, and what to do about it. The CLI maps
+each class to a stable exit code (see :mod:`ncprobe.cli`).
+"""
+
+from __future__ import annotations
+
+
+class NcprobeError(Exception):
+    """Base class of every error ncprobe raises on purpose."""
+
+    exit_code = 1
+
+
+class DataError(NcprobeError):
+    """A data file is missing, unreadable or holds a bad value.
+
+    Attributes:
+        file: the file (path relative to the data directory where possible).
+        row: 1-based data row (the header is not counted), or ``None``.
+        column: the column name, or ``None``.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, file: str | None = None, row: int | None = None,
+                 column: str | None = None, key: str | None = None) -> None:
+        self.file, self.row, self.column, self.key = file, row, column, key
+        self.reason = message
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = []
+        if self.file:
+            where.append(str(self.file))
+        if self.row is not None:
+            where.append(f"row {self.row}" + (f" ({self.key})" if self.key else ""))
+        elif self.key:
+            where.append(self.key)
+        if self.column:
+            where.append(f"column {self.column!r}")
+        return (", ".join(where) + ": " if where else "") + self.reason
+
+
+class DataErrors(DataError):
+    """Several :class:`DataError` at once (what ``ncprobe data check`` collects)."""
+
+    def __init__(self, errors: list[DataError]) -> None:
+        self.errors = list(errors)
+        head = "\n".join(f"  - {e}" for e in self.errors[:20])
+        more = f"\n  ... and {len(self.errors) - 20} more" if len(self.errors) > 20 else ""
+        super().__init__(f"{len(self.errors)} data error(s):\n{head}{more}")
+
+
+class DownloadError(NcprobeError):
+    """A file could not be fetched or did not verify."""
+
+    exit_code = 4
+
+
+class ErrorSink:
+    """Where loaders report bad input: raise at once, or collect everything.
+
+    Loaders call :meth:`error` for each problem. With ``collect=False`` (the
+    default for loading) the first problem raises; ``ncprobe data check`` uses
+    ``collect=True`` to list every problem, then raises :class:`DataErrors`.
+    """
+
+    def __init__(self, collect: bool = False) -> None:
+        self.collect = collect
+        self.errors: list[DataError] = []
+
+    def error(self, message: str, **where) -> None:
+        err = DataError(message, **where)
+        if not self.collect:
+            raise err
+        self.errors.append(err)
+
+    def raise_if_any(self) -> None:
+        if self.errors:
+            raise DataErrors(self.errors)
