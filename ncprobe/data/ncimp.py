@@ -281,13 +281,16 @@ class _NeutralFile:
 
 
 def _unique_keys(df, rel: str, sink: ErrorSink) -> list[str]:
-    counts = Counter(df["compound"])
+    first: dict[str, int] = {}
     for i, nc in enumerate(df["compound"], start=1):
-        if counts[nc] > 1:
-            sink.error("duplicate NC", file=rel, row=i, column="compound", key=nc)
         if not nc.strip():
             sink.error("empty NC key", file=rel, row=i, column="compound")
-    return list(dict.fromkeys(df["compound"]))
+        elif nc in first:
+            sink.error(f"duplicate NC (first at row {first[nc]}); each NC must appear once",
+                       file=rel, row=i, column="compound", key=nc)
+        else:
+            first[nc] = i
+    return list(first)
 
 
 def _parts(text: str) -> list[str]:
@@ -434,7 +437,7 @@ def _reference_naturalistic(lang: str, nat_ids, wordssyn: str, neutral: _Neutral
 
         def add(probe: str, variant: int, phrase: str, column: str) -> None:
             pairs.append(MinimalPair(lang, nc, slot, r["original_sentence"], (start, end),
-                                     probe, variant, phrase, f"{REF_FILE}:{i}:{column}"))
+                                     probe, variant, phrase, REF_FILE, i, column))
         add("original", 1, "", "original_sentence")
         comp = [p.strip() for p in r["p_comp"].split("||")]
         rand = [p.strip() for p in r["p_rand"].split("||")]

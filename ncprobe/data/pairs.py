@@ -56,7 +56,17 @@ class MinimalPair:
     probe: str
     variant: int
     substitute: str
-    where: str = ""
+    file: str = ""
+    row: int | None = None
+    column: str = ""
+
+    @property
+    def source(self) -> str:
+        return ":".join(str(x) for x in (self.file, self.row, self.column) if x not in ("", None))
+
+    def where(self, **extra) -> dict:
+        """Where to point an error: file, row, NC key (plus any column given)."""
+        return dict(file=self.file, row=self.row, key=self.nc, **extra)
 
 
 def splice(pairs: Iterable[MinimalPair], sink: ErrorSink, *, target: dict | None = None
@@ -75,7 +85,7 @@ def splice(pairs: Iterable[MinimalPair], sink: ErrorSink, *, target: dict | None
         start, end = p.span
         if not (0 <= start < end <= len(words)):
             sink.error(f"span [{start}, {end}) is empty or outside the sentence of {len(words)} "
-                       "words", file=p.where, key=p.nc)
+                       "words", **p.where())
             continue
         first = seen.get(ctx_key)
         if first is None:
@@ -83,25 +93,25 @@ def splice(pairs: Iterable[MinimalPair], sink: ErrorSink, *, target: dict | None
             want = (target or {}).get(ctx_key, " ".join(words[start:end]))
             if " ".join(words[start:end]) != want:
                 sink.error(f"span [{start}, {end}) holds {' '.join(words[start:end])!r}, "
-                           f"expected {want!r}", file=p.where, key=p.nc)
+                           f"expected {want!r}", **p.where())
                 continue
             out.append(Stimulus(p.lang, p.nc, p.context, "original", 1, words, (start, end),
-                                want, p.where))
+                                want, p.source))
         elif first.sentence.split() != list(words) or first.span != p.span:
             sink.error(f"sentence or span differs from the first row of {p.nc!r} in context "
-                       f"{p.context} ({first.where}); all rows of one context must share them",
-                       file=p.where, key=p.nc)
+                       f"{p.context} (row {first.row}); all rows of one context must share them",
+                       **p.where())
             continue
         if p.probe == "original":
             continue
         phrase = p.substitute.split()
         if not phrase:
-            sink.error(f"empty substitute for probe {p.probe!r}", file=p.where, key=p.nc,
-                       column="substitute")
+            sink.error(f"empty substitute for probe {p.probe!r}",
+                       **p.where(column=p.column or "substitute"))
             continue
         tokens = words[:start] + tuple(phrase) + words[end:]
         out.append(Stimulus(p.lang, p.nc, p.context, p.probe, p.variant, tokens,
-                            (start, start + len(phrase)), " ".join(phrase), p.where,
+                            (start, start + len(phrase)), " ".join(phrase), p.source,
                             spliced=True))
     return out
 
@@ -166,7 +176,7 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
                 sink.error(f"comp/class differ from an earlier row of {nc!r}", **where)
             ncs[(rlang, nc)] = info
         pairs.append(MinimalPair(rlang, nc, context, str(r["sentence"]), span, probe, variant,
-                                 str(r.get("substitute") or ""), f"{path.name}:{i}"))
+                                 str(r.get("substitute") or ""), str(path), i))
     items = splice(pairs, sink)
     sink.raise_if_any()
     for s in items:
