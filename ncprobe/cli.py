@@ -71,6 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = dsub.add_parser("path", help="print the data directory in use")
     _data_dir_option(p)
+
+    sub.add_parser("models", help="list the model aliases and what each needs",
+                   description="List the model aliases of the study (per language), the two "
+                   "offline models, and what each needs (extra, GPU, API key). Any "
+                   "HuggingFace id, local model directory or vector file works as well.")
+
+    cache = sub.add_parser("cache", help="inspect or clear the embedding cache",
+                           description="The embedding cache keeps pooled vectors per model "
+                           "fingerprint ($NCPROBE_CACHE, else the user cache directory).")
+    csub = cache.add_subparsers(dest="cache_command", metavar="ACTION")
+    for action, text in (("info", "list cached models, items and sizes"),
+                         ("clear", "delete cached vectors (all, or one model with --model)")):
+        p = csub.add_parser(action, help=text, description=text)
+        p.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $NCPROBE_CACHE "
+                       "or the user cache directory)")
+        if action == "clear":
+            p.add_argument("--model", help="only this model name")
     return parser
 
 
@@ -85,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "data":
             return _data(args, parser)
+        if args.command == "models":
+            return _models()
+        if args.command == "cache":
+            return _cache(args, parser)
     except DataErrors as e:
         for err in e.errors:
             print(f"error: {err}", file=sys.stderr)
@@ -129,6 +150,38 @@ def _data(args, parser) -> int:
     if args.data_command == "info":
         return _info(root, args.json)
     return EXIT_USAGE
+
+
+def _models() -> int:
+    from .encoders import MODELS
+
+    print(f"{'alias':<14} {'family':<7} {'model (en / pt)':<64} needs")
+    for spec in MODELS.values():
+        ids = " / ".join(dict.fromkeys(spec.ids.get(k, spec.ids.get("*", "-"))
+                                       for k in ("en", "pt")))
+        print(f"{spec.alias:<14} {spec.family:<7} {ids:<64} {spec.needs}")
+    print("\nAlso: any HuggingFace id (org/name), a local model directory, a vector file "
+          "(word2vec .bin/.txt, GloVe .txt), or gensim:<gensim-data name>.")
+    return 0
+
+
+def _cache(args, parser) -> int:
+    from .cache import cache_clear, cache_info, cache_root
+
+    if args.cache_command is None:
+        parser.parse_args(["cache", "--help"])
+    if args.cache_command == "info":
+        entries = cache_info(args.cache_dir)
+        print(f"cache: {cache_root(args.cache_dir)}")
+        for e in entries:
+            print(f"  {e['model']!s:<40} {e['items']:>8} items {e['bytes'] / 1e6:>9.1f} MB  "
+                  f"{e['dir']}")
+        if not entries:
+            print("  (empty)")
+        return 0
+    n = cache_clear(args.cache_dir, args.model)
+    print(f"removed {n} cached model(s)")
+    return 0
 
 
 def _info(root, as_json: bool) -> int:

@@ -22,7 +22,8 @@ def test_python_m_version() -> None:
 
 
 @pytest.mark.parametrize("argv", [[], ["data"], ["data", "info"], ["data", "download"],
-                                  ["data", "check"], ["data", "path"]])
+                                  ["data", "check"], ["data", "path"], ["models"], ["cache"],
+                                  ["cache", "info"], ["cache", "clear"]])
 def test_every_help_is_useful(argv, capsys) -> None:
     with pytest.raises(SystemExit) as e:
         main(argv + ["--help"])
@@ -48,3 +49,22 @@ def test_ci_runs_the_readme_test_command() -> None:
     command = m.group(1).strip()
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     assert command in [line.strip() for line in ci]
+
+
+def test_models_lists_every_alias_per_language(capsys) -> None:
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    for alias in ("word2vec", "glove", "elmo", "sbert-ml", "bert-large", "bert-ml",
+                  "distilbert-ml", "llama2", "openai", "glove-6b-50d", "minilm"):
+        assert f"\n{alias} " in out
+    assert "neuralmind/bert-large-portuguese-cased" in out and "GPU" in out
+
+
+def test_cache_info_and_clear(tmp_path: Path, capsys) -> None:
+    from ncprobe.cache import EmbeddingStore
+
+    EmbeddingStore({"name": "m1", "x": 1}, root=tmp_path)
+    assert main(["cache", "info", "--cache-dir", str(tmp_path)]) == 0
+    assert "m1" in capsys.readouterr().out
+    assert main(["cache", "clear", "--cache-dir", str(tmp_path)]) == 0
+    assert "removed 1" in capsys.readouterr().out

@@ -1,0 +1,111 @@
+"""Stimuli -> vectors: deduplicate, look up the store, encode what is missing in sorted batches.
+
+Identical (sentence, span) items — the original sentence that every probe of
+a context is compared with, or sentences shared between contexts — are
+encoded once. Missing items are sorted by length (less padding), encoded in
+batches, and written to the :class:`~ncprobe.cache.EmbeddingStore` every
+``flush_every`` items, so an interrupted run loses at most that much work.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .cache import EmbeddingStore, item_key
+from .data.stimuli import Stimulus
+from .encoders.base import Encoded, Encoder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Embeddings:
+    """Vectors of a list of stimuli (row ``i`` belongs to stimulus ``i``).
+
+    Attributes:
+        sent, span: ``(n, views, dim)`` float32.
+        missing_words, missing_span_words: per stimulus, words left out (OOV...).
+        encoded: how many unique items needed a forward pass in this call.
+        unique: how many unique items the stimuli hold.
+    """
+
+    sent: np.ndarray
+    span: np.ndarray
+    missing_words: np.ndarray
+    missing_span_words: np.ndarray
+    encoded: int
+    unique: int
+
+
+def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStore | None = None,
+          batch_size: int = 32, flush_every: int = 2048, progress: bool = True) -> Embeddings:
+    """Vectors for every stimulus, computing each unique item once.
+
+    Args:
+        stimuli: the stimuli (any sequence, e.g. :class:`~ncprobe.data.Stimuli`).
+        encoder: any :class:`~ncprobe.encoders.base.Encoder`.
+        store: where vectors persist between runs (``None``: nothing stored).
+        batch_size: sentences per forward pass.
+        flush_every: items per stored shard.
+        progress: show a progress bar (counts and rate) on stderr.
+    """
+    keys = [item_key(s.tokens, s.span) for s in stimuli]
+    first: dict[bytes, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    todo = [k for k in first if store is None or k not in store]
+    todo.sort(key=lambda k: (len(stimuli[first[k]].tokens), k))
+    computed: dict[bytes, tuple] = {}
+    bar = None
+    if progress and todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), unit="sent", desc=f"encoding with {encoder.name}",
+                   leave=False)
+    pending_keys: list[bytes] = []
+    pending: list[Encoded] = []
+    try:
+        for b in range(0, len(todo), batch_size):
+            chunk = todo[b:b + batch_size]
+            items = [stimuli[first[k]] for k in chunk]
+            enc = encoder.encode([s.tokens for s in items], [s.span for s in items])
+            if store is None:
+                for j, k in enumerate(chunk):
+                    computed[k] = (enc.sent[j], enc.span[j], enc.missing_words[j],
+                                   enc.missing_span_words[j])
+            else:
+                pending_keys += chunk
+                pending.append(enc)
+                if len(pending_keys) >= flush_every:
+                    store.put(pending_keys, _concat(pending))
+                    pending_keys, pending = [], []
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if store is not None and pending_keys:
+            store.put(pending_keys, _concat(pending))
+        if bar is not None:
+            bar.close()
+    uniq = list(first)
+    if store is not None:
+        got = store.get(uniq)
+        rows = {k: (got.sent[j], got.span[j], got.missing_words[j], got.missing_span_words[j])
+                for j, k in enumerate(uniq)}
+    else:
+        rows = computed
+    sent = np.stack([rows[k][0] for k in keys]) if keys else np.zeros((0, 1, encoder.dim))
+    span = np.stack([rows[k][1] for k in keys]) if keys else np.zeros((0, 1, encoder.dim))
+    miss = np.array([rows[k][2] for k in keys], dtype=np.int32)
+    miss_span = np.array([rows[k][3] for k in keys], dtype=np.int32)
+    return Embeddings(sent.astype(np.float32), span.astype(np.float32), miss, miss_span,
+                      len(todo), len(uniq))
+
+
+def _concat(parts: list[Encoded]) -> Encoded:
+    return Encoded(np.concatenate([p.sent for p in parts]), np.concatenate([p.span for p in parts]),
+                   np.concatenate([p.missing_words for p in parts]),
+                   np.concatenate([p.missing_span_words for p in parts]))

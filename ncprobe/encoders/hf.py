@@ -1,0 +1,224 @@
+"""HuggingFace transformers: encoders (BERT family) and decoder LLMs (LLaMA family).
+
+* Words are aligned to sub-tokens with the fast tokenizer (``is_split_into_words``
+  and ``word_ids``); a word vector is the mean of its sub-token vectors.
+* Special tokens ([CLS], [SEP], BOS/EOS) and padding belong to no word and are
+  never pooled.
+* Layer indices follow ``output_hidden_states``: 0 is the embedding layer,
+  1..L the transformer layers, negative indices count from the end (``-1`` is
+  the last hidden state). The default view is the mean of the last four.
+* Padding is always on the right, so positions and attention of real tokens
+  do not depend on the rest of the batch (a causal model never sees the pads).
+* A decoder's span vector sees only the span's left context: causal attention
+  cannot look ahead. Sentence vectors of decoders average over positions that
+  saw increasingly more of the sentence.
+* Half precision (``float16``/``bfloat16``) and ``device_map="auto"`` (through
+  accelerate, for models larger than one GPU) are for GPUs; pooling is done in
+  float32 in every case.
+* ``trust_remote_code`` is never set: only architectures that ship with
+  transformers load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import NcprobeError
+from .base import LAST_FOUR, Encoded
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+_DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
+           "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}
+
+
+def parse_layers(layers, n_layers: int) -> tuple[tuple[int, ...], ...]:
+    """Layer views from a spec.
+
+    ``None``/``"last4"``: one view, the mean of the last four layers;
+    ``"all"``: one view per layer (0 = embeddings .. L); a list of ints: one
+    view averaging those layers; a list of lists: one view each.
+    Indices are normalised to 0..L.
+    """
+    total = n_layers + 1
+    if layers is None or layers == "last4":
+        specs = [LAST_FOUR]
+    elif layers == "all":
+        specs = [(i,) for i in range(total)]
+    elif isinstance(layers, str):
+        specs = [tuple(int(x) for x in part.split("+")) for part in layers.split(",")]
+    elif all(isinstance(x, int) for x in layers):
+        specs = [tuple(layers)]
+    else:
+        specs = [tuple(v) for v in layers]
+    views = []
+    for spec in specs:
+        norm = []
+        for i in spec:
+            j = i + total if i < 0 else i
+            if not 0 <= j < total:
+                raise NcprobeError(f"layer {i} out of range: the model has {n_layers} layers "
+                                   f"(0 = embeddings, -1 = last)")
+            norm.append(j)
+        views.append(tuple(norm))
+    return tuple(views)
+
+
+class HFEncoder:
+    """Any ``AutoModel`` with a fast tokenizer: encoders and decoder-only LLMs.
+
+    Args:
+        model_id: HuggingFace id or local directory (``save_pretrained`` layout).
+        layers: layer views (see :func:`parse_layers`).
+        device: ``cpu``, ``cuda``, ``cuda:1``, ``mps``; default: cuda when available.
+        dtype: ``float32`` (default on CPU), ``float16``/``bfloat16`` (GPU).
+        revision: git revision on the hub (recorded in the fingerprint).
+        device_map: ``auto`` to spread a large model over GPUs (needs accelerate).
+        name: the user-facing name (default: ``model_id``).
+    """
+
+    levels = ("sent", "nc")
+
+    def __init__(self, model_id: str, *, layers=None, device: str | None = None,
+                 dtype: str | None = None, revision: str | None = None,
+                 device_map: str | None = None, name: str | None = None,
+                 tokenizer=None, model=None) -> None:
+        import torch
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        self.name = name or model_id
+        self.model_id, self.revision = model_id, revision
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.dtype = _DTYPES.get(dtype or "float32")
+        if self.dtype is None:
+            raise NcprobeError(f"unknown dtype {dtype!r}; use float32, float16 or bfloat16")
+        if self.dtype != "float32" and self.device.type == "cpu" and device_map is None:
+            log.warning("%s on CPU: half precision is slow and imprecise there", self.dtype)
+        kw = {"revision": revision} if revision else {}
+        try:
+            if tokenizer is None:
+                tokenizer = AutoTokenizer.from_pretrained(model_id, use_fast=True, **kw)
+                if getattr(tokenizer, "add_prefix_space", None) is False:
+                    # byte-level BPE (GPT-2 style) needs it for pre-tokenised input
+                    tokenizer = AutoTokenizer.from_pretrained(model_id, use_fast=True,
+                                                              add_prefix_space=True, **kw)
+            if model is None:
+                config = AutoConfig.from_pretrained(model_id, **kw)
+                model = AutoModel.from_pretrained(
+                    model_id, dtype=getattr(torch, self.dtype), device_map=device_map,
+                    config=config, **kw)
+        except OSError as e:
+            raise NcprobeError(f"could not load {model_id!r}: {e}") from e
+        if not getattr(tokenizer, "is_fast", False):
+            raise NcprobeError(f"{model_id}: ncprobe needs a fast tokenizer (word alignment)")
+        self.tokenizer = tokenizer
+        self.tokenizer.padding_side = "right"
+        if self.tokenizer.pad_token is None:
+            fallback = self.tokenizer.eos_token or self.tokenizer.unk_token
+            if fallback is None:
+                raise NcprobeError(f"{model_id}: the tokenizer has no pad, eos or unk token")
+            self.tokenizer.pad_token = fallback  # padded positions are masked and never pooled
+        self.model = model
+        if device_map is None:
+            self.model.to(self.device)
+        self.model.eval()
+        cfg = self.model.config
+        self.causal = bool(getattr(cfg, "is_decoder", False)) or any(
+            a.endswith("ForCausalLM") for a in (getattr(cfg, "architectures", None) or []))
+        n_layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
+        self.n_layers = n_layers
+        self.views = parse_layers(layers, n_layers)
+        self.dim = int(getattr(cfg, "hidden_size", 0) or getattr(cfg, "n_embd", 0))
+        self.max_length = min(int(getattr(tokenizer, "model_max_length", 512) or 512),
+                              int(getattr(cfg, "max_position_embeddings", 10**6) or 10**6))
+
+    def fingerprint(self) -> dict:
+        return {"family": "hf", "model": self.model_id, "revision": self.revision or
+                _weights_identity(self.model_id, self.model.config), "views": self.views, "dtype": self.dtype,
+                "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
+
+    def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
+               ) -> Encoded:
+        import torch
+
+        batch = self.tokenizer([list(s) for s in sentences], is_split_into_words=True,
+                               padding=True, truncation=False, return_tensors="pt")
+        n_tok = batch["input_ids"].shape[1]
+        if n_tok > self.max_length:
+            raise NcprobeError(f"{self.name}: a sentence of {n_tok} tokens exceeds the model's "
+                               f"limit of {self.max_length}")
+        word_ids = torch.tensor([[-1 if w is None else w for w in batch.word_ids(i)]
+                                 for i in range(len(sentences))])
+        inputs = {k: v.to(self.model.device) for k, v in batch.items()
+                  if k in ("input_ids", "attention_mask", "token_type_ids")}
+        with torch.inference_mode():
+            out = self.model(**inputs, output_hidden_states=True)
+            hidden = out.hidden_states
+            views = torch.stack([torch.stack([hidden[i] for i in v]).float().mean(0)
+                                 for v in self.views], dim=1)  # (B, V, T, D)
+            del out, hidden
+            return pool_batch(views, word_ids.to(views.device),
+                              [len(s) for s in sentences], spans)
+
+
+def pool_batch(states, word_ids, n_words: Sequence[int], spans: Sequence[tuple[int, int]]
+               ) -> Encoded:
+    """Sub-token -> word -> sentence/span mean pooling for a batch, in float32.
+
+    Args:
+        states: ``(B, V, T, D)`` token vectors per view.
+        word_ids: ``(B, T)`` word index of each token, -1 for special and pad tokens.
+        n_words: words per sentence.
+        spans: word span per sentence.
+    """
+    import torch
+
+    b, _, t, _ = states.shape
+    w = max(n_words)
+    ar = torch.arange(w, device=states.device)
+    assign = (word_ids.unsqueeze(1) == ar.view(1, w, 1)).float()  # (B, W, T)
+    counts = assign.sum(-1)  # (B, W)
+    words = torch.einsum("bwt,bvtd->bvwd", assign, states) / counts.clamp(min=1)[:, None, :, None]
+    valid = ar.unsqueeze(0) < torch.tensor(n_words, device=states.device).unsqueeze(1)
+    has = (counts > 0) & valid
+    starts = torch.tensor([s for s, _ in spans], device=states.device).unsqueeze(1)
+    ends = torch.tensor([e for _, e in spans], device=states.device).unsqueeze(1)
+    in_span = (ar.unsqueeze(0) >= starts) & (ar.unsqueeze(0) < ends)
+
+    def mean(mask):
+        m = mask.float()[:, None, :, None]
+        total = (words * m).sum(2)
+        n = m.sum(2)
+        out = total / n.clamp(min=1)
+        return torch.where(n > 0, out, torch.full_like(out, float("nan")))
+    sent = mean(has)
+    span = mean(has & in_span)
+    missing = (valid & ~has).sum(1)
+    missing_span = (valid & in_span & ~has).sum(1)
+    return Encoded(sent.cpu().numpy(), span.cpu().numpy(), missing.cpu().numpy().astype(np.int32),
+                   missing_span.cpu().numpy().astype(np.int32))
+
+
+def _weights_identity(model_id: str, config) -> str:
+    """What identifies the weights when no revision was given.
+
+    A hub model: the commit transformers resolved (``config._commit_hash``).
+    A local directory: a hash of its file names, sizes and small files.
+    """
+    p = Path(model_id)
+    if p.is_dir():
+        h = hashlib.sha256()
+        for f in sorted(p.iterdir()):
+            if f.is_file():
+                h.update(f.name.encode())
+                h.update(str(f.stat().st_size).encode())
+                if f.stat().st_size < (1 << 20):
+                    h.update(f.read_bytes())
+        return "dir:" + h.hexdigest()[:16]
+    return getattr(config, "_commit_hash", None) or "hub:" + model_id

@@ -1,0 +1,65 @@
+"""sentence-transformers models (``distiluse-base-multilingual-cased``, all-MiniLM-L6-v2 ...).
+
+* Sentence level: the model's own sentence embedding (``SentenceTransformer.encode``
+  of the words joined by spaces: its pooling and any Dense layer included), the
+  same vector for every layer view.
+* NC level: the token states of the model's transformer module, pooled like any
+  HF encoder (sub-token -> word -> span means over the chosen layers).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import NcprobeError
+from .base import Encoded
+from .hf import FORMAT_VERSION, HFEncoder, _weights_identity
+
+
+class SBertEncoder:
+    levels = ("sent", "nc")
+
+    def __init__(self, model_id: str, *, layers=None, device: str | None = None,
+                 dtype: str | None = None, name: str | None = None,
+                 revision: str | None = None) -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            self.st = SentenceTransformer(model_id, device=device, revision=revision,
+                                          trust_remote_code=False)
+        except OSError as e:
+            raise NcprobeError(f"could not load sentence-transformers model {model_id!r}: {e}"
+                               ) from e
+        module = self.st[0]
+        auto_model = getattr(module, "auto_model", None) or getattr(module, "model", None)
+        if auto_model is None or not hasattr(module, "tokenizer"):
+            raise NcprobeError(f"{model_id}: the first module is not a transformer; NC-level "
+                               "vectors need token states")
+        self.tokens = HFEncoder(model_id, layers=layers, device=device, dtype=dtype,
+                                tokenizer=module.tokenizer, model=auto_model, name=name)
+        self.name = name or model_id
+        self.model_id, self.revision = model_id, revision
+        self.views = self.tokens.views
+        self.dim = self.tokens.dim
+        get_dim = getattr(self.st, "get_embedding_dimension", None) or \
+            self.st.get_sentence_embedding_dimension
+        self.sent_dim = int(get_dim() or self.dim)
+
+    def fingerprint(self) -> dict:
+        return {"family": "sbert", "model": self.model_id, "name": self.name,
+                "revision": self.revision or _weights_identity(self.model_id,
+                                                               self.tokens.model.config),
+                "views": self.views, "dtype": self.tokens.dtype,
+                "pooling": "st-sentence/subtoken-mean-span", "format": FORMAT_VERSION}
+
+    def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
+               ) -> Encoded:
+        enc = self.tokens.encode(sentences, spans)
+        sent = self.st.encode([" ".join(s) for s in sentences], batch_size=len(sentences),
+                              convert_to_numpy=True, show_progress_bar=False)
+        sent = np.repeat(sent[:, None, :].astype(np.float32), len(self.views), axis=1)
+        return Encoded(sent, enc.span, enc.missing_words, enc.missing_span_words)

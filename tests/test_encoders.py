@@ -1,0 +1,132 @@
+"""Encoders: alignment, pooling, layers, padding invariance, real offline models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ncprobe.encoders import load_encoder
+from ncprobe.encoders.hf import HFEncoder
+from ncprobe.errors import NcprobeError
+
+from .tiny_models import tiny_bert, tiny_llama
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    return tiny_bert(tmp_path_factory.mktemp("bert"))
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory):
+    return tiny_llama(tmp_path_factory.mktemp("llama"))
+
+
+SENTS = [["Esta", "é", "uma", "montanha-russa", "."],
+         ["vinho", "branco"],
+         ["o", "coração", "da", "ação", "é", "um", "pão-duro", "e", "a", "lua", "cheia", "."]]
+SPANS = [(3, 4), (0, 2), (9, 11)]
+
+
+def _hidden(enc: HFEncoder, words, layers):
+    """Token states of one unpadded sentence straight from the model, and its word ids."""
+    import torch
+
+    batch = enc.tokenizer([words], is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        out = enc.model(**{k: v for k, v in batch.items() if k != "token_type_ids"},
+                        output_hidden_states=True)
+    states = torch.stack([out.hidden_states[i] for i in layers]).mean(0)[0].numpy()
+    return states, batch.word_ids(0), out
+
+
+@pytest.mark.parametrize("which", ["bert", "llama"])
+def test_span_and_sentence_are_hand_computed_means(which, bert_dir, llama_dir) -> None:
+    path = bert_dir if which == "bert" else llama_dir
+    enc = load_encoder(str(path), layers=[-1])
+    assert isinstance(enc, HFEncoder) and enc.causal == (which == "llama")
+    out = enc.encode(SENTS, SPANS)
+    for words, (s, e), sent, span in zip(SENTS, SPANS, out.sent, out.span):
+        states, wids, _ = _hidden(enc, words, [enc.n_layers])
+        word_vecs = [states[[t for t, w in enumerate(wids) if w == k]].mean(0)
+                     for k in range(len(words))]
+        # multi-piece words exist in this vocabulary (checked so the test means something)
+        assert max(sum(1 for w in wids if w == k) for k in range(len(words))) > 1
+        np.testing.assert_allclose(span[0], np.mean(word_vecs[s:e], axis=0), atol=1e-5)
+        np.testing.assert_allclose(sent[0], np.mean(word_vecs, axis=0), atol=1e-5)
+        # special tokens ([CLS]/[SEP]/<s>) have no word id and are excluded
+        assert wids[0] is None
+
+
+@pytest.mark.parametrize("which", ["bert", "llama"])
+def test_padding_invariance(which, bert_dir, llama_dir) -> None:
+    enc = load_encoder(str(bert_dir if which == "bert" else llama_dir))
+    batch = enc.encode(SENTS, SPANS)
+    for i in range(len(SENTS)):
+        alone = enc.encode([SENTS[i]], [SPANS[i]])
+        np.testing.assert_allclose(alone.span[0], batch.span[i], atol=1e-5)
+        np.testing.assert_allclose(alone.sent[0], batch.sent[i], atol=1e-5)
+
+
+def test_layer_selection(bert_dir) -> None:
+    last = load_encoder(str(bert_dir), layers=[-1])
+    words = SENTS[0]
+    _, _, out = _hidden(last, words, [last.n_layers])
+    np.testing.assert_allclose(out.hidden_states[-1].numpy(), out.last_hidden_state.numpy())
+    default = load_encoder(str(bert_dir))
+    assert default.views == ((0, 1, 2, 3),)  # 3 layers + embeddings: the last four
+    each = load_encoder(str(bert_dir), layers="all")
+    assert each.views == ((0,), (1,), (2,), (3,))
+    e_all = each.encode(SENTS, SPANS)
+    e_def = default.encode(SENTS, SPANS)
+    np.testing.assert_allclose(e_all.span.mean(axis=1), e_def.span[:, 0], atol=1e-5)
+    np.testing.assert_allclose(e_all.span[:, 3], last.encode(SENTS, SPANS).span[:, 0], atol=1e-6)
+    with pytest.raises(NcprobeError, match="out of range"):
+        load_encoder(str(bert_dir), layers=[7])
+
+
+def test_span_at_sentence_start_and_end(bert_dir) -> None:
+    enc = load_encoder(str(bert_dir), layers=[-1])
+    words = ["pão-duro", "e", "montanha-russa"]
+    out = enc.encode([words, words], [(0, 1), (2, 3)])
+    states, wids, _ = _hidden(enc, words, [enc.n_layers])
+    first = states[[t for t, w in enumerate(wids) if w == 0]].mean(0)
+    last = states[[t for t, w in enumerate(wids) if w == 2]].mean(0)
+    np.testing.assert_allclose(out.span[0, 0], first, atol=1e-5)
+    np.testing.assert_allclose(out.span[1, 0], last, atol=1e-5)
+
+
+def test_unknown_model_suggests() -> None:
+    with pytest.raises(NcprobeError, match="Did you mean bert-large"):
+        load_encoder("bert-larg")
+
+
+def test_glove_real_vectors() -> None:
+    enc = load_encoder("glove-6b-50d")
+
+    def vec(w):
+        return enc.encode([[w]], [(0, 1)]).span[0, 0]
+
+    def cos(a, b):
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+    assert cos(vec("king"), vec("queen")) > cos(vec("king"), vec("carrot"))
+    assert cos(vec("Grey"), vec("gray")) > cos(vec("grey"), vec("economic"))  # lower-cased lookup
+    out = enc.encode([["the", "zzqxv", "matter"], ["zzqxv", "qqzzv"]], [(1, 3), (0, 2)])
+    assert list(out.missing_words) == [1, 2] and list(out.missing_span_words) == [1, 2]
+    np.testing.assert_allclose(out.span[0, 0], vec("matter"))  # OOV word left out of the mean
+    assert np.isnan(out.span[1]).all() and np.isnan(out.sent[1]).all()  # reported, not zeros
+
+
+def test_minilm_real_model() -> None:
+    enc = load_encoder("minilm")
+    out = enc.encode([["a", "doctor", "treats", "patients"], ["a", "physician", "treats",
+                                                                "patients"],
+                      ["a", "carrot", "grows", "underground"]], [(1, 2), (1, 2), (1, 2)])
+
+    def cos(a, b):
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+    assert cos(out.sent[0, 0], out.sent[1, 0]) > cos(out.sent[0, 0], out.sent[2, 0])
+    assert out.sent.shape[-1] == 384 and out.span.shape[-1] == 384
+    # the sentence level is the model's own embedding
+    ref = enc.st.encode(["a doctor treats patients"], convert_to_numpy=True)[0]
+    np.testing.assert_allclose(out.sent[0, 0], ref, atol=1e-5)
