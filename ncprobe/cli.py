@@ -124,7 +124,8 @@ def _data(args, parser) -> int:
     from .data import sources
 
     if args.data_command is None:
-        parser.parse_args(["data", "--help"])
+        _subparser(parser, "data").print_help()
+        return EXIT_USAGE
     root = sources.resolve_data_dir(args.data_dir)
     if args.data_command == "path":
         print(root)
@@ -140,7 +141,11 @@ def _data(args, parser) -> int:
     if args.data_command == "check":
         from .data.check import check
 
-        report = check(root)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            report = check(root)
+        for w in caught:
+            print(f"warning: {w.message}")
         for line in report.tolerated + report.notes:
             print(f"note: {line}")
         for err in report.errors:
@@ -150,6 +155,11 @@ def _data(args, parser) -> int:
     if args.data_command == "info":
         return _info(root, args.json)
     return EXIT_USAGE
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[name]
 
 
 def _models() -> int:
@@ -169,7 +179,8 @@ def _cache(args, parser) -> int:
     from .cache import cache_clear, cache_info, cache_root
 
     if args.cache_command is None:
-        parser.parse_args(["cache", "--help"])
+        _subparser(parser, "cache").print_help()
+        return EXIT_USAGE
     if args.cache_command == "info":
         entries = cache_info(args.cache_dir)
         print(f"cache: {cache_root(args.cache_dir)}")

@@ -199,7 +199,15 @@ def _note_repeats(items: list[Stimulus], ctx: LoadContext) -> None:
     """Count (never drop) repeated substitutes and identical original sentences."""
     seen_sub: set[tuple] = set()
     seen_orig: dict[tuple, str] = {}
+    originals = {(s.lang, s.nc, s.context): s for s in items if s.probe == "original"}
     for s in items:
+        o = originals.get((s.lang, s.nc, s.context))
+        if s.probe != "original" and o is not None and (
+                s.tokens[:s.span[0]] != o.tokens[:o.span[0]]
+                or s.tokens[s.span[1]:] != o.tokens[o.span[1]:]):
+            ctx.tolerate(f"{s.lang} {s.context if s.context in (NEUTRAL, NEUTRAL_PLURAL) else 'nat'}"
+                         f": {s.probe} sentences whose words outside the span differ from the "
+                         "original (inflection, article or number agreement made upstream)")
         if s.probe == "original":
             if s.context not in NATURALISTIC:
                 continue
@@ -451,6 +459,8 @@ def _reference_naturalistic(lang: str, nat_ids, wordssyn: str, neutral: _Neutral
         head_pos = neutral.head_pos.get(nc)
         if first is not None and head_pos is not None and first != (head_pos == 0):
             comp = comp[::-1]
+            ctx.tolerate(f"{lang}: reference-table p_comp pairs swapped to the semantic head "
+                         "(corrected)")
         add("comp-head", 1, comp[0], "p_comp")
         add("comp-mod", 1, comp[1], "p_comp")
         for k, phrase in enumerate(words if wordssyn == "all" else words[:1], start=1):

@@ -208,6 +208,9 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
             if progress:
                 progress(f.local_path, "NOT FOUND")
             continue
+        except urllib.error.HTTPError as e:
+            raise DownloadError(f"could not fetch {f.local_path} from {url}: HTTP {e.code} "
+                                f"{e.reason}") from e
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise DownloadError(
