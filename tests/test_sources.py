@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import http.server
-import shutil
 import subprocess
-import threading
 import urllib.parse
 from pathlib import Path
 
@@ -13,6 +10,8 @@ import pytest
 
 from ncprobe.data import sources
 from ncprobe.errors import DownloadError
+
+from .local_http import QuietHandler, serve
 
 
 def test_git_blob_sha1_matches_git(tmp_path: Path) -> None:
@@ -51,7 +50,7 @@ def test_data_dir_resolution_order(monkeypatch, tmp_path: Path) -> None:
     assert sources.resolve_data_dir(None) == tmp_path / "cache" / "ncprobe" / "ncimp"
 
 
-class _GitHubLike(http.server.BaseHTTPRequestHandler):
+class _GitHubLike(QuietHandler):
     """Serves /<owner>/<repo>/<commit>/<path> from a directory in the data-directory layout."""
 
     root: Path
@@ -73,27 +72,14 @@ class _GitHubLike(http.server.BaseHTTPRequestHandler):
         if not f.is_file():
             self.send_error(404)
             return
-        body = f.read_bytes()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args) -> None:
-        pass
+        self.reply(f.read_bytes())
 
 
 @pytest.fixture
 def server(raw_dir: Path):
-    handler = type("H", (_GitHubLike,), {
-        "root": raw_dir, "commits": {f.commit for f in sources.upstream_files()}, "hits": [],
-        "fail_first": {}})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
-    httpd.shutdown()
-    httpd.server_close()
+    with serve(_GitHubLike, root=raw_dir, commits={f.commit for f in sources.upstream_files()},
+               hits=[], fail_first={}) as running:
+        yield running
 
 
 def _fetchable(raw_dir: Path):

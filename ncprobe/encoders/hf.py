@@ -143,8 +143,8 @@ class HFEncoder:
                 _weights_identity(self.model_id, self.model.config), "views": self.views, "dtype": self.dtype,
                 "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
 
-    def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
-               ) -> Encoded:
+    def forward(self, sentences: Sequence[Sequence[str]]):
+        """Tokenise pre-split words and run the model: ``(batch encoding, word ids, output)``."""
         import torch
 
         batch = self.tokenizer([list(s) for s in sentences], is_split_into_words=True,
@@ -159,12 +159,24 @@ class HFEncoder:
                   if k in ("input_ids", "attention_mask", "token_type_ids")}
         with torch.inference_mode():
             out = self.model(**inputs, output_hidden_states=True)
+        return inputs, word_ids, out
+
+    def pool(self, out, word_ids, sentences: Sequence[Sequence[str]],
+             spans: Sequence[tuple[int, int]]) -> Encoded:
+        """Average the configured layer views, then pool words, spans and sentences."""
+        import torch
+
+        with torch.inference_mode():
             hidden = out.hidden_states
             views = torch.stack([torch.stack([hidden[i] for i in v]).float().mean(0)
                                  for v in self.views], dim=1)  # (B, V, T, D)
-            del out, hidden
-            return pool_batch(views, word_ids.to(views.device),
-                              [len(s) for s in sentences], spans)
+            return pool_batch(views, word_ids.to(views.device), [len(s) for s in sentences],
+                              spans)
+
+    def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
+               ) -> Encoded:
+        _, word_ids, out = self.forward(sentences)
+        return self.pool(out, word_ids, sentences, spans)
 
 
 def pool_batch(states, word_ids, n_words: Sequence[int], spans: Sequence[tuple[int, int]]

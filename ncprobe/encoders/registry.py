@@ -62,7 +62,7 @@ MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
               "GPU (half precision, ~26 GB), hub access to the gated model; extra [gpu]",
               "a causal model: the span sees only its left context"),
     ModelSpec("openai", "openai", {"*": "text-embedding-ada-002"},
-              "extra [openai], OPENAI_API_KEY; sentence level only"),
+              "OPENAI_API_KEY (network); sentence level only"),
 ]}
 
 
@@ -132,9 +132,12 @@ def _from_spec(spec: ModelSpec, lang: str, **kw):
     if mid.startswith("file:"):
         raise NcprobeError(f"{spec.alias} ({lang}) is not downloadable automatically: "
                            f"{spec.note or 'pass the vector file as --model'}")
-    if spec.family in ("elmo", "openai"):
-        raise NcprobeError(f"the {spec.family} family is not available in this version of "
-                           "ncprobe yet")
+    if spec.family == "openai":
+        from .openai import OpenAIEncoder
+
+        return OpenAIEncoder(mid, name=spec.alias)
+    if spec.family == "elmo":
+        raise NcprobeError("the ELMo family is not available in this version of ncprobe yet")
     if mid.startswith("gensim:"):
         from .static import gensim_data
 

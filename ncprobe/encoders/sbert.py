@@ -1,8 +1,9 @@
 """sentence-transformers models (``distiluse-base-multilingual-cased``, all-MiniLM-L6-v2 ...).
 
-* Sentence level: the model's own sentence embedding (``SentenceTransformer.encode``
-  of the words joined by spaces: its pooling and any Dense layer included), the
-  same vector for every layer view.
+* Sentence level: the model's own sentence embedding: its modules after the
+  transformer (pooling, any Dense layer, normalisation) applied to the same
+  forward pass, which equals ``SentenceTransformer.encode`` of the words joined
+  by spaces (tested); the same vector for every layer view.
 * NC level: the token states of the model's transformer module, pooled like any
   HF encoder (sub-token -> word -> span means over the chosen layers).
 """
@@ -58,8 +59,17 @@ class SBertEncoder:
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:
-        enc = self.tokens.encode(sentences, spans)
-        sent = self.st.encode([" ".join(s) for s in sentences], batch_size=len(sentences),
-                              convert_to_numpy=True, show_progress_bar=False)
-        sent = np.repeat(sent[:, None, :].astype(np.float32), len(self.views), axis=1)
+        import torch
+
+        inputs, word_ids, out = self.tokens.forward(sentences)
+        enc = self.tokens.pool(out, word_ids, sentences, spans)
+        # the sentence embedding: the model's own modules after the transformer (pooling,
+        # dense, normalise) on the same forward pass, as SentenceTransformer.encode computes it
+        features = {"token_embeddings": out.last_hidden_state,
+                    "attention_mask": inputs["attention_mask"]}
+        with torch.inference_mode():
+            for module in list(self.st)[1:]:
+                features = module(features)
+        sent = features["sentence_embedding"].float().cpu().numpy()
+        sent = np.repeat(sent[:, None, :], len(self.views), axis=1)
         return Encoded(sent, enc.span, enc.missing_words, enc.missing_span_words)

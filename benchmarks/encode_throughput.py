@@ -1,0 +1,107 @@
+"""Encoding throughput: ncprobe vs a naive loop vs one bare batched forward pass.
+
+Encodes the English stimuli (naturalistic + neutral, sentence and NC level)
+with ``minilm`` three ways and prints sentences per second and the ratios:
+
+* ncprobe: :func:`ncprobe.embed.embed` (dedup, length-sorted batches, pooling),
+  first into an empty store, then a cached rerun;
+* naive: one sentence per forward pass, the original re-encoded for every
+  probe (as the reference code does), on ``--naive-contexts`` contexts
+  (its rate is per sentence, so a sample gives it);
+* floor: one batched forward pass over the unique sentences, no pooling.
+
+Run: ``NCPROBE_DATA=../shared/ncimp/raw python benchmarks/encode_throughput.py``.
+Targets on a 2-core CPU: ncprobe >= 10x naive, <= 1.3x the floor's time, cached
+rerun <= 5% of the first run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import torch
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--naive-contexts", type=int, default=40,
+                    help="contexts encoded by the naive loop (its rate is per sentence)")
+    ap.add_argument("--contexts", default="nat,neut")
+    args = ap.parse_args()
+
+    import ncprobe
+    from ncprobe.cache import EmbeddingStore
+    from ncprobe.embed import embed
+    from ncprobe.encoders import load_encoder
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ncprobe.SplicedStimuliWarning)
+        stim = ncprobe.load_stimuli("en", contexts=args.contexts)
+    enc = load_encoder("minilm")
+    n_stim = len(stim)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        first = embed(stim, enc, store=EmbeddingStore(enc.fingerprint(), root=tmp),
+                      batch_size=args.batch_size, progress=False)
+        t_ncprobe = time.perf_counter() - t
+        t = time.perf_counter()
+        again = embed(stim, enc, store=EmbeddingStore(enc.fingerprint(), root=tmp),
+                      batch_size=args.batch_size, progress=False)
+        t_cached = time.perf_counter() - t
+    assert again.encoded == 0
+
+    # floor: one batched forward pass over the unique sentences, nothing else
+    unique = sorted({s.tokens for s in stim}, key=len)
+    tok, model = enc.tokens.tokenizer, enc.tokens.model
+    t = time.perf_counter()
+    with torch.inference_mode():
+        for b in range(0, len(unique), args.batch_size):
+            batch = tok([list(u) for u in unique[b:b + args.batch_size]],
+                        is_split_into_words=True, padding=True, return_tensors="pt")
+            model(**batch, output_hidden_states=True)
+            enc.st.encode([" ".join(u) for u in unique[b:b + args.batch_size]],
+                          batch_size=args.batch_size, show_progress_bar=False)
+    t_floor = time.perf_counter() - t
+
+    # naive: per context, for every probe, encode the original and the probe, one at a time
+    contexts = stim.contexts()[:args.naive_contexts]
+    n_naive = 0
+    t = time.perf_counter()
+    for lang, nc, ctx in contexts:
+        group = stim.filter(nc=nc, context=ctx)
+        orig = next(s for s in group if s.probe == "original")
+        for s in group:
+            if s.probe == "original":
+                continue
+            for x in (orig, s):
+                enc.encode([x.tokens], [x.span])
+                n_naive += 1
+    t_naive = time.perf_counter() - t
+    naive_rate = n_naive / t_naive
+    # what the naive loop would take for the whole set: 2 forward passes per probe stimulus
+    n_probe = sum(s.probe != "original" for s in stim)
+    t_naive_full = 2 * n_probe / naive_rate
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"stimuli: {n_stim}; unique items: {first.unique}; unique sentences: {len(unique)}; "
+          f"threads: {torch.get_num_threads()}")
+    print(f"ncprobe      {t_ncprobe:8.1f} s  {n_stim / t_ncprobe:8.1f} stimuli/s")
+    print(f"cached rerun {t_cached:8.2f} s  ({100 * t_cached / t_ncprobe:.1f}% of the first run)")
+    print(f"floor        {t_floor:8.1f} s  {len(unique) / t_floor:8.1f} sentences/s "
+          f"(ncprobe / floor = {t_ncprobe / t_floor:.2f}x)")
+    print(f"naive        {naive_rate:8.1f} sentences/s on {n_naive} sentences; whole set "
+          f"~{t_naive_full:.0f} s (ncprobe is {t_naive_full / t_ncprobe:.1f}x faster)")
+    print(f"peak memory  {peak:8.0f} MB (max RSS)")
+    np.testing.assert_allclose(first.span, again.span)
+
+
+if __name__ == "__main__":
+    main()
