@@ -67,12 +67,13 @@ def main() -> None:
             batch = tok([list(u) for u in unique[b:b + args.batch_size]],
                         is_split_into_words=True, padding=True, return_tensors="pt")
             model(**batch, output_hidden_states=True)
-            enc.st.encode([" ".join(u) for u in unique[b:b + args.batch_size]],
-                          batch_size=args.batch_size, show_progress_bar=False)
     t_floor = time.perf_counter() - t
 
     # naive: per context, for every probe, encode the original and the probe, one at a time
-    contexts = stim.contexts()[:args.naive_contexts]
+    # a seeded random sample, so naturalistic and neutral contexts come in their proportions
+    all_contexts = stim.contexts()
+    pick = np.random.default_rng(0).choice(len(all_contexts), args.naive_contexts, replace=False)
+    contexts = [all_contexts[i] for i in sorted(pick)]
     n_naive = 0
     t = time.perf_counter()
     for lang, nc, ctx in contexts:
