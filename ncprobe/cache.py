@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -149,7 +149,3 @@ def cache_clear(root: str | os.PathLike | None = None, model: str | None = None)
             shutil.rmtree(entry["dir"])
             removed += 1
     return removed
-
-
-def missing_keys(store: EmbeddingStore | None, keys: Iterable[bytes]) -> list[bytes]:
-    return list(keys) if store is None else [k for k in keys if k not in store]

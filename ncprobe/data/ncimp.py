@@ -35,7 +35,6 @@ import json
 import logging
 import re
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
