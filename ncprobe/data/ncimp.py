@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
@@ -330,48 +332,33 @@ def _tagged(ctx: LoadContext, lang: str, r: dict, row: int, rel: str, context: s
                     f"{rel}:{row}:{sent_col}")
 
 
-def _head_first(surface: str, head: str, mod: str) -> bool | None:
-    """Whether a head-only/modifier-only pair keeps the first word of the surface NC as head.
+def _swapped(surface: str, head: str, mod: str, head_pos: int | None) -> bool:
+    """Whether a head-only/modifier-only pair holds the semantic head in the modifier slot.
 
-    Matched by the longest common prefix (case-insensitive), so inflected
-    forms (``fechado`` for ``fechada``) and capitalised copies still match.
-    ``None`` when it cannot be told.
+    Which word of the surface NC each phrase keeps is matched by the longest
+    common prefix (case-insensitive), so inflected forms (``fechado`` for
+    ``fechada``) and capitalised copies still match. ``head_pos`` is the
+    semantic head's position (0 or 1) in the NC. False when it cannot be told.
     """
     parts = [p.lower() for p in _parts(surface)]
-    if len(parts) != 2 or parts[0] == parts[1]:
-        return None
+    if head_pos is None or len(parts) != 2 or parts[0] == parts[1]:
+        return False
 
     def lcp(a: str, b: str) -> int:
-        n = 0
-        for x, y in zip(a, b):
-            if x != y:
-                break
-            n += 1
-        return n
+        return len(os.path.commonprefix([a, b]))
     h, m = head.lower(), mod.lower()
     first = lcp(h, parts[0]) + lcp(m, parts[1])
     second = lcp(h, parts[1]) + lcp(m, parts[0])
-    return None if first == second else first > second
+    return first != second and (first > second) != (head_pos == 0)
 
 
-def _semantic_comp(items: dict[str, Stimulus], surface: str, head_pos: int | None,
-                   ) -> tuple[dict[str, Stimulus], bool]:
+def _semantic_comp(items: dict, surface: str, head_pos: int | None) -> tuple[dict, bool]:
     """Relabel comp-head/comp-mod so that comp-head holds the semantic head."""
     h, m = items.get("comp-head"), items.get("comp-mod")
-    if h is None or m is None or head_pos is None:
+    if h is None or m is None or not _swapped(surface, h.target, m.target, head_pos):
         return items, False
-    first = _head_first(surface, h.target, m.target)
-    if first is None or first == (head_pos == 0):
-        return items, False
-    swapped = dict(items)
-    swapped["comp-head"] = _relabel(m, "comp-head")
-    swapped["comp-mod"] = _relabel(h, "comp-mod")
-    return swapped, True
-
-
-def _relabel(s: Stimulus, probe: str) -> Stimulus:
-    return Stimulus(s.lang, s.nc, s.context, probe, s.variant, s.tokens, s.span, s.target,
-                    s.source, s.spliced)
+    return {**items, "comp-head": replace(m, probe="comp-head"),
+            "comp-mod": replace(h, probe="comp-mod")}, True
 
 
 def _naturalistic(lang: str, context: str, wordssyn: str, neutral: _NeutralFile,
@@ -454,9 +441,7 @@ def _reference_naturalistic(lang: str, nat_ids, wordssyn: str, neutral: _Neutral
                            f"{len(comp)}, {len(rand)}, {len(words)}", **where)
             continue
         add("syn", 1, r["p_syn"], "p_syn")
-        first = _head_first(r["target_surface"], comp[0], comp[1])
-        head_pos = neutral.head_pos.get(nc)
-        if first is not None and head_pos is not None and first != (head_pos == 0):
+        if _swapped(r["target_surface"], comp[0], comp[1], neutral.head_pos.get(nc)):
             comp = comp[::-1]
             ctx.tolerate(f"{lang}: reference-table p_comp pairs swapped to the semantic head "
                          "(corrected)")

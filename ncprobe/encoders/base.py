@@ -74,41 +74,38 @@ class Encoder(Protocol):
         ...
 
 
-def pool_words(states: np.ndarray, word_of_token: Sequence[int | None], n_words: int
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Mean of sub-token vectors per word.
+def pool_batch(states, word_ids, n_words: Sequence[int], spans: Sequence[tuple[int, int]]
+               ) -> Encoded:
+    """Sub-token -> word -> sentence/span mean pooling for a batch, in float32.
 
     Args:
-        states: ``(tokens, views, dim)`` vectors of one sentence.
-        word_of_token: for each token its word index, or ``None`` for special tokens.
-        n_words: number of words in the sentence.
-
-    Returns:
-        ``(words, views, dim)`` word vectors (NaN for words with no token) and a
-        boolean mask of the words that have at least one token.
+        states: ``(B, V, T, D)`` token vectors per view.
+        word_ids: ``(B, T)`` word index of each token, -1 for special and pad tokens.
+        n_words: words per sentence.
+        spans: word span per sentence.
     """
-    out = np.zeros((n_words,) + states.shape[1:], dtype=np.float64)
-    counts = np.zeros(n_words, dtype=np.int64)
-    for t, w in enumerate(word_of_token):
-        if w is not None:
-            out[w] += states[t]
-            counts[w] += 1
-    has = counts > 0
-    out[has] /= counts[has][:, None, None]
-    out[~has] = np.nan
-    return out, has
+    import torch
 
+    w = max(n_words)
+    ar = torch.arange(w, device=states.device)
+    assign = (word_ids.unsqueeze(1) == ar.view(1, w, 1)).float()  # (B, W, T)
+    counts = assign.sum(-1)  # (B, W)
+    words = torch.einsum("bwt,bvtd->bvwd", assign, states) / counts.clamp(min=1)[:, None, :, None]
+    valid = ar.unsqueeze(0) < torch.tensor(n_words, device=states.device).unsqueeze(1)
+    has = (counts > 0) & valid
+    starts = torch.tensor([s for s, _ in spans], device=states.device).unsqueeze(1)
+    ends = torch.tensor([e for _, e in spans], device=states.device).unsqueeze(1)
+    in_span = (ar.unsqueeze(0) >= starts) & (ar.unsqueeze(0) < ends)
 
-def pool_sentence_and_span(words: np.ndarray, has: np.ndarray, span: tuple[int, int]
-                           ) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Sentence vector (mean of words) and span vector (mean of span words).
-
-    Returns ``(sent, span, missing_words, missing_span_words)``; a vector with no
-    word to average is NaN.
-    """
-    start, end = span
-    nan = np.full(words.shape[1:], np.nan)
-    sent = words[has].mean(axis=0) if has.any() else nan
-    in_span = has[start:end]
-    span_vec = words[start:end][in_span].mean(axis=0) if in_span.any() else nan
-    return sent, span_vec, int((~has).sum()), int((~in_span).sum())
+    def mean(mask):
+        m = mask.float()[:, None, :, None]
+        total = (words * m).sum(2)
+        n = m.sum(2)
+        out = total / n.clamp(min=1)
+        return torch.where(n > 0, out, torch.full_like(out, float("nan")))
+    sent = mean(has)
+    span = mean(has & in_span)
+    missing = (valid & ~has).sum(1)
+    missing_span = (valid & in_span & ~has).sum(1)
+    return Encoded(sent.cpu().numpy(), span.cpu().numpy(), missing.cpu().numpy().astype(np.int32),
+                   missing_span.cpu().numpy().astype(np.int32))

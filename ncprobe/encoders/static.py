@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import NcprobeError
-from .base import Encoded, pool_sentence_and_span
+from .base import Encoded, pool_batch
 
 log = logging.getLogger(__name__)
 
@@ -49,20 +49,21 @@ class StaticEncoder:
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:
-        n = len(sentences)
-        sent = np.empty((n, 1, self.dim), dtype=np.float32)
-        span = np.empty((n, 1, self.dim), dtype=np.float32)
-        miss = np.zeros(n, dtype=np.int32)
-        miss_span = np.zeros(n, dtype=np.int32)
-        for i, (words, sp) in enumerate(zip(sentences, spans)):
-            rows = [self.index.get(w.lower() if self.lowercase else w) for w in words]
-            has = np.array([r is not None for r in rows])
-            vecs = np.zeros((len(words), 1, self.dim), dtype=np.float64)
-            if has.any():
-                vecs[has, 0] = self.vectors[[r for r in rows if r is not None]]
-            s, p, miss[i], miss_span[i] = pool_sentence_and_span(vecs, has, sp)
-            sent[i], span[i] = s, p
-        return Encoded(sent, span, miss, miss_span)
+        import torch
+
+        # each word is its own "token"; an out-of-vocabulary word belongs to no word (-1),
+        # so the shared pooling leaves it out and counts it
+        width = max(len(s) for s in sentences)
+        states = np.zeros((len(sentences), 1, width, self.dim), dtype=np.float32)
+        word_ids = np.full((len(sentences), width), -1, dtype=np.int64)
+        for i, words in enumerate(sentences):
+            for j, w in enumerate(words):
+                row = self.index.get(w.lower() if self.lowercase else w)
+                if row is not None:
+                    states[i, 0, j] = self.vectors[row]
+                    word_ids[i, j] = j
+        return pool_batch(torch.from_numpy(states), torch.from_numpy(word_ids),
+                          [len(s) for s in sentences], spans)
 
 
 def glove_6b_50d() -> StaticEncoder:
