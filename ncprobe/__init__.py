@@ -5,6 +5,9 @@ The public API::
     import ncprobe
     stim = ncprobe.load_stimuli("pt", contexts="nat,neut")
     df = stim.to_frame()
+    res = ncprobe.compute(model="glove-6b-50d", lang="en")
+    res.measures            # per-NC measures, a tidy DataFrame
+    print(res.summary())
 """
 
 from __future__ import annotations
@@ -13,8 +16,12 @@ __version__ = "0.1.0"
 
 from .data import (CLASSES, CONTEXTS, PROBES, NounCompound, SplicedStimuliWarning, Stimuli,
                    Stimulus, download, load_pairs, load_stimuli, resolve_data_dir)
-from .errors import DataError, DataErrors, DownloadError, NcprobeError
+from .config import RunConfig
+from .errors import DataError, DataErrors, DownloadError, ModelUnavailableError, NcprobeError
+from .pipeline import compute
+from .results import Results
 
 __all__ = ["CLASSES", "CONTEXTS", "PROBES", "DataError", "DataErrors", "DownloadError",
-           "NcprobeError", "NounCompound", "SplicedStimuliWarning", "Stimuli", "Stimulus",
-           "__version__", "download", "load_pairs", "load_stimuli", "resolve_data_dir"]
+           "ModelUnavailableError", "NcprobeError", "NounCompound", "Results", "RunConfig",
+           "SplicedStimuliWarning", "Stimuli", "Stimulus", "__version__", "compute",
+           "download", "load_pairs", "load_stimuli", "resolve_data_dir"]

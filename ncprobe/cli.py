@@ -1,7 +1,9 @@
 """The ``ncprobe`` command line.
 
 Exit codes a script can rely on: 0 success, 1 unexpected ncprobe error, 2 bad
-usage, 3 data error (missing file, bad row), 4 download failed.
+usage, 3 data error (missing file, bad row), 4 download failed, 5 model not
+available here (weights, optional package, GPU or network missing), 130
+interrupted (the embedding cache keeps what was encoded: rerun to resume).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import warnings
 from typing import Sequence
 
 from . import __version__
+from .config import DEFAULT_MODEL
 from .errors import DataErrors, NcprobeError
 
 EXIT_USAGE = 2
@@ -25,6 +28,8 @@ noun-compound minimal pairs of He et al. (Computational Linguistics, 2025).
 Start with:
   ncprobe data download        fetch the NCIMP files (pinned, verified)
   ncprobe data info            what is there: NCs, classes, contexts, probes
+  ncprobe compute              every measure for one model and language
+                               (default: glove-6b-50d on English, offline)
 """
 
 
@@ -72,6 +77,49 @@ def build_parser() -> argparse.ArgumentParser:
     p = dsub.add_parser("path", help="print the data directory in use")
     _data_dir_option(p)
 
+    p = sub.add_parser(
+        "compute", help="cosines, measures and correlations for one model and language",
+        description="Encode the NCIMP stimuli with one model, compare every probe with its "
+        "original, compute the measures of the study (Sim, Affinity, Scaled Similarity, ratio, "
+        "rogue dimensions) and their Spearman correlations with the gold compositionality "
+        "score, write the results (parquet + run.json) and print a summary.")
+    p.add_argument("--model", default=DEFAULT_MODEL,
+                   help=f"alias (see `ncprobe models`), HuggingFace id, model directory or "
+                   f"vector file (default: {DEFAULT_MODEL}, offline)")
+    p.add_argument("--lang", default="en", choices=["en", "pt"], help="language (default: en)")
+    p.add_argument("--context", default="nat,neut", metavar="C",
+                   help="nat, neut, neut-pl or a comma list (default: nat,neut)")
+    p.add_argument("--level", default=None, metavar="L",
+                   help="sent, nc or sent,nc (default: every level the model gives)")
+    p.add_argument("--layers", default=None, metavar="SPEC",
+                   help="transformer layers: last4 (default), all, -1, 9+10+11+12, or comma "
+                   "lists of views")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: cuda if "
+                   "available)")
+    p.add_argument("--dtype", default=None, help="float32 (CPU default), float16, bfloat16")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass "
+                   "(default 32)")
+    p.add_argument("--out", metavar="DIR", help="results directory (default: "
+                   "results/<model>-<lang>)")
+    _data_dir_option(p)
+    p.add_argument("--standardise", action="store_true",
+                   help="also compute every measure on z-scored vectors (rogue dimensions)")
+    p.add_argument("--wordssyn", default="first", choices=["first", "all"],
+                   help="P_WordsSyn: the paper's single substitution (first) or every "
+                   "alternative (all)")
+    p.add_argument("--gold", default="comp", choices=["comp", "type"],
+                   help="gold score: comp (Eq. 1, token-level, default) or type")
+    p.add_argument("--per-sentence", action="store_true",
+                   help="also correlate sentence measures with each sentence's token score")
+    p.add_argument("--n-boot", type=int, default=1000,
+                   help="bootstrap resamples for confidence intervals (default 1000; 0: none)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="encode everything and store nothing in the embedding cache")
+    p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root (default: "
+                   "$NCPROBE_CACHE or the user cache directory)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
+
     sub.add_parser("models", help="list the model aliases and what each needs",
                    description="List the model aliases of the study (per language), the two "
                    "offline models, and what each needs (extra, GPU, API key). Any "
@@ -102,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "data":
             return _data(args, parser)
+        if args.command == "compute":
+            return _compute(args)
         if args.command == "models":
             return _models()
         if args.command == "cache":
@@ -160,6 +210,38 @@ def _data(args, parser) -> int:
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return action.choices[name]
+
+
+def _compute(args) -> int:
+    from .config import RunConfig
+    from .pipeline import compute
+
+    try:
+        cfg = RunConfig(model=args.model, lang=args.lang, contexts=args.context,
+                        levels=args.level, layers=args.layers, device=args.device,
+                        dtype=args.dtype, batch_size=args.batch_size,
+                        standardise=args.standardise, wordssyn=args.wordssyn, gold=args.gold,
+                        per_sentence=args.per_sentence, n_boot=args.n_boot, seed=args.seed)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.out or f"results/{_slug(args.model)}-{args.lang}"
+    with warnings.catch_warnings():
+        # the notes of the run repeat every warning; the summary prints them once
+        warnings.simplefilter("ignore")
+        res = compute(cfg, data_dir=args.data_dir, cache=not args.no_cache,
+                      cache_dir=args.cache_dir, progress=not args.quiet)
+    path = res.to_parquet(out)
+    if not args.quiet:
+        print(res.summary())
+    print(f"results written to {path}", file=sys.stderr)
+    return 0
+
+
+def _slug(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name.rstrip("/").split("/")[-1]) or "model"
 
 
 def _models() -> int:

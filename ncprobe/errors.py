@@ -59,6 +59,15 @@ class DownloadError(NcprobeError):
     exit_code = 4
 
 
+class ModelUnavailableError(NcprobeError):
+    """A model cannot be loaded here: weights, an optional package, a GPU or network missing.
+
+    ``ncprobe reproduce`` skips such models with one line; other commands exit 5.
+    """
+
+    exit_code = 5
+
+
 class ErrorSink:
     """Where loaders report bad input: raise at once, or collect everything.
 

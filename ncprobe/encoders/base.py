@@ -55,6 +55,8 @@ class Encoder(Protocol):
         views: the layer views, one tuple of layer indices each (``((0,),)`` for
             models without layers).
         levels: which of ``sent`` and ``nc`` the encoder provides.
+        view_names: optional labels of the views for results tables (default: the
+            layer indices joined with ``+``, e.g. ``9+10+11+12``).
     """
 
     name: str

@@ -28,6 +28,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 class OpenAIEncoder:
     levels = ("sent",)
     views = ((0,),)
+    #: no layers: results show ``layers`` as "-"
+    view_names = ("-",)
 
     def __init__(self, model: str = "text-embedding-ada-002", *, base_url: str | None = None,
                  api_key: str | None = None, retries: int = 5, backoff: float = 1.0,

@@ -2,7 +2,8 @@
 
 ``load_encoder("bert-large", lang="pt")`` gives BERTimbau large; any
 HuggingFace id, any local model directory (``save_pretrained`` or
-sentence-transformers layout) and static vector files work too.
+sentence-transformers layout, or an ELMo directory with ``options.json`` +
+``weights.hdf5``) and static vector files work too.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
               "extra [static]; a local file",
               "pass the downloaded vector file as --model (GloVe text format)"),
     ModelSpec("elmo", "elmo", {"en": "allennlp-small", "pt": "quinta-de-castro-2018"},
-              "extra [elmo]; options.json + weights.hdf5"),
+              "extra [elmo]; download options.json + weights.hdf5, pass the directory as --model",
+              "ELMo, all three layers concatenated; ncprobe cannot download the weights"),
     ModelSpec("sbert-ml", "sbert", {"*": "sentence-transformers/distiluse-base-multilingual-cased"},
               "the hub (first use)"),
     ModelSpec("bert-large", "hf", {"en": "google-bert/bert-large-uncased",
@@ -76,6 +78,17 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
                           revision=revision, device_map=device_map)
     path = Path(name).expanduser()
     if path.is_dir():
+        from .elmo import looks_like_elmo_dir
+
+        if looks_like_elmo_dir(path):
+            from .elmo import ElmoEncoder
+
+            if layers is not None:
+                raise NcprobeError(f"{path}: an ELMo model has one layer view (its layers "
+                                   "concatenated, SPEC §2); layers does not apply")
+            if dtype not in (None, "float32", "fp32"):
+                raise NcprobeError(f"{path}: ELMo runs in float32 only (got dtype={dtype!r})")
+            return ElmoEncoder(path, device=device)
         if (path / "modules.json").is_file():
             from .sbert import SBertEncoder
 
@@ -85,8 +98,8 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
 
             return HFEncoder(str(path), layers=layers, device=device, dtype=dtype,
                              device_map=device_map)
-        raise NcprobeError(f"{path}: a directory without config.json or modules.json is not a "
-                           "model directory")
+        raise NcprobeError(f"{path}: a directory without config.json, modules.json or ELMo's "
+                           "options.json + weights.hdf5 is not a model directory")
     if path.is_file():
         from .static import load_vectors_file
 
@@ -137,7 +150,9 @@ def _from_spec(spec: ModelSpec, lang: str, **kw):
 
         return OpenAIEncoder(mid, name=spec.alias)
     if spec.family == "elmo":
-        raise NcprobeError("the ELMo family is not available in this version of ncprobe yet")
+        from .elmo import download_hint
+
+        raise NcprobeError(f"{spec.alias} ({lang}): {download_hint(mid)}")
     if mid.startswith("gensim:"):
         from .static import gensim_data
 

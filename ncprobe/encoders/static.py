@@ -36,6 +36,8 @@ class StaticEncoder:
 
     levels = ("sent", "nc")
     views = ((0,),)
+    #: no layers: results show ``layers`` as "-"
+    view_names = ("-",)
 
     def __init__(self, name: str, index: Mapping[str, int], vectors: np.ndarray, *,
                  lowercase: bool, identity: str) -> None:

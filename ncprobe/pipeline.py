@@ -1,0 +1,326 @@
+"""compute(config) -> Results: stimuli -> vectors -> cosines -> measures -> statistics.
+
+One stimulus can be followed through: :func:`compute` loads the stimuli and the
+encoder, :func:`ncprobe.embed.embed` gives one vector per stimulus and level,
+:func:`analyse` pairs each probe with the original of its context and takes
+the cosine, and the measures and statistics are computed from that long table.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import warnings
+from importlib import metadata
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .config import LEVELS, RunConfig
+from .data.stimuli import CLASSES, NATURALISTIC, Stimuli
+from .embed import Embeddings, embed
+from .errors import NcprobeError
+from .measures import (CONTEXT_GROUPS, PROBE_MEASURES, RUN_KEYS, cosine, nc_measures,
+                       sentence_measures, undefined_counts)
+from .results import Results
+from .rogue import dimension_contributions, fit_standardiser, standardise, top_dimensions
+from .stats import ALPHA, bootstrap_mean, bootstrap_spearman, spearman
+
+log = logging.getLogger(__name__)
+
+_PACKAGES = ("numpy", "pandas", "pyarrow", "torch", "transformers", "sentence-transformers",
+             "gensim", "simple-elmo-pytorch")
+
+
+def compute(config: RunConfig | None = None, *, stimuli: Stimuli | None = None, encoder=None,
+            data_dir=None, cache: bool = True, cache_dir=None, progress: bool = True,
+            **options) -> Results:
+    """Run one model on one language: every cosine, measure and statistic.
+
+    Args:
+        config: a :class:`~ncprobe.config.RunConfig`; or give its fields as keyword
+            ``options`` (``model=``, ``lang=``, ``contexts=`` ...).
+        stimuli: stimuli to use instead of the NCIMP files (e.g. ``load_pairs(...)``).
+        encoder: an encoder object to use instead of loading ``config.model``.
+        data_dir: the NCIMP data directory (default: ``$NCPROBE_DATA``, then the cache).
+        cache: keep vectors in the embedding cache (``False``: encode everything, store nothing).
+        cache_dir: the cache root (default: ``$NCPROBE_CACHE``, then the user cache).
+        progress: show a progress bar while encoding.
+
+    Example:
+        >>> res = ncprobe.compute(model="glove-6b-50d", lang="en")   # doctest: +SKIP
+        >>> print(res.summary())                                      # doctest: +SKIP
+    """
+    from .cache import EmbeddingStore, cache_root
+    from .data import load_stimuli
+    from .encoders import load_encoder
+
+    cfg = config if config is not None else RunConfig(**options)
+    if config is not None and options:
+        raise TypeError("give either a RunConfig or keyword options, not both")
+    notes: list[str] = []
+    if stimuli is None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            stimuli = load_stimuli(cfg.lang, contexts=cfg.contexts, wordssyn=cfg.wordssyn,
+                                   gold=cfg.gold, data_dir=data_dir,
+                                   en_naturalistic=cfg.en_naturalistic)
+        for w in caught:
+            notes.append(str(w.message))
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    notes += stimuli.notes
+    if encoder is None:
+        encoder = load_encoder(cfg.model, cfg.lang, layers=cfg.layers, device=cfg.device,
+                               dtype=cfg.dtype)
+    levels = _levels(cfg, encoder)
+    store = EmbeddingStore(encoder.fingerprint(), root=cache_root(cache_dir)) if cache else None
+    emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size, progress=progress)
+    log.info("%d stimuli, %d unique items, %d encoded now", len(stimuli), emb.unique, emb.encoded)
+    meta = {"config": cfg.to_dict(), "model_name": encoder.name,
+            "fingerprint": encoder.fingerprint(), "versions": _versions(),
+            "data_sources": dict(stimuli.sources), "encoded": emb.encoded, "unique": emb.unique,
+            "notes": notes}
+    return analyse(stimuli, emb, cfg, model=cfg.model, view_names=_view_names(encoder),
+                   levels=levels, meta=meta)
+
+
+def _levels(cfg: RunConfig, encoder) -> tuple[str, ...]:
+    have = tuple(getattr(encoder, "levels", LEVELS))
+    if cfg.levels is None:
+        return tuple(lv for lv in LEVELS if lv in have)
+    missing = [lv for lv in cfg.levels if lv not in have]
+    if missing:
+        raise NcprobeError(f"model {cfg.model!r} gives no {'/'.join(missing)}-level vectors "
+                           f"(it has: {', '.join(have)}); choose --level {','.join(have)}")
+    return tuple(cfg.levels)
+
+
+def _view_names(encoder) -> list[str]:
+    named = getattr(encoder, "view_names", None)
+    if named:
+        return list(named)
+    return ["+".join(str(i) for i in v) for v in encoder.views]
+
+
+def _versions() -> dict:
+    out = {"ncprobe": __version__, "python": platform.python_version()}
+    for pkg in _PACKAGES:
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
+            view_names: Sequence[str], levels: Sequence[str], meta: dict | None = None
+            ) -> Results:
+    """Cosines, measures and statistics from stimuli and their vectors (no model code)."""
+    meta = dict(meta or {"config": cfg.to_dict()})
+    notes = list(meta.get("notes", []))
+    probe_rows, orig_rows = _pair_rows(stimuli)
+    ncs = ncs_table(stimuli)
+    groups = _context_groups(stimuli)
+    vectors = {"sent": emb.sent, "nc": emb.span}
+
+    base = _probe_frame(stimuli, probe_rows, orig_rows, ncs)
+    parts, syn_check, rogue_rows = [], [], []
+    for level in levels:
+        for v, layers in enumerate(view_names):
+            raw = np.asarray(vectors[level][:, v, :], dtype=np.float64)
+            std = _standardised(raw, stimuli, groups)
+            for space, x in (("raw", raw), ("standardised", std)):
+                cos = cosine(x[probe_rows], x[orig_rows])
+                if space == "raw" or cfg.standardise:
+                    parts.append(base.assign(model=model, space=space, layers=layers,
+                                             level=level, cosine=cos))
+                rogue_rows += _rogue(x, stimuli, groups, cfg.top_k,
+                                     dict(model=model, lang=cfg.lang, space=space,
+                                          layers=layers, level=level))
+                if space == "raw":
+                    raw_cos = cos
+            syn_check += _syn_before_after(base, raw_cos, cos,
+                                           dict(model=model, layers=layers, level=level))
+    cosines = pd.concat(parts, ignore_index=True)[
+        RUN_KEYS + ["context", "nc", "cls", "comp", "probe", "variant", "target", "length",
+                    "cosine"]]
+    sentences = sentence_measures(cosines)
+    measures = nc_measures(sentences).merge(ncs[["lang", "nc", "cls", "comp"]],
+                                            on=["lang", "nc"], how="left")
+    notes += undefined_counts(cosines, sentences, measures)
+    correlations = _correlations(measures, sentences, ncs, cfg)
+    meta["notes"] = notes
+    return Results(cosines=cosines, sentences=sentences, measures=measures,
+                   correlations=correlations, distributions=_distributions(measures, cfg),
+                   lexical_overlap=_lexical_overlap(sentences, base, cfg),
+                   rogue=pd.DataFrame(rogue_rows), standardisation=pd.DataFrame(syn_check),
+                   ncs=ncs, meta=[meta])
+
+
+def _pair_rows(stimuli: Stimuli) -> tuple[np.ndarray, np.ndarray]:
+    """Row of every probe stimulus and row of the original of its (lang, nc, context)."""
+    originals = {}
+    for i, s in enumerate(stimuli):
+        if s.probe == "original":
+            originals[(s.lang, s.nc, s.context)] = i
+    probe_rows, orig_rows = [], []
+    for i, s in enumerate(stimuli):
+        if s.probe == "original":
+            continue
+        j = originals.get((s.lang, s.nc, s.context))
+        if j is None:
+            raise NcprobeError(f"{s.source or s.nc}: probe {s.probe} of {s.nc!r} ({s.context}) has "
+                               "no original sentence to compare with; every context needs its "
+                               "original")
+        probe_rows.append(i)
+        orig_rows.append(j)
+    if not probe_rows:
+        raise NcprobeError("no probe stimuli: nothing to compare with the originals")
+    return np.array(probe_rows), np.array(orig_rows)
+
+
+def _context_groups(stimuli: Stimuli) -> dict[tuple[str, str], np.ndarray]:
+    """Rows per (lang, context group) — the sets that standardisation and rogue dims work on."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, s in enumerate(stimuli):
+        groups.setdefault((s.lang, CONTEXT_GROUPS[s.context]), []).append(i)
+    return {k: np.array(v) for k, v in groups.items()}
+
+
+def _originals(stimuli: Stimuli, rows: np.ndarray) -> np.ndarray:
+    return np.array([i for i in rows if stimuli[i].probe == "original"])
+
+
+def _standardised(x: np.ndarray, stimuli: Stimuli, groups) -> np.ndarray:
+    """z-scores with mu and sigma of the original sentences of each (lang, context group)."""
+    out = np.empty_like(x)
+    for rows in groups.values():
+        ref = x[_originals(stimuli, rows)]
+        if np.isnan(ref).any(axis=1).all():
+            out[rows] = np.nan
+            continue
+        mu, sigma = fit_standardiser(ref)
+        out[rows] = standardise(x[rows], mu, sigma)
+    return out
+
+
+def _rogue(x, stimuli, groups, k: int, keys: dict) -> list[dict]:
+    rows = []
+    for (lang, group), idx in groups.items():
+        ref = x[_originals(stimuli, idx)]
+        top = top_dimensions(ref, k)
+        expected = float(np.sum(dimension_contributions(ref)))
+        for rank, (dim, contrib, share) in enumerate(top, 1):
+            rows.append({**keys, "lang": lang, "context": group, "rank": rank, "dim": dim,
+                         "contribution": contrib, "share": share,
+                         "expected_cosine": expected})
+    return rows
+
+
+def _syn_before_after(base: pd.DataFrame, raw_cos, std_cos, keys: dict) -> list[dict]:
+    out = []
+    syn = (base["probe"] == "syn").to_numpy()
+    for (lang, group), idx in base[syn].groupby(["lang", "group"], sort=True).groups.items():
+        pos = base.index.get_indexer(idx)
+        c = spearman(raw_cos[pos], std_cos[pos])
+        out.append({**keys, "lang": lang, "context": group, "n": c.n, "rho": c.rho, "p": c.p})
+    return out
+
+
+def ncs_table(stimuli: Stimuli) -> pd.DataFrame:
+    """One row per NC, with ``syn_overlap``: its gold synonym shares a word with the NC.
+
+    Words are compared lower-cased over every context: the NC as written in each
+    original sentence against the synonym as written in that context's P_Syn.
+    """
+    nc_words: dict[tuple[str, str], set[str]] = {}
+    syn_words: dict[tuple[str, str], set[str]] = {}
+    for s in stimuli:
+        if s.probe == "original":
+            nc_words.setdefault((s.lang, s.nc), set()).update(s.target.lower().split())
+        elif s.probe == "syn":
+            syn_words.setdefault((s.lang, s.nc), set()).update(s.target.lower().split())
+    df = stimuli.ncs_frame()
+    present = {(s.lang, s.nc) for s in stimuli}
+    df = df[[(lg, nc) in present for lg, nc in zip(df["lang"], df["nc"])]].copy()
+    df["gold"] = df["gold"].astype(float)
+    df["syn_overlap"] = [bool(nc_words.get(k, set()) & syn_words.get(k, set()))
+                         for k in zip(df["lang"], df["nc"])]
+    # the gold of the run is the "comp" column everywhere downstream
+    df = df.rename(columns={"comp": "comp_token"}).rename(columns={"gold": "comp"})
+    return df.reset_index(drop=True)
+
+
+def _probe_frame(stimuli: Stimuli, probe_rows, orig_rows, ncs: pd.DataFrame) -> pd.DataFrame:
+    rows = [stimuli[i] for i in probe_rows]
+    df = pd.DataFrame({
+        "lang": [s.lang for s in rows], "context": [s.context for s in rows],
+        "group": [CONTEXT_GROUPS[s.context] for s in rows],
+        "nc": [s.nc for s in rows], "probe": [s.probe for s in rows],
+        "variant": np.array([s.variant for s in rows], dtype=np.int16),
+        "target": [s.target for s in rows],
+        "length": np.array([len(stimuli[j].tokens) for j in orig_rows], dtype=np.int32)})
+    return df.merge(ncs[["lang", "nc", "cls", "comp"]], on=["lang", "nc"], how="left")
+
+
+def _correlations(measures, sentences, ncs, cfg: RunConfig) -> pd.DataFrame:
+    keys = RUN_KEYS + ["context", "measure"]
+    rows = []
+    overlap = set(zip(ncs.loc[ncs["syn_overlap"], "lang"], ncs.loc[ncs["syn_overlap"], "nc"]))
+    for key, g in measures.groupby(keys, observed=True, sort=True):
+        rows.append(_corr_row(key, keys, "nc", g["value"], g["comp"], cfg))
+        keep = [(lg, nc) not in overlap for lg, nc in zip(g["lang"], g["nc"])]
+        rows.append(_corr_row(key, keys, "overlap-filtered", g["value"][keep], g["comp"][keep],
+                              cfg))
+    if cfg.per_sentence:
+        token = ncs.melt(id_vars=["lang", "nc"], value_vars=["s1", "s2", "s3"],
+                         var_name="context", value_name="token_score")
+        token["context"] = token["context"].str.upper()
+        nat = sentences[sentences["context"].isin(NATURALISTIC)]
+        nat = nat.merge(token, on=["lang", "nc", "context"], how="left")
+        nat = nat.assign(context="nat")
+        for key, g in nat.groupby(keys, observed=True, sort=True):
+            rows.append(_corr_row(key, keys, "sentence", g["value"], g["token_score"], cfg))
+    return pd.DataFrame(rows)
+
+
+def _corr_row(key, keys, analysis, values, gold, cfg: RunConfig) -> dict:
+    values = np.asarray(values, dtype=np.float64)
+    gold = np.asarray(gold, dtype=np.float64)
+    c = spearman(values, gold)
+    lo, hi = bootstrap_spearman(values, gold, n_boot=cfg.n_boot, seed=cfg.seed)
+    return {**dict(zip(keys, key)), "analysis": analysis, "n": c.n, "rho": c.rho, "p": c.p,
+            "significant": bool(c.p <= ALPHA), "ci_low": lo, "ci_high": hi}
+
+
+def _distributions(measures: pd.DataFrame, cfg: RunConfig) -> pd.DataFrame:
+    keys = RUN_KEYS + ["context", "measure"]
+    rows = []
+    for key, g in measures.groupby(keys, observed=True, sort=True):
+        for cls in ("all",) + CLASSES:
+            v = g["value"] if cls == "all" else g.loc[g["cls"] == cls, "value"]
+            v = v.dropna().to_numpy(dtype=np.float64)
+            lo, hi = bootstrap_mean(v, n_boot=cfg.n_boot, seed=cfg.seed)
+            rows.append({**dict(zip(keys, key)), "cls": cls, "n": len(v),
+                         "mean": float(v.mean()) if len(v) else np.nan,
+                         "sd": float(v.std(ddof=1)) if len(v) > 1 else np.nan,
+                         "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)
+
+
+def _lexical_overlap(sentences: pd.DataFrame, base: pd.DataFrame, cfg: RunConfig
+                     ) -> pd.DataFrame:
+    """Spearman between the length (words) of naturalistic sentences and their sentence-level Sim."""
+    nat = sentences[(sentences["level"] == "sent") & sentences["context"].isin(NATURALISTIC)
+                    & sentences["measure"].isin(PROBE_MEASURES)]
+    lengths = base.drop_duplicates(["lang", "nc", "context"])[["lang", "nc", "context", "length"]]
+    nat = nat.merge(lengths, on=["lang", "nc", "context"], how="left")
+    rows = []
+    keys = ["model", "lang", "space", "layers", "measure"]
+    for key, g in nat.groupby(keys, observed=True, sort=True):
+        c = spearman(g["length"].to_numpy(dtype=np.float64), g["value"].to_numpy())
+        rows.append({**dict(zip(keys, key)), "n": c.n, "rho": c.rho, "p": c.p,
+                     "significant": bool(c.p <= ALPHA)})
+    return pd.DataFrame(rows, columns=keys + ["n", "rho", "p", "significant"])
