@@ -229,7 +229,7 @@ def test_tiny_transformer_on_portuguese_is_bit_for_bit_reproducible(bert_dir, ra
     assert back.correlations["ci_low"].isna().all()  # --n-boot 0: no intervals
 
 
-def test_compute_usage_errors(raw_dir, capsys):
+def test_compute_usage_errors(raw_dir, capsys, monkeypatch):
     assert main(["compute", "--level", "word"]) == 2
     assert "unknown level" in capsys.readouterr().err
     assert main(["compute", "--model", "glove-6b"]) == 1
@@ -237,4 +237,11 @@ def test_compute_usage_errors(raw_dir, capsys):
     assert main(["compute", "--data-dir", "/nonexistent/ncimp", "--quiet"]) == 3
     err = capsys.readouterr().err
     assert "/nonexistent/ncimp" in err
-    assert main(["compute", "--model", "openai", "--level", "nc", "--quiet"]) in (1, 5)
+    monkeypatch.setenv("OPENAI_API_KEY", "not-used")
+    assert main(["compute", "--model", "openai", "--level", "nc", "--quiet"]) == 1
+    assert "no nc-level vectors" in capsys.readouterr().err
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert main(["compute", "--model", "openai", "--quiet"]) == 5  # model not available here
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    assert main(["compute", "--model", "elmo", "--quiet"]) == 5
+    assert "--model DIR" in capsys.readouterr().err

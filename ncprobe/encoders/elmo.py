@@ -37,7 +37,7 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import NcprobeError
+from ..errors import ModelUnavailableError, NcprobeError
 from .base import Encoded, pool_batch
 
 log = logging.getLogger(__name__)
@@ -161,8 +161,8 @@ class ElmoEncoder:
             from simple_elmo_pytorch import ElmoBiLmSentence
             from simple_elmo_pytorch.checks import ConfigurationError
         except ImportError as e:
-            raise NcprobeError(f"ELMo needs the packages simple-elmo-pytorch and h5py "
-                               f"({e.name or e} is missing): {INSTALL_HINT}") from e
+            raise ModelUnavailableError(f"ELMo needs the packages simple-elmo-pytorch and h5py "
+                                        f"({e.name or e} is missing): {INSTALL_HINT}") from e
         if isinstance(model_dir_or_files, (str, Path)):
             options_path, weights_path = find_elmo_files(model_dir_or_files)
             default_name = Path(model_dir_or_files).expanduser().resolve().name

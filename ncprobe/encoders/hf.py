@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Sequence
 
 
-from ..errors import NcprobeError
+from ..errors import ModelUnavailableError, NcprobeError
 from .base import LAST_FOUR, Encoded, pool_batch
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ class HFEncoder:
                     model_id, dtype=getattr(torch, self.dtype), device_map=device_map,
                     config=config, **kw)
         except OSError as e:
-            raise NcprobeError(f"could not load {model_id!r}: {e}") from e
+            raise ModelUnavailableError(f"could not load {model_id!r}: {e}") from e
         if not getattr(tokenizer, "is_fast", False):
             raise NcprobeError(f"{model_id}: ncprobe needs a fast tokenizer (word alignment)")
         self.tokenizer = tokenizer

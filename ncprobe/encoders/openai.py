@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import NcprobeError
+from ..errors import ModelUnavailableError, NcprobeError
 from .base import Encoded
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -40,7 +40,7 @@ class OpenAIEncoder:
                          ).rstrip("/")
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if not self.api_key:
-            raise NcprobeError("the OpenAI encoder needs an API key: set OPENAI_API_KEY")
+            raise ModelUnavailableError("the OpenAI encoder needs an API key: set OPENAI_API_KEY")
         self.retries, self.backoff, self.timeout = retries, backoff, timeout
         self.dim = 0  # known after the first answer
 

@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import NcprobeError
+from ..errors import ModelUnavailableError, NcprobeError
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class ModelSpec:
     ids: dict
     needs: str
     note: str = ""
+    gpu: bool = False  # too large for a CPU: refused there unless a device is given
 
     def model_id(self, lang: str) -> str:
         mid = self.ids.get(lang, self.ids.get("*"))
@@ -62,7 +63,7 @@ MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
               "the hub (first use)"),
     ModelSpec("llama2", "hf", {"*": "meta-llama/Llama-2-13b-hf"},
               "GPU (half precision, ~26 GB), hub access to the gated model; extra [gpu]",
-              "a causal model: the span sees only its left context"),
+              "a causal model: the span sees only its left context", gpu=True),
     ModelSpec("openai", "openai", {"*": "text-embedding-ada-002"},
               "OPENAI_API_KEY (network); sentence level only"),
 ]}
@@ -143,8 +144,8 @@ def _from_spec(spec: ModelSpec, lang: str, **kw):
         return SBertEncoder(local, name="minilm", layers=kw["layers"], device=kw["device"],
                             dtype=kw["dtype"])
     if mid.startswith("file:"):
-        raise NcprobeError(f"{spec.alias} ({lang}) is not downloadable automatically: "
-                           f"{spec.note or 'pass the vector file as --model'}")
+        raise ModelUnavailableError(f"{spec.alias} ({lang}) is not downloadable automatically: "
+                                    f"{spec.note or 'pass the vector file as --model'}")
     if spec.family == "openai":
         from .openai import OpenAIEncoder
 
@@ -152,7 +153,7 @@ def _from_spec(spec: ModelSpec, lang: str, **kw):
     if spec.family == "elmo":
         from .elmo import download_hint
 
-        raise NcprobeError(f"{spec.alias} ({lang}): {download_hint(mid)}")
+        raise ModelUnavailableError(f"{spec.alias} ({lang}): {download_hint(mid)}")
     if mid.startswith("gensim:"):
         from .static import gensim_data
 
@@ -162,6 +163,13 @@ def _from_spec(spec: ModelSpec, lang: str, **kw):
 
         return SBertEncoder(mid, name=spec.alias, layers=kw["layers"], device=kw["device"],
                             dtype=kw["dtype"], revision=kw["revision"])
+    if spec.gpu and kw["device"] is None and kw["device_map"] is None:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ModelUnavailableError(f"{spec.alias} ({mid}) needs a GPU; none is "
+                                        "visible. To run it on the CPU anyway (float32, about 4 "
+                                        "bytes per parameter of memory), pass --device cpu")
     from .hf import HFEncoder
 
     return HFEncoder(mid, name=spec.alias, **kw)

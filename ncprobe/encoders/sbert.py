@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import NcprobeError
+from ..errors import ModelUnavailableError, NcprobeError
 from .base import Encoded
 from .hf import FORMAT_VERSION, HFEncoder, _weights_identity
 
@@ -33,8 +33,8 @@ class SBertEncoder:
             self.st = SentenceTransformer(model_id, device=device, revision=revision,
                                           trust_remote_code=False)
         except OSError as e:
-            raise NcprobeError(f"could not load sentence-transformers model {model_id!r}: {e}"
-                               ) from e
+            raise ModelUnavailableError(f"could not load sentence-transformers model "
+                                        f"{model_id!r}: {e}") from e
         module = self.st[0]
         auto_model = getattr(module, "auto_model", None) or getattr(module, "model", None)
         if auto_model is None or not hasattr(module, "tokenizer"):

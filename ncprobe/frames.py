@@ -1,0 +1,146 @@
+"""Selecting and labelling rows of a :class:`~ncprobe.results.Results` for figures and tables.
+
+Shared by :mod:`ncprobe.plots` and :mod:`ncprobe.tables` (no plotting here):
+
+* a **condition** is language x context group: ``EN-Nat``, ``EN-Neut``, ``PT-Nat``,
+  ``PT-Neut`` (and ``EN-Neut-pl`` / ``PT-Neut-pl`` for the plural neutral
+  sentences, shown only on request);
+* :func:`select` keeps one vector space (``raw`` by default), one layer view per
+  model and language, the chosen levels and context groups, and adds the
+  ``condition`` column;
+* :data:`LABELS` are the measure names of the study as they are printed.
+
+The layer view: a run of a transformer may hold several (``--layers`` with a
+layer-wise analysis). Unless one is named, figures and tables use, for each
+model and language, the view that comes first in the results: the one the run
+listed first, which is the default combination (the last four layers) when the
+run used the default.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import pandas as pd
+
+from .data.stimuli import CLASSES
+from .measures import AFFINITIES, MEASURES, PROBE_MEASURES, RATIO, SCALED
+
+#: Context groups shown unless others are asked for: the four conditions of the study.
+DEFAULT_CONTEXTS = ("nat", "neut")
+_CONTEXT_NAMES = {"nat": "Nat", "neut": "Neut", "neut-pl": "Neut-pl"}
+#: Every condition, in the order they are shown.
+CONDITIONS = tuple(f"{lang}-{ctx}" for lang in ("EN", "PT")
+                   for ctx in ("Nat", "Neut", "Neut-pl"))
+#: The probe families of the study's figures and tables (P_Comp is the per-sentence max of
+#: the head and modifier substitutions; the components themselves are in the data, not shown).
+PROBES = ("syn", "comp", "wordssyn", "rand")
+LEVEL_NAMES = {"sent": "Sent", "nc": "NC"}
+
+#: The name of each measure as the study writes it.
+LABELS = {
+    "syn": "P_Syn", "comp-head": "P_Comp(head)", "comp-mod": "P_Comp(mod)", "comp": "P_Comp",
+    "wordssyn": "P_WordsSyn", "rand": "P_Rand",
+    "A_Syn|WordsSyn": "A_Syn|WordsSyn", "A_Syn|Rand": "A_Syn|Rand",
+    "Sim_R|Syn": "Sim_R|Syn", "Sim_R|WordsSyn": "Sim_R|WordsSyn",
+    RATIO: "Sim_R|Syn / Sim_R|WordsSyn", "gold": "Comp (gold)",
+}
+
+__all__ = ["AFFINITIES", "CLASSES", "CONDITIONS", "DEFAULT_CONTEXTS", "LABELS", "LEVEL_NAMES",
+           "MEASURES", "PROBES", "PROBE_MEASURES", "RATIO", "SCALED", "condition",
+           "contexts_of", "model_order", "select"]
+
+
+def condition(lang: str, context: str) -> str:
+    """``("en", "nat") -> "EN-Nat"``."""
+    return f"{str(lang).upper()}-{_CONTEXT_NAMES.get(str(context), str(context))}"
+
+
+def contexts_of(contexts: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Context groups from ``"nat,neut"``, a sequence, ``"all"`` or ``None`` (the default two)."""
+    if contexts is None:
+        return DEFAULT_CONTEXTS
+    if isinstance(contexts, str):
+        if contexts == "all":
+            return tuple(_CONTEXT_NAMES)
+        contexts = [c.strip() for c in contexts.split(",") if c.strip()]
+    out = tuple(contexts)
+    bad = [c for c in out if c not in _CONTEXT_NAMES]
+    if bad:
+        raise ValueError(f"unknown context group(s) {bad}: choose from {list(_CONTEXT_NAMES)}")
+    return out
+
+
+def model_order(*frames: pd.DataFrame) -> list[str]:
+    """Models in the order they first appear (the order the runs were joined in)."""
+    seen: dict[str, None] = {}
+    for df in frames:
+        if "model" in df.columns:
+            for m in df["model"].astype(str):
+                seen.setdefault(m, None)
+    return list(seen)
+
+
+def _as_tuple(value) -> tuple | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=None,
+           measures=None, layers: str | dict | None = None) -> pd.DataFrame:
+    """The rows of one Results table that a figure or table shows.
+
+    Args:
+        df: a Results table (any; filters apply where the column exists).
+        space: ``raw`` or ``standardised``; ``None`` keeps both.
+        level: ``sent``, ``nc``, a sequence of them, or ``None`` for all.
+        contexts: context groups (see :func:`contexts_of`); ``nat`` and ``neut`` by default.
+        measures: measure names to keep (``None``: all).
+        layers: the layer view (``"-"`` for static models, ``"21+22+23+24"`` ...),
+            or a dict model -> view; ``None``: per model and language, the first
+            view in the results.
+
+    Returns:
+        A copy with string columns (``measure`` is no longer categorical) and, where
+        the table has ``lang`` and ``context``, an ordered categorical ``condition``.
+    """
+    out = df
+    if space is not None and "space" in out.columns:
+        out = out[out["space"] == space]
+    if "layers" in out.columns and len(out):
+        if layers is None:
+            key = [c for c in ("model", "lang") if c in out.columns]
+            first = out.drop_duplicates(key)[key + ["layers"]]
+            out = out.merge(first, on=key + ["layers"], how="inner")
+        elif isinstance(layers, dict):
+            keep = [layers.get(m) == lv for m, lv in zip(out["model"], out["layers"])]
+            out = out[keep]
+        else:
+            out = out[out["layers"] == layers]
+    levels = _as_tuple(level)
+    if levels is not None and "level" in out.columns:
+        out = out[out["level"].isin(levels)]
+    if "context" in out.columns and out["context"].isin(list(_CONTEXT_NAMES)).any():
+        out = out[out["context"].isin(contexts_of(contexts))]
+    out = out.copy()
+    if "measure" in out.columns:
+        out["measure"] = out["measure"].astype(str)
+        wanted = _as_tuple(measures)
+        if wanted is not None:
+            out = out[out["measure"].isin(wanted)]
+    for col in ("model", "lang", "level", "context", "cls", "nc", "layers"):
+        if col in out.columns:
+            out[col] = out[col].astype(object).where(out[col].notna(), None)
+    if {"lang", "context"} <= set(out.columns):
+        cond = [condition(lg, ctx) for lg, ctx in zip(out["lang"], out["context"])]
+        out["condition"] = pd.Categorical(cond, categories=list(CONDITIONS), ordered=True)
+    return out.reset_index(drop=True)
+
+
+def present_conditions(df: pd.DataFrame) -> list[str]:
+    """The conditions that have rows in ``df``, in display order."""
+    have = set(df["condition"].astype(str)) if "condition" in df.columns and len(df) else set()
+    return [c for c in CONDITIONS if c in have]
