@@ -120,6 +120,41 @@ def build_parser() -> argparse.ArgumentParser:
                    "$NCPROBE_CACHE or the user cache directory)")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
 
+    p = sub.add_parser(
+        "report", help="figures and tables from saved results",
+        description="Draw the ten figures of the study (PNG and PDF) and write its tables "
+        "(Markdown and LaTeX) from one or more results directories written by `ncprobe "
+        "compute` or `ncprobe reproduce`.")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="results directories")
+    p.add_argument("--out", metavar="DIR", default="report", help="output directory "
+                   "(default: report)")
+    p.add_argument("--format", default="png,pdf", help="figure formats (default: png,pdf)")
+    p.add_argument("--examples", default=None, metavar="NCS",
+                   help="comma list of NCs for the example table (default: the six of the study)")
+
+    p = sub.add_parser(
+        "reproduce", help="compute every available model x language, then the report",
+        description="Run `ncprobe compute` for every model and language that can run here "
+        "(models whose weights, package, GPU, key or network are missing are skipped with one "
+        "line saying why), save each run under --results-dir, then write every figure and "
+        "table of the study into --out.")
+    p.add_argument("--models", default=None, metavar="M1,M2",
+                   help="comma list (default: glove-6b-50d, minilm and every alias of the "
+                   "study)")
+    p.add_argument("--langs", default="en,pt", help="comma list (default: en,pt)")
+    p.add_argument("--out", metavar="DIR", default="reproduce",
+                   help="figures and tables (default: reproduce)")
+    p.add_argument("--results-dir", metavar="DIR", default="results",
+                   help="one results directory per run (default: results)")
+    p.add_argument("--context", default="nat,neut", metavar="C",
+                   help="contexts (default: nat,neut)")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    _data_dir_option(p)
+    p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
+    p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
     sub.add_parser("models", help="list the model aliases and what each needs",
                    description="List the model aliases of the study (per language), the two "
                    "offline models, and what each needs (extra, GPU, API key). Any "
@@ -152,6 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _data(args, parser)
         if args.command == "compute":
             return _compute(args)
+        if args.command == "report":
+            return _report(args)
+        if args.command == "reproduce":
+            return _reproduce(args)
         if args.command == "models":
             return _models()
         if args.command == "cache":
@@ -225,6 +264,8 @@ def _compute(args) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    from .pipeline import _slug
+
     out = args.out or f"results/{_slug(args.model)}-{args.lang}"
     with warnings.catch_warnings():
         # the notes of the run repeat every warning; the summary prints them once
@@ -238,10 +279,59 @@ def _compute(args) -> int:
     return 0
 
 
-def _slug(name: str) -> str:
-    import re
+def _report(args) -> int:
+    from .report import write_report
+    from .results import Results
 
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name.rstrip("/").split("/")[-1]) or "model"
+    res = Results.concat([Results.from_parquet(p) for p in args.results])
+    examples = [x.strip() for x in args.examples.split(",")] if args.examples else None
+    written = write_report(res, args.out, formats=tuple(args.format.split(",")),
+                           examples=examples)
+    print(f"{len(written)} files written to {args.out}")
+    return 0
+
+
+def _reproduce(args) -> int:
+    import time
+
+    from .pipeline import STUDY_MODELS, reproduce
+    from .report import write_report
+
+    t0 = time.perf_counter()
+    models = [m.strip() for m in args.models.split(",")] if args.models else None
+    langs = [x.strip() for x in args.langs.split(",")]
+
+    def on_skip(model, lang, why):
+        print(f"skipped {model} ({lang}): {why}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # each run's notes keep its warnings
+        rep = reproduce(models, langs, results_dir=args.results_dir, data_dir=args.data_dir,
+                        cache=not args.no_cache, cache_dir=args.cache_dir,
+                        progress=not args.quiet, on_skip=on_skip, contexts=args.context,
+                        n_boot=args.n_boot, seed=args.seed)
+    for model, lang, path in rep.ran:
+        print(f"computed {model} ({lang}) -> {path}")
+    if rep.results is None:
+        print("error: no model could run here; nothing to report", file=sys.stderr)
+        return 5
+    written = write_report(rep.results, args.out)
+    missing = [m for m in STUDY_MODELS if m not in {r[0] for r in rep.ran}]
+    with open(f"{args.out}/README.md", "a", encoding="utf-8") as fh:
+        fh.write("\n## How these files were made\n\n"
+                 f"`ncprobe reproduce --models {','.join(dict.fromkeys(r[0] for r in rep.ran))} "
+                 f"--langs {','.join(langs)}` (ncprobe {__version__}).\n")
+        if rep.skipped:
+            fh.write("\nSkipped here:\n\n" + "".join(f"- {m} ({lg}): {why}\n"
+                                                    for m, lg, why in rep.skipped))
+        if missing:
+            fh.write(f"\nThe study's own models ({', '.join(missing)}) are not in these "
+                     "files: they need their weights (downloads, a GPU for llama2, an API key "
+                     "for openai; see `ncprobe models`). Run `ncprobe reproduce` where they are "
+                     "available to add their panels.\n")
+    print(f"{len(written)} figures and tables written to {args.out} "
+          f"({time.perf_counter() - t0:.0f} s)")
+    return 0
 
 
 def _models() -> int:

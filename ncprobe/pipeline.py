@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import platform
+from dataclasses import dataclass
 import warnings
 from importlib import metadata
 from typing import Sequence
@@ -61,6 +62,9 @@ def compute(config: RunConfig | None = None, *, stimuli: Stimuli | None = None, 
     if config is not None and options:
         raise TypeError("give either a RunConfig or keyword options, not both")
     notes: list[str] = []
+    if encoder is None:  # first: a model that cannot be had here fails before any other work
+        encoder = load_encoder(cfg.model, cfg.lang, layers=cfg.layers, device=cfg.device,
+                               dtype=cfg.dtype)
     if stimuli is None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -71,9 +75,6 @@ def compute(config: RunConfig | None = None, *, stimuli: Stimuli | None = None, 
             notes.append(str(w.message))
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     notes += stimuli.notes
-    if encoder is None:
-        encoder = load_encoder(cfg.model, cfg.lang, layers=cfg.layers, device=cfg.device,
-                               dtype=cfg.dtype)
     levels = _levels(cfg, encoder)
     store = EmbeddingStore(encoder.fingerprint(), root=cache_root(cache_dir)) if cache else None
     emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size, progress=progress)
@@ -324,3 +325,109 @@ def _lexical_overlap(sentences: pd.DataFrame, base: pd.DataFrame, cfg: RunConfig
         rows.append({**dict(zip(keys, key)), "n": c.n, "rho": c.rho, "p": c.p,
                      "significant": bool(c.p <= ALPHA)})
     return pd.DataFrame(rows, columns=keys + ["n", "rho", "p", "significant"])
+
+
+#: The models of the study (SPEC §5) and the two that run offline, in the order they are reported.
+OFFLINE_MODELS = ("glove-6b-50d", "minilm")
+STUDY_MODELS = ("word2vec", "glove", "elmo", "sbert-ml", "bert-large", "bert-ml",
+                "distilbert-ml", "llama2", "openai")
+
+
+@dataclass
+class Reproduction:
+    """What :func:`reproduce` did: the joined results, the runs made, and the runs skipped."""
+
+    results: Results | None
+    ran: list[tuple[str, str, str]]       # (model, lang, results directory)
+    skipped: list[tuple[str, str, str]]   # (model, lang, why)
+
+
+def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en", "pt"), *,
+              results_dir="results", data_dir=None, cache: bool = True, cache_dir=None,
+              progress: bool = True, on_skip=None, **options) -> Reproduction:
+    """``compute`` for every model × language that can run here; skip the others with a reason.
+
+    A model is skipped (never silently: ``on_skip(model, lang, why)`` is called and the reason
+    kept in :attr:`Reproduction.skipped`) when it has no variant for the language, or when it
+    is not available here: weights that must be downloaded by hand, a missing optional
+    package, no GPU, no API key, or a hub model that is neither cached locally nor reachable.
+    Any other error stops the run.
+
+    Args:
+        models: aliases, ids or paths (default: the offline models, then the study's).
+        langs: languages.
+        results_dir: each run's results go to ``<results_dir>/<model>-<lang>``.
+        options: :class:`~ncprobe.config.RunConfig` fields shared by every run (``contexts``,
+            ``n_boot``, ``seed`` ...).
+    """
+    from pathlib import Path
+
+    from .encoders import MODELS
+    from .errors import ModelUnavailableError
+
+    models = list(models) if models else list(OFFLINE_MODELS + STUDY_MODELS)
+    ran, skipped, parts = [], [], []
+
+    def skip(model, lang, why):
+        skipped.append((model, lang, why))
+        if on_skip is not None:
+            on_skip(model, lang, why)
+
+    for model in models:
+        for lang in langs:
+            spec = MODELS.get(model)
+            if spec is not None and lang not in spec.ids and "*" not in spec.ids:
+                skip(model, lang, f"no {lang} variant (covers {', '.join(spec.ids)})")
+                continue
+            why = _hub_unavailable(spec.model_id(lang) if spec else model, spec)
+            if why:
+                skip(model, lang, why)
+                continue
+            try:
+                res = compute(RunConfig(model=model, lang=lang, **options), data_dir=data_dir,
+                              cache=cache, cache_dir=cache_dir, progress=progress)
+            except ModelUnavailableError as e:
+                skip(model, lang, str(e))
+                continue
+            out = res.to_parquet(Path(results_dir) / f"{_slug(model)}-{lang}")
+            ran.append((model, lang, str(out)))
+            parts.append(res)
+    return Reproduction(Results.concat(parts) if parts else None, ran, skipped)
+
+
+def _slug(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name.rstrip("/").split("/")[-1]) or "model"
+
+
+def _hub_unavailable(model_id: str, spec) -> str | None:
+    """Why a hub model cannot be had now (not cached and the hub unreachable), else None.
+
+    Checked before loading so that an offline machine skips hub models in a moment
+    instead of waiting for every download retry.
+    """
+    import os
+    import socket
+    from pathlib import Path
+
+    family = spec.family if spec else ("hf" if model_id.count("/") == 1 else "")
+    if family not in ("hf", "sbert") or model_id.startswith(("gensim:", "file:")):
+        return None
+    if Path(model_id).expanduser().exists() or spec is not None and spec.alias == "minilm":
+        return None  # local directory, or shipped in a package (the loader says if missing)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(model_id, "config.json"), str):
+            return None
+    except Exception:  # an unusual cache layout: let the loader decide
+        return None
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return f"{model_id} is not in the local HuggingFace cache and HF_HUB_OFFLINE=1"
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=3).close()
+    except OSError:
+        return (f"{model_id} is not in the local HuggingFace cache and huggingface.co cannot be "
+                "reached (offline?)")
+    return None

@@ -72,3 +72,14 @@ def test_rows_of_one_context_must_agree(tmp_path: Path) -> None:
     f.write_text(CSV.splitlines()[0] + "\nx,a b c,0,1,syn,d,,\nx,a b e,0,1,rand,f,,\n")
     with pytest.raises(ncprobe.DataError, match="differs from the first row"):
         ncprobe.load_pairs(f)
+
+
+def test_an_original_span_that_is_not_the_nc_is_noted(tmp_path):
+    f = tmp_path / "pairs.csv"
+    f.write_text("nc,sentence,start,end,probe,substitute\n"
+                 "eager beaver,he is a real eager beaver,3,5,syn,hard worker\n"   # 'real eager'
+                 "grey matter,use your grey matter,2,4,syn,brain\n")
+    stim = ncprobe.load_pairs(f, lang="en")
+    assert len(stim.notes) == 1
+    assert "1 original span(s) differ" in stim.notes[0] and "'real eager'" in stim.notes[0]
+    assert "grey matter" not in stim.notes[0]

@@ -181,7 +181,18 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
     sink.raise_if_any()
     for s in items:
         ncs.setdefault((s.lang, s.nc), NounCompound(s.lang, s.nc))
-    return Stimuli(tuple(items), ncs, [], {})
+    return Stimuli(tuple(items), ncs, _span_notes(items), {})
+
+
+def _span_notes(items: list[Stimulus]) -> list[str]:
+    """A note when original spans hold something else than the NC key (inflection, or a wrong span)."""
+    odd = [s for s in items if s.probe == "original" and s.target.lower() != s.nc.lower()]
+    if not odd:
+        return []
+    shown = "; ".join(f"{s.source}: {s.target!r} for {s.nc!r}" for s in odd[:3])
+    more = f" (and {len(odd) - 3} more)" if len(odd) > 3 else ""
+    return [f"{len(odd)} original span(s) differ from their nc key — an inflected form, or a "
+            f"start/end that points at the wrong words? {shown}{more}"]
 
 
 def _same(a: float, b: float) -> bool:

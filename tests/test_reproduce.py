@@ -1,0 +1,45 @@
+"""`ncprobe reproduce`: every model that can run here, a clear line for every one that cannot."""
+
+from __future__ import annotations
+
+import pytest
+
+from ncprobe.cli import main
+from ncprobe.results import Results
+
+
+@pytest.fixture
+def offline_hub(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty local hub cache
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("NCPROBE_CACHE", str(tmp_path / "cache"))
+
+
+def test_reproduce_runs_what_it_can_and_says_why_it_skips_the_rest(raw_dir, tmp_path, capsys,
+                                                                   offline_hub):
+    out, res_dir = tmp_path / "figs", tmp_path / "results"
+    rc = main(["reproduce", "--models", "glove-6b-50d,elmo,bert-ml,openai", "--langs", "en,pt",
+               "--out", str(out), "--results-dir", str(res_dir), "--n-boot", "50", "--quiet",
+               "--data-dir", str(raw_dir)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    skipped = [line for line in captured.err.splitlines() if line.startswith("skipped ")]
+    assert len(skipped) == 7  # glove-6b-50d pt; elmo, bert-ml, openai in both languages
+    assert "skipped glove-6b-50d (pt): no pt variant" in captured.err
+    assert "skipped bert-ml (en): google-bert/bert-base-multilingual-cased is not in the local" \
+        in captured.err
+    assert "skipped elmo (pt)" in captured.err and "skipped openai (en)" in captured.err
+    assert "computed glove-6b-50d (en)" in captured.out
+    res = Results.from_parquet(res_dir / "glove-6b-50d-en")
+    assert set(res.cosines["model"]) == {"glove-6b-50d"}
+    readme = (out / "README.md").read_text()
+    assert "glove-6b-50d" in readme and "Skipped here" in readme and "need their weights" in readme
+    assert (out / "fig01_sent_cosines.png").is_file() or list(out.glob("fig01_*.png"))
+
+
+def test_reproduce_with_nothing_available_exits_5(raw_dir, tmp_path, capsys, offline_hub):
+    rc = main(["reproduce", "--models", "elmo", "--langs", "en", "--out", str(tmp_path / "o"),
+               "--results-dir", str(tmp_path / "r"), "--quiet", "--data-dir", str(raw_dir)])
+    assert rc == 5
+    assert "no model could run here" in capsys.readouterr().err
