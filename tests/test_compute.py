@@ -245,3 +245,31 @@ def test_compute_usage_errors(raw_dir, capsys, monkeypatch):
     assert "OPENAI_API_KEY" in capsys.readouterr().err
     assert main(["compute", "--model", "elmo", "--quiet"]) == 5
     assert "--model DIR" in capsys.readouterr().err
+
+
+def test_a_sentence_only_model_gives_sentence_level_results(raw_dir):
+    """API embedders (openai) have no NC level: compute keeps to the levels a model has."""
+    from ncprobe.encoders import load_encoder
+
+    class SentenceOnly:
+        def __init__(self):
+            self.inner = load_encoder("glove-6b-50d")
+            self.name, self.dim, self.views = "sent-only", self.inner.dim, self.inner.views
+            self.levels = ("sent",)
+
+        def fingerprint(self):
+            return {**self.inner.fingerprint(), "levels": "sent"}
+
+        def encode(self, sentences, spans):
+            out = self.inner.encode(sentences, spans)
+            out.span[:] = float("nan")
+            return out
+
+    pairs = ncprobe.load_stimuli("en", contexts="neut", data_dir=raw_dir)
+    res = ncprobe.compute(model="sent-only", stimuli=pairs, encoder=SentenceOnly(), cache=False,
+                          progress=False, n_boot=0)
+    assert set(res.cosines["level"]) == {"sent"}
+    assert not res.cosines["cosine"].isna().any()
+    with pytest.raises(ncprobe.NcprobeError, match="no nc-level vectors"):
+        ncprobe.compute(model="sent-only", stimuli=pairs, encoder=SentenceOnly(), cache=False,
+                        progress=False, levels=("nc",))
