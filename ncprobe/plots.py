@@ -1,0 +1,661 @@
+"""The ten figures of the study (SPEC §4), one function each, from a :class:`~ncprobe.results.Results`.
+
+Every function takes a Results holding one or many models and one or both
+languages, and returns a :class:`matplotlib.figure.Figure` (its panels are
+``fig.axes``). :data:`FIGURES` maps the figure names to the functions, in
+figure order. Nothing is shown or saved here; :func:`ncprobe.report.write_report`
+saves them.
+
+Layout and style, shared by all figures:
+
+* one panel per model, side by side (wrapped after :data:`MAX_COLUMNS` models),
+  with the model's name as the panel title;
+* the conditions (language x context) as colours from :data:`CONDITION_PALETTE`:
+  English blue, Portuguese orange, naturalistic darker, neutral lighter;
+* the compositionality classes I / PC / C as colours from :data:`CLASS_PALETTE`
+  (green, yellow, blue) in the figures by class;
+* a schematic "ideal values" panel, first, in the figures where the study
+  draws the expected pattern (:data:`IDEAL`): the shape of the values a model
+  that captured idiomaticity would give, by class, on a low-high scale with no
+  numbers;
+* only the ``raw`` vector space by default (``space="standardised"`` for the
+  z-scored one), one layer view per model (see :mod:`ncprobe.frames`), the
+  naturalistic and neutral contexts (``contexts="nat,neut,neut-pl"`` adds the
+  plural neutral sentences).
+
+A model without values for a figure (e.g. a sentence-level-only API model in an
+NC-level figure) is left out, and a note saying so is kept in
+``fig.ncprobe_notes``; a figure with no values at all raises :class:`NoData`.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from typing import Callable
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import to_rgb
+from matplotlib.patches import Patch
+
+from .errors import NcprobeError
+from .frames import (CLASSES, LABELS, LEVEL_NAMES, PROBES, RATIO, select)
+from .measures import AFFINITIES, SCALED
+from .stats import ALPHA, spearman
+
+#: Colour of each condition: English blue, Portuguese orange; naturalistic darker,
+#: neutral lighter, plural neutral lightest.
+CONDITION_PALETTE = {
+    "EN-Nat": "#1f5aa6", "EN-Neut": "#86b6e3", "EN-Neut-pl": "#c6dcf1",
+    "PT-Nat": "#d45f0a", "PT-Neut": "#f6ad62", "PT-Neut-pl": "#fbd7ad",
+}
+#: Colour of each compositionality class: idiomatic green, partly compositional yellow,
+#: compositional blue.
+CLASS_PALETTE = {"I": "#3c9d3c", "PC": "#e9c31f", "C": "#3a6fc2"}
+CLASS_NAMES = {"I": "I (idiomatic)", "PC": "PC (partly compositional)", "C": "C (compositional)"}
+
+#: The pattern a model that captured idiomaticity would show (SPEC §1 and §3), per measure and
+#: class, on a schematic 0 (low) - 1 (high) scale; the ratio's scale is 1 = as compositional.
+IDEAL = {
+    "syn": {"I": 0.9, "PC": 0.9, "C": 0.9},            # high for every NC
+    "comp": {"I": 0.2, "PC": 0.55, "C": 0.9},          # high only for compositional NCs
+    "wordssyn": {"I": 0.2, "PC": 0.55, "C": 0.9},      # high only for compositional NCs
+    "rand": {"I": 0.08, "PC": 0.08, "C": 0.08},        # the floor
+    "A_Syn|WordsSyn": {"I": 0.75, "PC": 0.4, "C": 0.02},  # high for idiomatic, ~0 for C
+    "A_Syn|Rand": {"I": 0.8, "PC": 0.8, "C": 0.8},     # high for every NC
+    "Sim_R|Syn": {"I": 0.95, "PC": 0.95, "C": 0.95},   # ~1 for every NC
+    "Sim_R|WordsSyn": {"I": 0.1, "PC": 0.5, "C": 0.9},  # high for C, low for I
+    RATIO: {"I": 3.0, "PC": 1.8, "C": 1.0},            # far above 1 for I, ~1 for C
+}
+
+#: Model panels per row before the figure wraps.
+MAX_COLUMNS = 4
+PANEL_WIDTH = 2.3     # inches, one model panel
+PANEL_HEIGHT = 2.2
+IDEAL_WIDTH = 1.45
+FONT_SIZE = 8         # points at the saved size; nothing is drawn smaller
+_RC = {
+    "font.size": FONT_SIZE, "axes.titlesize": FONT_SIZE + 1, "axes.labelsize": FONT_SIZE,
+    "xtick.labelsize": FONT_SIZE, "ytick.labelsize": FONT_SIZE, "legend.fontsize": FONT_SIZE,
+    "legend.title_fontsize": FONT_SIZE, "figure.titlesize": FONT_SIZE + 2,
+    "axes.titleweight": "normal", "savefig.dpi": 300, "figure.dpi": 100,
+}
+
+
+class NoData(NcprobeError):
+    """The results hold nothing that a figure or table shows."""
+
+
+# ---------------------------------------------------------------------------------------------
+# shared helpers
+
+
+@contextmanager
+def _style():
+    import seaborn as sns
+
+    with sns.axes_style("whitegrid", {"grid.linewidth": 0.5, "grid.color": "#dddddd"}), \
+            plt.rc_context(_RC):
+        yield
+
+
+def _short(model: str) -> str:
+    """A model's name for display: the last part of a HuggingFace id or path."""
+    return str(model).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _label(measure: str) -> str:
+    return LABELS.get(measure, measure)
+
+
+def _models_with(data: pd.DataFrame, all_models: list[str], what: str, notes: list[str]
+                 ) -> list[str]:
+    have = set(data["model"]) if len(data) else set()
+    shown = [m for m in all_models if m in have]
+    missing = [m for m in all_models if m not in have]
+    if missing:
+        notes.append(f"not shown (no {what}): {', '.join(missing)}")
+    if not shown:
+        raise NoData(f"no {what} in these results" + (f" (models: {', '.join(all_models)})"
+                                                       if all_models else ""))
+    return shown
+
+
+def _all_models(results) -> list[str]:
+    from .frames import model_order
+
+    return model_order(results.measures, results.sentences, results.correlations)
+
+
+class _Grid:
+    """One panel per model (wrapped), optionally one block of rows per measure, and an ideal
+    panel in the first column of each block."""
+
+    def __init__(self, models: list[str], *, ideal: bool, blocks: int = 1, sharey: bool = True,
+                 panel_width: float = PANEL_WIDTH, panel_height: float = PANEL_HEIGHT,
+                 legend_rows: int = 1):
+        self.models = models
+        ncols = min(len(models), MAX_COLUMNS)
+        self.model_rows = math.ceil(len(models) / ncols)
+        nrows = blocks * self.model_rows
+        widths = ([IDEAL_WIDTH] if ideal else []) + [panel_width] * ncols
+        height = panel_height * nrows + 0.45 + 0.22 * legend_rows
+        self.fig = plt.figure(figsize=(sum(widths) + 0.4, height), layout="constrained")
+        self.fig.get_layout_engine().set(w_pad=0.04, h_pad=0.04, wspace=0.03, hspace=0.04)
+        gs = self.fig.add_gridspec(nrows, len(widths), width_ratios=widths)
+        off = 1 if ideal else 0
+        self.axes: list[list] = []      # [block][model index]
+        self.ideal: list = []           # [block]
+        for b in range(blocks):
+            row0 = b * self.model_rows
+            first = None
+            panels = []
+            for i, _ in enumerate(models):
+                r, c = row0 + i // ncols, off + i % ncols
+                ax = self.fig.add_subplot(gs[r, c], sharey=first if sharey else None)
+                if first is None:
+                    first = ax
+                if sharey and c != off:
+                    ax.tick_params(labelleft=False)
+                panels.append(ax)
+            self.axes.append(panels)
+            if ideal:
+                self.ideal.append(self.fig.add_subplot(gs[row0, 0]))
+        self.fig.ncprobe_notes = []
+
+    def first_column(self, b: int, i: int) -> bool:
+        return i % min(len(self.models), MAX_COLUMNS) == 0
+
+
+def _legend(fig, handles: list, *, ncols: int | None = None) -> None:
+    if not handles:
+        return
+    n = len(handles)
+    fig.legend(handles=handles, loc="outside lower center", ncols=ncols or n, frameon=False,
+               handlelength=1.2, columnspacing=1.2, handletextpad=0.4)
+
+
+def _condition_handles(conditions: list[str]) -> list:
+    return [Patch(facecolor=CONDITION_PALETTE[c], edgecolor="#444444", linewidth=0.5, label=c)
+            for c in conditions]
+
+
+def _class_handles(prefix: str = "") -> list:
+    return [Patch(facecolor=CLASS_PALETTE[c], edgecolor="#444444", linewidth=0.5,
+                  label=prefix + CLASS_NAMES[c]) for c in CLASSES]
+
+
+def _ideal_panel(ax, measures: list[str], *, ratio: bool = False) -> None:
+    """Schematic bars of :data:`IDEAL`, one group per measure, one bar per class."""
+    width = 0.26
+    for i, m in enumerate(measures):
+        for j, cls in enumerate(CLASSES):
+            ax.bar(i + (j - 1) * width, IDEAL[m][cls], width=width * 0.95,
+                   color=CLASS_PALETTE[cls], edgecolor="#444444", linewidth=0.5)
+    ax.set_xticks(range(len(measures)), [_short_measure(m, measures) for m in measures])
+    ax.set_xlim(-0.6, len(measures) - 0.4)
+    if ratio:
+        ax.set_ylim(0, 3.4)
+        ax.axhline(1.0, color="#777777", linewidth=0.8, linestyle="--")
+        ax.set_yticks([0, 1, 3], ["0", "1", "high"])
+    else:
+        ax.set_ylim(0, 1.08)
+        ax.set_yticks([0, 1], ["low", "high"])
+    ax.set_title("ideal values")
+    ax.grid(False, axis="x")
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+
+
+def _short_measure(measure: str, shown: list[str]) -> str:
+    """Tick label of a measure: ``P_Syn`` ... or the part that differs among the shown ones."""
+    if all(m in AFFINITIES for m in shown) or all(m in SCALED for m in shown):
+        return _label(measure).split("|", 1)[1]
+    if measure == RATIO:
+        return "ratio"
+    return _label(measure)
+
+
+def _declutter(fig) -> None:
+    """Rotate the x tick labels of the panels where they overlap (30 degrees, then 90)."""
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        if len(labels) < 2:
+            continue
+        for rotation in (30, 90):
+            fig.canvas.draw()
+            boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+            if not any(a.x1 + 2 > b.x0 for a, b in zip(boxes, boxes[1:])):
+                break
+            for t in labels:
+                t.set_rotation(rotation)
+                t.set_ha("right" if rotation == 30 else "center")
+                t.set_rotation_mode("anchor" if rotation == 30 else "default")
+
+
+def _finish(fig, title: str) -> None:
+    fig.suptitle(title)
+    _declutter(fig)
+
+
+def _boxes(ax, sub: pd.DataFrame, *, x: str, order: list[str], hue: str, hue_order: list[str],
+           palette: dict) -> None:
+    import seaborn as sns
+
+    sub = sub.dropna(subset=["value"])
+    if sub.empty:
+        return
+    sub = sub.assign(**{x: sub[x].astype(str), hue: sub[hue].astype(str)})
+    sns.boxplot(data=sub, x=x, y="value", hue=hue, order=order, hue_order=hue_order,
+                palette=palette, ax=ax, legend=False, width=0.8, gap=0.12, linewidth=0.6,
+                fliersize=1.2, linecolor="#333333",
+                flierprops={"marker": "o", "markeredgewidth": 0.3, "alpha": 0.6})
+
+
+# ---------------------------------------------------------------------------------------------
+# distributions of measures per condition (figures 1, 2, 3, 5)
+
+
+def _distribution_figure(results, *, measures: list[str], level: str, title: str, ylabel: str,
+                         space: str, contexts, layers, sharey: bool, ideal: bool):
+    data = select(results.measures, space=space, level=level, contexts=contexts,
+                  measures=measures, layers=layers)
+    notes: list[str] = []
+    models = _models_with(data.dropna(subset=["value"]), _all_models(results),
+                          f"{LEVEL_NAMES.get(level, level)}-level values", notes)
+    conds = [c for c in CONDITION_PALETTE if c in set(data["condition"].astype(str))]
+    with _style():
+        grid = _Grid(models, ideal=ideal, sharey=sharey)
+        for i, (model, ax) in enumerate(zip(models, grid.axes[0])):
+            _boxes(ax, data[data["model"] == model], x="measure", order=measures,
+                   hue="condition", hue_order=conds, palette=CONDITION_PALETTE)
+            ax.set_xticks(range(len(measures)), [_short_measure(m, measures) for m in measures])
+            ax.set_title(_short(model))
+            ax.set_xlabel("")
+            ax.set_ylabel(ylabel if grid.first_column(0, i) or not sharey else "")
+        handles = _condition_handles(conds)
+        if ideal:
+            _ideal_panel(grid.ideal[0], measures)
+            handles += _class_handles("ideal: ")
+        _legend(grid.fig, handles, ncols=len(conds) if ideal and len(models) < 3 else None)
+        grid.fig.ncprobe_notes = notes
+        _finish(grid.fig, title + f" ({space} space)")
+    return grid.fig
+
+
+def sentence_cosines(results, *, space: str = "raw", contexts=None, layers=None,
+                     sharey: bool = False, ideal: bool = True):
+    """Figure 1: distribution of the sentence-level cosine of each probe family, per condition.
+
+    One box per probe and condition over the per-NC Sim values (``measures`` table,
+    level ``sent``: naturalistic values are the NC's mean over S1-S3): P_Syn,
+    P_Comp, P_WordsSyn, P_Rand. P_Comp is the study's: per sentence, the higher of
+    the head-only and the modifier-only substitution. The ideal panel: P_Syn high
+    for every NC, P_Comp and P_WordsSyn high only for compositional NCs, P_Rand low.
+    Panels have their own y scale (``sharey=True`` for a common one): sentence
+    cosines of static models sit near 1.
+    """
+    return _distribution_figure(results, measures=list(PROBES), level="sent", space=space,
+                                contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
+                                title="Sentence-level cosine similarity per probe",
+                                ylabel="cosine (Sim)")
+
+
+def nc_cosines(results, *, space: str = "raw", contexts=None, layers=None,
+               sharey: bool = False, ideal: bool = True):
+    """Figure 2: as :func:`sentence_cosines` at NC level (the NC's own tokens, in context).
+
+    P_Comp is the per-sentence max of the head and modifier substitutions.
+    Sentence-level-only models (API embedders) are left out with a note.
+    """
+    return _distribution_figure(results, measures=list(PROBES), level="nc", space=space,
+                                contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
+                                title="NC-level cosine similarity per probe",
+                                ylabel="cosine (Sim)")
+
+
+def affinity(results, *, level: str = "nc", space: str = "raw", contexts=None, layers=None,
+             sharey: bool = True, ideal: bool = True):
+    """Figure 3: distribution of the Affinities A_Syn|WordsSyn and A_Syn|Rand (Eq. 4) per NC.
+
+    Ideal panel: A_Syn|Rand high for every NC; A_Syn|WordsSyn high for idiomatic
+    NCs and about 0 for compositional ones. NC level by default.
+    """
+    return _distribution_figure(results, measures=list(AFFINITIES), level=level, space=space,
+                                contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
+                                title=f"Affinity, {LEVEL_NAMES.get(level, level)} level",
+                                ylabel="Affinity A_Syn|·")
+
+
+def scaled_similarity(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                      layers=None, sharey: bool = True, ideal: bool = True):
+    """Figure 5: distribution of the Scaled Similarities Sim_R|Syn and Sim_R|WordsSyn (Eq. 5).
+
+    Ideal panel: Sim_R|Syn about 1 for every NC; Sim_R|WordsSyn high for
+    compositional NCs and low for idiomatic ones. NC level by default.
+    """
+    return _distribution_figure(results, measures=list(SCALED), level=level, space=space,
+                                contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
+                                title=f"Scaled Similarity, {LEVEL_NAMES.get(level, level)} level",
+                                ylabel="Scaled Similarity Sim_R|·")
+
+
+# ---------------------------------------------------------------------------------------------
+# by compositionality class (figures 4, 6, 7)
+
+
+def _class_figure(results, *, measures: list[str], level: str, title: str, space: str,
+                  contexts, layers, sharey: bool, ideal: bool, ylabel: str | None = None):
+    data = select(results.measures, space=space, level=level, contexts=contexts,
+                  measures=measures, layers=layers)
+    data = data[data["cls"].isin(CLASSES)].dropna(subset=["value"])
+    notes: list[str] = []
+    models = _models_with(data, _all_models(results),
+                          f"{LEVEL_NAMES.get(level, level)}-level values", notes)
+    conds = [c for c in CONDITION_PALETTE if c in set(data["condition"].astype(str))]
+    with _style():
+        grid = _Grid(models, ideal=ideal, blocks=len(measures), sharey=sharey)
+        for b, measure in enumerate(measures):
+            for i, (model, ax) in enumerate(zip(models, grid.axes[b])):
+                sub = data[(data["model"] == model) & (data["measure"] == measure)]
+                _boxes(ax, sub, x="condition", order=conds, hue="cls", hue_order=list(CLASSES),
+                       palette=CLASS_PALETTE)
+                ax.set_xticks(range(len(conds)), conds)
+                ax.set_title(_short(model))
+                ax.set_xlabel("")
+                ax.set_ylabel((ylabel or _label(measure))
+                              if grid.first_column(b, i) or not sharey else "")
+            if ideal:
+                _ideal_panel(grid.ideal[b], [measure])
+                grid.ideal[b].set_xticks([0], [_label(measure)])
+        _legend(grid.fig, _class_handles())
+        grid.fig.ncprobe_notes = notes
+        _finish(grid.fig, title + f", {LEVEL_NAMES.get(level, level)} level ({space} space)")
+    return grid.fig
+
+
+def affinity_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                      layers=None, sharey: bool = True, ideal: bool = True):
+    """Figure 4: the Affinities per compositionality class (I / PC / C) and condition.
+
+    One row of panels per Affinity (A_Syn|WordsSyn, then A_Syn|Rand); boxes over
+    the NCs of each class. NCs without a class (no gold score) are left out.
+    """
+    return _class_figure(results, measures=list(AFFINITIES), level=level, space=space,
+                         contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
+                         title="Affinity by compositionality class")
+
+
+def simr_syn_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                      layers=None, sharey: bool = True, ideal: bool = True):
+    """Figure 6: Sim_R|Syn per compositionality class and condition (ideal: ~1 for all)."""
+    return _class_figure(results, measures=["Sim_R|Syn"], level=level, space=space,
+                         contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
+                         title="Sim_R|Syn by compositionality class")
+
+
+def simr_wordssyn_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                           layers=None, sharey: bool = True, ideal: bool = True):
+    """Figure 7: Sim_R|WordsSyn per class and condition (ideal: high for C, low for I)."""
+    return _class_figure(results, measures=["Sim_R|WordsSyn"], level=level, space=space,
+                         contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
+                         title="Sim_R|WordsSyn by compositionality class")
+
+
+# ---------------------------------------------------------------------------------------------
+# the ratio, mean ± sd (figures 8, 9)
+
+
+def _errorbars(ax, rows: pd.DataFrame, *, x_order: list[str], x: str, hue: str,
+               hue_order: list[str], palette: dict) -> None:
+    """One point (mean) with an error bar (± sd) per (x, hue) row, hues dodged within x."""
+    n = len(hue_order)
+    step = 0.8 / n
+    for j, h in enumerate(hue_order):
+        sub = rows[rows[hue].astype(str) == h]
+        sub = sub[sub[x].astype(str).isin(x_order) & sub["mean"].notna()]
+        if sub.empty:
+            continue
+        pos = [x_order.index(str(v)) + (j - (n - 1) / 2) * step for v in sub[x]]
+        sd = sub["sd"].fillna(0.0).to_numpy()
+        colour = palette[h]
+        ax.errorbar(pos, sub["mean"].to_numpy(), yerr=sd, fmt="o", markersize=4.5,
+                    color=colour, ecolor=_darker(colour), elinewidth=1.0, capsize=2.5,
+                    markeredgecolor="#333333", markeredgewidth=0.5, label=h)
+
+
+def _darker(colour: str, f: float = 0.75):
+    return tuple(c * f for c in to_rgb(colour))
+
+
+def _ratio_scale(axes, rows: pd.DataFrame) -> None:
+    """Symmetric-log y scale when mean ± sd spans far beyond the ratio's natural range."""
+    lo = (rows["mean"] - rows["sd"].fillna(0)).min()
+    hi = (rows["mean"] + rows["sd"].fillna(0)).max()
+    for ax in axes:
+        ax.axhline(1.0, color="#777777", linewidth=0.8, linestyle="--", zorder=0)
+        if max(abs(lo), abs(hi)) > 12:
+            ax.set_yscale("symlog", linthresh=1.0, linscale=0.6)
+
+
+def _ratio_rows(results, *, level, space, contexts, layers, classes: bool) -> pd.DataFrame:
+    dist = select(results.distributions, space=space, level=level, contexts=contexts,
+                  measures=[RATIO], layers=layers)
+    want = list(CLASSES) if classes else ["all"]
+    return dist[dist["cls"].isin(want) & dist["mean"].notna()]
+
+
+def ratio(results, *, level: str = "nc", space: str = "raw", contexts=None, layers=None):
+    """Figure 8: the ratio Sim_R|Syn / Sim_R|WordsSyn, mean ± sd over the NCs, per model and
+    condition (``distributions`` table, all NCs).
+
+    The sd is large where some NCs have Sim_R|WordsSyn near 0; the y axis turns
+    symmetric-logarithmic (linear within ±1) when mean ± sd reaches beyond ±12.
+    The dashed line is 1 (as similar to the gold synonym as to the word synonyms).
+    """
+    rows = _ratio_rows(results, level=level, space=space, contexts=contexts, layers=layers,
+                       classes=False)
+    notes: list[str] = []
+    models = _models_with(rows, _all_models(results),
+                          f"{LEVEL_NAMES.get(level, level)}-level ratio", notes)
+    conds = [c for c in CONDITION_PALETTE if c in set(rows["condition"].astype(str))]
+    with _style():
+        grid = _Grid(models, ideal=False, panel_width=min(PANEL_WIDTH, 0.9 + 0.45 * len(conds)))
+        for i, (model, ax) in enumerate(zip(models, grid.axes[0])):
+            sub = rows[rows["model"] == model]
+            _errorbars(ax, sub, x_order=conds, x="condition", hue="condition", hue_order=conds,
+                       palette=CONDITION_PALETTE)
+            ax.set_xticks(range(len(conds)), conds)
+            ax.set_xlim(-0.6, len(conds) - 0.4)
+            ax.set_title(_short(model))
+            ax.set_ylabel("Sim_R|Syn / Sim_R|WordsSyn\n(mean ± sd)"
+                          if grid.first_column(0, i) else "")
+        _ratio_scale(grid.axes[0], rows)
+        grid.fig.ncprobe_notes = notes
+        _finish(grid.fig, f"Ratio of Scaled Similarities, {LEVEL_NAMES.get(level, level)} level "
+                          f"({space} space)")
+    return grid.fig
+
+
+def ratio_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                   layers=None, ideal: bool = True):
+    """Figure 9: the ratio Sim_R|Syn / Sim_R|WordsSyn, mean ± sd per class and condition.
+
+    Ideal panel: far above 1 for idiomatic NCs (the gold synonym keeps the
+    meaning, the word synonyms do not), about 1 for compositional ones.
+    """
+    rows = _ratio_rows(results, level=level, space=space, contexts=contexts, layers=layers,
+                       classes=True)
+    notes: list[str] = []
+    models = _models_with(rows, _all_models(results),
+                          f"{LEVEL_NAMES.get(level, level)}-level ratio", notes)
+    conds = [c for c in CONDITION_PALETTE if c in set(rows["condition"].astype(str))]
+    with _style():
+        grid = _Grid(models, ideal=ideal)
+        for i, (model, ax) in enumerate(zip(models, grid.axes[0])):
+            sub = rows[rows["model"] == model]
+            _errorbars(ax, sub, x_order=conds, x="condition", hue="cls", hue_order=list(CLASSES),
+                       palette=CLASS_PALETTE)
+            ax.set_xticks(range(len(conds)), conds)
+            ax.set_xlim(-0.6, len(conds) - 0.4)
+            ax.set_title(_short(model))
+            ax.set_ylabel("Sim_R|Syn / Sim_R|WordsSyn\n(mean ± sd)"
+                          if grid.first_column(0, i) else "")
+        _ratio_scale(grid.axes[0], rows)
+        if ideal:
+            _ideal_panel(grid.ideal[0], [RATIO], ratio=True)
+            grid.ideal[0].set_xticks([0], ["ratio"])
+        _legend(grid.fig, _class_handles())
+        grid.fig.ncprobe_notes = notes
+        _finish(grid.fig, f"Ratio of Scaled Similarities by class, "
+                          f"{LEVEL_NAMES.get(level, level)} level ({space} space)")
+    return grid.fig
+
+
+# ---------------------------------------------------------------------------------------------
+# correlogram (figure 10)
+
+#: Measures of the correlogram unless others are named.
+CORRELOGRAM_MEASURES = ("syn", "comp", "wordssyn", "rand", "A_Syn|WordsSyn", "A_Syn|Rand",
+                        "Sim_R|Syn", "Sim_R|WordsSyn")
+_TICK = {"syn": "Syn", "comp": "Comp", "wordssyn": "WordsSyn", "rand": "Rand",
+         "comp-head": "Comp-head", "comp-mod": "Comp-mod",
+         "A_Syn|WordsSyn": "A Syn|WS", "A_Syn|Rand": "A Syn|Rand", "Sim_R|Syn": "SimR Syn",
+         "Sim_R|WordsSyn": "SimR WS", RATIO: "SimR ratio", "gold": "Comp (gold)"}
+
+
+def correlogram_matrix(results, condition: str, *, level: str = "nc", space: str = "raw",
+                       measures=CORRELOGRAM_MEASURES, gold: bool = True, layers=None):
+    """The variables, Spearman rho and p of one correlogram panel.
+
+    Variables are (model, measure) pairs (and ``("", "gold")`` first when ``gold``), each
+    a vector of per-NC values of one condition; rho and p are pairwise over the NCs
+    both have (:func:`ncprobe.stats.spearman`).
+
+    Returns:
+        ``(variables, rho, p)``: a list of (model, measure) and two square arrays.
+    """
+    data = select(results.measures, space=space, level=level, contexts="all",
+                  measures=list(measures), layers=layers)
+    data = data[data["condition"].astype(str) == condition]
+    models = [m for m in _all_models(results) if m in set(data["model"])]
+    wide = data.pivot_table(index="nc", columns=["model", "measure"], values="value",
+                            aggfunc="first", dropna=False)
+    variables, columns = [], []
+    if gold and len(data):
+        g = data.drop_duplicates("nc").set_index("nc")["comp"].reindex(wide.index)
+        variables.append(("", "gold"))
+        columns.append(g.to_numpy(dtype=np.float64))
+    for model in models:
+        for m in measures:
+            if (model, m) in wide.columns:
+                v = wide[(model, m)].to_numpy(dtype=np.float64)
+                if np.isfinite(v).sum() >= 3:
+                    variables.append((model, m))
+                    columns.append(v)
+    n = len(variables)
+    rho = np.full((n, n), np.nan)
+    p = np.full((n, n), np.nan)
+    for i in range(n):
+        for j in range(i + 1):
+            c = spearman(columns[i], columns[j])
+            rho[i, j] = rho[j, i] = c.rho
+            p[i, j] = p[j, i] = c.p
+    return variables, rho, p
+
+
+def correlogram(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                measures=CORRELOGRAM_MEASURES, gold: bool = True, layers=None):
+    """Figure 10: Spearman rho between every pair of (model, measure) per-NC value vectors.
+
+    One panel per condition. Rows and columns are the measures of each model in
+    turn (model names on the diagonal), with the gold compositionality score
+    first when ``gold``. Only the lower triangle is drawn, and in it only the
+    cells with p <= 0.05; the others stay blank.
+    """
+    conds_all = select(results.measures, space=space, level=level, contexts=contexts,
+                       measures=list(measures), layers=layers)
+    conds_all = conds_all.dropna(subset=["value"])
+    if conds_all.empty:
+        raise NoData(f"no {LEVEL_NAMES.get(level, level)}-level values for a correlogram")
+    notes: list[str] = []
+    _models_with(conds_all, _all_models(results),
+                 f"{LEVEL_NAMES.get(level, level)}-level values", notes)
+    conds = [c for c in CONDITION_PALETTE if c in set(conds_all["condition"].astype(str))]
+    panels = [(c, *correlogram_matrix(results, c, level=level, space=space, measures=measures,
+                                      gold=gold, layers=layers)) for c in conds]
+    nvar = max(len(v) for _, v, _, _ in panels)
+    ncols = min(len(panels), 2)
+    nrows = math.ceil(len(panels) / ncols)
+    cell = 0.17
+    side = max(1.6, cell * nvar)
+    with _style():
+        fig = plt.figure(figsize=(ncols * (side + 1.0) + 0.8, nrows * (side + 1.0) + 0.5),
+                         layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        mesh = None
+        for ax, (cond, variables, rho, p) in zip(axes, panels):
+            n = len(variables)
+            keep = np.tril(np.ones((n, n), dtype=bool), k=-1) & (p <= ALPHA)
+            shown = np.ma.masked_array(rho, mask=~keep)
+            mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), shown, cmap="RdBu_r",
+                                 vmin=-1, vmax=1, edgecolors="white", linewidth=0.3)
+            ax.set_xlim(0, n)
+            ax.set_ylim(n, 0)
+            ax.set_aspect("equal")
+            ax.grid(False)
+            ticks = [_TICK.get(m, m) for _, m in variables]
+            ax.set_xticks(np.arange(n) + 0.5, ticks, rotation=90)
+            ax.set_yticks(np.arange(n) + 0.5, ticks)
+            ax.tick_params(length=0, pad=1)
+            _model_blocks(ax, variables)
+            ax.set_title(cond)
+        for ax in axes[len(panels):]:
+            fig.delaxes(ax)
+        if mesh is not None:
+            fig.colorbar(mesh, ax=list(axes[:len(panels)]), shrink=0.6, aspect=30,
+                         label=f"Spearman ρ (blank: p > {ALPHA})")
+        fig.ncprobe_notes = notes
+        fig.suptitle(f"Correlogram of models × measures, {LEVEL_NAMES.get(level, level)} level "
+                     f"({space} space)")
+    return fig
+
+
+def _model_blocks(ax, variables: list[tuple[str, str]]) -> None:
+    """Lines between the models' blocks and each model's name in the empty upper triangle."""
+    start = 0
+    while start < len(variables):
+        model = variables[start][0]
+        end = start
+        while end < len(variables) and variables[end][0] == model:
+            end += 1
+        if start > 0:
+            ax.axhline(start, color="#555555", linewidth=0.6)
+            ax.axvline(start, color="#555555", linewidth=0.6)
+        if model:
+            ax.text(start + 1.1, start + 0.5, _short(model), va="center", ha="left",
+                    fontsize=FONT_SIZE, color="#333333")
+        start = end
+
+
+#: The figures of SPEC §4, in order: name -> function(results, **options) -> Figure.
+FIGURES: dict[str, Callable] = {
+    "sent_cosines": sentence_cosines,
+    "nc_cosines": nc_cosines,
+    "affinity": affinity,
+    "affinity_by_class": affinity_by_class,
+    "scaled_similarity": scaled_similarity,
+    "simr_syn_by_class": simr_syn_by_class,
+    "simr_wordssyn_by_class": simr_wordssyn_by_class,
+    "ratio": ratio,
+    "ratio_by_class": ratio_by_class,
+    "correlogram": correlogram,
+}
+
+__all__ = ["CLASS_PALETTE", "CONDITION_PALETTE", "CORRELOGRAM_MEASURES", "FIGURES", "IDEAL",
+           "NoData", "affinity", "affinity_by_class", "correlogram", "correlogram_matrix",
+           "nc_cosines", "ratio", "ratio_by_class", "scaled_similarity", "sentence_cosines",
+           "simr_syn_by_class", "simr_wordssyn_by_class"]
