@@ -21,7 +21,6 @@ def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
 
     monkeypatch.setenv("NCPROBE_DATA", str(raw_dir))
     monkeypatch.setenv("NCPROBE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
