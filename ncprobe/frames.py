@@ -48,7 +48,7 @@ LABELS = {
 
 __all__ = ["AFFINITIES", "CLASSES", "CONDITIONS", "DEFAULT_CONTEXTS", "LABELS", "LEVEL_NAMES",
            "MEASURES", "PROBES", "PROBE_MEASURES", "RATIO", "SCALED", "condition",
-           "contexts_of", "model_order", "select"]
+           "contexts_of", "model_order", "present_conditions", "select"]
 
 
 def condition(lang: str, context: str) -> str:

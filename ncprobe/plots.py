@@ -1,4 +1,4 @@
-"""The ten figures of the study (SPEC §4), one function each, from a :class:`~ncprobe.results.Results`.
+"""The ten figures of the study (SPEC §4), one function each, from a Results.
 
 Every function takes a Results holding one or many models and one or both
 languages, and returns a :class:`matplotlib.figure.Figure` (its panels are
@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from typing import Callable
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.colors import to_rgb
@@ -169,17 +170,32 @@ class _Grid:
         return i % min(len(self.models), MAX_COLUMNS) == 0
 
 
-def _legend(fig, handles: list, *, ncols: int | None = None) -> None:
+def _legend(fig, handles: list, *, title: str | None = None, loc: str = "outside lower center",
+            ncols: int | None = None) -> None:
     if not handles:
         return
-    n = len(handles)
-    fig.legend(handles=handles, loc="outside lower center", ncols=ncols or n, frameon=False,
-               handlelength=1.2, columnspacing=1.2, handletextpad=0.4)
+    fig.legend(handles=handles, loc=loc, ncols=ncols or len(handles), frameon=False,
+               title=title, handlelength=1.2, columnspacing=1.0, handletextpad=0.4,
+               borderaxespad=0.2)
 
 
-def _condition_handles(conditions: list[str]) -> list:
-    return [Patch(facecolor=CONDITION_PALETTE[c], edgecolor="#444444", linewidth=0.5, label=c)
-            for c in conditions]
+def _condition_legend(fig, conditions: list[str], *, loc: str = "outside lower center") -> None:
+    """Conditions in a grid: one row per language, one column per context."""
+    langs = sorted({c.split("-", 1)[0] for c in conditions}, key=["EN", "PT"].index)
+    ctxs = []
+    for c in conditions:
+        ctx = c.split("-", 1)[1]
+        if ctx not in ctxs:
+            ctxs.append(ctx)
+    # legends fill column by column: list the entries context-major so rows are languages
+    handles = []
+    for ctx in ctxs:
+        for lang in langs:
+            name = f"{lang}-{ctx}"
+            handles.append(Patch(facecolor=CONDITION_PALETTE[name], edgecolor="#444444",
+                                 linewidth=0.5, label=name) if name in conditions
+                           else Patch(visible=False, label=""))
+    _legend(fig, handles, title="condition", loc=loc, ncols=len(ctxs))
 
 
 def _class_handles(prefix: str = "") -> list:
@@ -198,7 +214,7 @@ def _ideal_panel(ax, measures: list[str], *, ratio: bool = False) -> None:
     ax.set_xlim(-0.6, len(measures) - 0.4)
     if ratio:
         ax.set_ylim(0, 3.4)
-        ax.axhline(1.0, color="#777777", linewidth=0.8, linestyle="--")
+        ax.axhline(1.0, color="#444444", linewidth=0.8, linestyle="--", zorder=1.5)
         ax.set_yticks([0, 1, 3], ["0", "1", "high"])
     else:
         ax.set_ylim(0, 1.08)
@@ -209,31 +225,33 @@ def _ideal_panel(ax, measures: list[str], *, ratio: bool = False) -> None:
     ax.set_ylabel("")
 
 
+_PROBE_TICKS = {"syn": "Syn", "comp": "Comp", "wordssyn": "WordsSyn", "rand": "Rand",
+                "comp-head": "Comp-head", "comp-mod": "Comp-mod"}
+
+
 def _short_measure(measure: str, shown: list[str]) -> str:
-    """Tick label of a measure: ``P_Syn`` ... or the part that differs among the shown ones."""
+    """Tick label of a measure: the part that differs among the measures of a panel."""
     if all(m in AFFINITIES for m in shown) or all(m in SCALED for m in shown):
         return _label(measure).split("|", 1)[1]
     if measure == RATIO:
         return "ratio"
-    return _label(measure)
+    return _PROBE_TICKS.get(measure, _label(measure))
 
 
 def _declutter(fig) -> None:
-    """Rotate the x tick labels of the panels where they overlap (30 degrees, then 90)."""
+    """Rotate the x tick labels of the panels where they would overlap (30 degrees)."""
+    fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
         labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
-        if len(labels) < 2:
+        if len(labels) < 2 or any(t.get_rotation() for t in labels):
             continue
-        for rotation in (30, 90):
-            fig.canvas.draw()
-            boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
-            if not any(a.x1 + 2 > b.x0 for a, b in zip(boxes, boxes[1:])):
-                break
+        boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+        if any(a.x1 + 3 > b.x0 for a, b in zip(boxes, boxes[1:])):
             for t in labels:
-                t.set_rotation(rotation)
-                t.set_ha("right" if rotation == 30 else "center")
-                t.set_rotation_mode("anchor" if rotation == 30 else "default")
+                t.set_rotation(30)
+                t.set_ha("right")
+                t.set_rotation_mode("anchor")
 
 
 def _finish(fig, title: str) -> None:
@@ -250,8 +268,8 @@ def _boxes(ax, sub: pd.DataFrame, *, x: str, order: list[str], hue: str, hue_ord
         return
     sub = sub.assign(**{x: sub[x].astype(str), hue: sub[hue].astype(str)})
     sns.boxplot(data=sub, x=x, y="value", hue=hue, order=order, hue_order=hue_order,
-                palette=palette, ax=ax, legend=False, width=0.8, gap=0.12, linewidth=0.6,
-                fliersize=1.2, linecolor="#333333",
+                palette=palette, saturation=1, ax=ax, legend=False, width=0.8, gap=0.12,
+                linewidth=0.6, fliersize=1.2, linecolor="#333333",
                 flierprops={"marker": "o", "markeredgewidth": 0.3, "alpha": 0.6})
 
 
@@ -276,11 +294,13 @@ def _distribution_figure(results, *, measures: list[str], level: str, title: str
             ax.set_title(_short(model))
             ax.set_xlabel("")
             ax.set_ylabel(ylabel if grid.first_column(0, i) or not sharey else "")
-        handles = _condition_handles(conds)
         if ideal:
             _ideal_panel(grid.ideal[0], measures)
-            handles += _class_handles("ideal: ")
-        _legend(grid.fig, handles, ncols=len(conds) if ideal and len(models) < 3 else None)
+            _condition_legend(grid.fig, conds, loc="outside lower right")
+            _legend(grid.fig, _class_handles(), title="ideal values: class",
+                    loc="outside lower left")
+        else:
+            _condition_legend(grid.fig, conds)
         grid.fig.ncprobe_notes = notes
         _finish(grid.fig, title + f" ({space} space)")
     return grid.fig
@@ -433,12 +453,18 @@ def _darker(colour: str, f: float = 0.75):
 
 def _ratio_scale(axes, rows: pd.DataFrame) -> None:
     """Symmetric-log y scale when mean ± sd spans far beyond the ratio's natural range."""
-    lo = (rows["mean"] - rows["sd"].fillna(0)).min()
-    hi = (rows["mean"] + rows["sd"].fillna(0)).max()
+    lo = float((rows["mean"] - rows["sd"].fillna(0)).min())
+    hi = float((rows["mean"] + rows["sd"].fillna(0)).max())
     for ax in axes:
-        ax.axhline(1.0, color="#777777", linewidth=0.8, linestyle="--", zorder=0)
-        if max(abs(lo), abs(hi)) > 12:
-            ax.set_yscale("symlog", linthresh=1.0, linscale=0.6)
+        ax.axhline(1.0, color="#444444", linewidth=0.8, linestyle="--", zorder=1.5)
+    if max(abs(lo), abs(hi)) <= 12:
+        return
+    ticks = [t for t in (-1000, -300, -100, -30, -10, -3, -1, 0, 1, 3, 10, 30, 100, 300, 1000)
+             if lo * 1.3 <= t <= hi * 1.3 or -1 <= t <= 1]
+    for ax in axes:
+        ax.set_yscale("symlog", linthresh=1.0, linscale=0.6)
+        ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+        ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
 
 
 def _ratio_rows(results, *, level, space, contexts, layers, classes: bool) -> pd.DataFrame:
@@ -587,45 +613,69 @@ def correlogram(results, *, level: str = "nc", space: str = "raw", contexts=None
     conds = [c for c in CONDITION_PALETTE if c in set(conds_all["condition"].astype(str))]
     panels = [(c, *correlogram_matrix(results, c, level=level, space=space, measures=measures,
                                       gold=gold, layers=layers)) for c in conds]
-    nvar = max(len(v) for _, v, _, _ in panels)
+    nvar = max(len(v) for _, v, _, _ in panels) - 1
+    same = all(v == panels[0][1] for _, v, _, _ in panels)
     ncols = min(len(panels), 2)
     nrows = math.ceil(len(panels) / ncols)
-    cell = 0.17
-    side = max(1.6, cell * nvar)
+    side = max(1.6, 0.17 * nvar)
+    label_room = 0.9
+    width = ncols * side + (1 if same else ncols) * label_room + 1.0
+    height = nrows * side + (1 if same else nrows) * label_room + 0.6
     with _style():
-        fig = plt.figure(figsize=(ncols * (side + 1.0) + 0.8, nrows * (side + 1.0) + 0.5),
-                         layout="constrained")
-        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        fig = plt.figure(figsize=(width, height), layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        flat = axes.ravel()
         mesh = None
-        for ax, (cond, variables, rho, p) in zip(axes, panels):
-            n = len(variables)
-            keep = np.tril(np.ones((n, n), dtype=bool), k=-1) & (p <= ALPHA)
-            shown = np.ma.masked_array(rho, mask=~keep)
-            mesh = ax.pcolormesh(np.arange(n + 1), np.arange(n + 1), shown, cmap="RdBu_r",
-                                 vmin=-1, vmax=1, edgecolors="white", linewidth=0.3)
-            ax.set_xlim(0, n)
-            ax.set_ylim(n, 0)
-            ax.set_aspect("equal")
-            ax.grid(False)
-            ticks = [_TICK.get(m, m) for _, m in variables]
-            ax.set_xticks(np.arange(n) + 0.5, ticks, rotation=90)
-            ax.set_yticks(np.arange(n) + 0.5, ticks)
-            ax.tick_params(length=0, pad=1)
-            _model_blocks(ax, variables)
+        for k, (ax, (cond, variables, rho, p)) in enumerate(zip(flat, panels)):
+            mesh = _correlogram_panel(ax, variables, rho, p)
             ax.set_title(cond)
-        for ax in axes[len(panels):]:
+            if same and len(panels) > 1:
+                if k % ncols:
+                    ax.tick_params(labelleft=False)
+                if k + ncols < len(panels):
+                    ax.tick_params(labelbottom=False)
+        for ax in flat[len(panels):]:
             fig.delaxes(ax)
         if mesh is not None:
-            fig.colorbar(mesh, ax=list(axes[:len(panels)]), shrink=0.6, aspect=30,
-                         label=f"Spearman ρ (blank: p > {ALPHA})")
+            fig.colorbar(mesh, ax=list(flat[:len(panels)]), shrink=min(0.8, 3.0 / height + 0.3),
+                         aspect=30, label=f"Spearman ρ (blank: p > {ALPHA})")
         fig.ncprobe_notes = notes
         fig.suptitle(f"Correlogram of models × measures, {LEVEL_NAMES.get(level, level)} level "
                      f"({space} space)")
     return fig
 
 
+def _correlogram_panel(ax, variables, rho, p):
+    """The lower triangle without the diagonal: rows are variables 1..n-1, columns 0..n-2."""
+    n = len(variables)
+    if n < 2:
+        ax.text(0.5, 0.5, "fewer than two variables", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        return None
+    sub_rho, sub_p = rho[1:, :-1], p[1:, :-1]
+    keep = np.tril(np.ones((n - 1, n - 1), dtype=bool)) & (sub_p <= ALPHA)
+    shown = np.ma.masked_array(sub_rho, mask=~keep)
+    mesh = ax.pcolormesh(np.arange(n), np.arange(n), shown, cmap="RdBu_r", vmin=-1, vmax=1,
+                         edgecolors="white", linewidth=0.3)
+    ax.set_xlim(0, n - 1)
+    ax.set_ylim(n - 1, 0)
+    ax.set_aspect("equal")
+    ax.grid(False)
+    ticks = [_TICK.get(m, m) for _, m in variables]
+    ax.set_xticks(np.arange(n - 1) + 0.5, ticks[:-1], rotation=90)
+    ax.set_yticks(np.arange(n - 1) + 0.5, ticks[1:])
+    ax.tick_params(length=0, pad=1)
+    _model_blocks(ax, variables)
+    return mesh
+
+
 def _model_blocks(ax, variables: list[tuple[str, str]]) -> None:
-    """Lines between the models' blocks and each model's name in the empty upper triangle."""
+    """Lines between the models' blocks and each model's name in the empty upper triangle.
+
+    Variable ``a`` is row ``a - 1`` and column ``a`` of the drawn triangle.
+    """
     start = 0
     while start < len(variables):
         model = variables[start][0]
@@ -633,10 +683,11 @@ def _model_blocks(ax, variables: list[tuple[str, str]]) -> None:
         while end < len(variables) and variables[end][0] == model:
             end += 1
         if start > 0:
-            ax.axhline(start, color="#555555", linewidth=0.6)
+            ax.axhline(start - 1, color="#555555", linewidth=0.6)
             ax.axvline(start, color="#555555", linewidth=0.6)
         if model:
-            ax.text(start + 1.1, start + 0.5, _short(model), va="center", ha="left",
+            row = max(start - 1, 0)
+            ax.text(row + 1.15, row + 0.5, _short(model), va="center", ha="left",
                     fontsize=FONT_SIZE, color="#333333")
         start = end
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -38,17 +37,12 @@ def glove_run(raw_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def glove_en(glove_run, capsys_module):
+def glove_en(glove_run):
     out, cache = glove_run
     rc = main(["compute", "--out", str(out), "--n-boot", "200", "--standardise",
                "--cache-dir", str(cache), "--quiet"])
     assert rc == 0
     return Results.from_parquet(out)
-
-
-@pytest.fixture(scope="module")
-def capsys_module():
-    return None
 
 
 @pytest.fixture(scope="module")

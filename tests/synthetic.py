@@ -1,0 +1,193 @@
+"""A small synthetic Results built directly from seeded numpy, for the figure and table tests.
+
+Two models (``model-a`` static, layer view ``-``; ``model-b`` with two layer views, the
+default ``9+10+11+12`` first), English and Portuguese, naturalistic and neutral contexts,
+sentence and NC level, raw and standardised space. English has 12 scored NCs (4 per
+class: the study's ``grey matter`` and ``Dutch courage`` among them) and one NC
+without a gold score or class; Portuguese has 12 scored NCs. NC-level measures
+follow the gold score (significant correlations); sentence-level ones are mostly noise.
+
+The tables have the columns of the real ones (see :mod:`ncprobe.results`); the
+statistics are computed here with scipy, independently of ncprobe.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import scipy.stats as ss
+
+from ncprobe.measures import MEASURES
+from ncprobe.results import Results
+
+MODELS = {"model-a": ["-"], "model-b": ["9+10+11+12", "12"]}
+LANGS = ("en", "pt")
+CONTEXTS = ("nat", "neut")
+LEVELS = ("sent", "nc")
+SPACES = ("raw", "standardised")
+CLASSES = ("I", "PC", "C")
+EN_NAMES = ["grey matter", "acid test", "agony aunt", "wet blanket",
+            "Dutch courage", "ancient history", "bad apple", "big fish",
+            "economic aid", "research lab", "brick wall", "car park"]
+#: NCs whose gold synonym shares a word with the NC (left out by the overlap filter).
+OVERLAP = {("en", "ancient history"), ("en", "car park"), ("pt", "pt nc 3")}
+
+
+def ncs_table() -> pd.DataFrame:
+    rows = []
+    for lang in LANGS:
+        names = EN_NAMES if lang == "en" else [f"pt nc {i}" for i in range(12)]
+        for i, nc in enumerate(names):
+            cls = CLASSES[i // 4]
+            gold = {"I": 0.4, "PC": 2.2, "C": 3.9}[cls] + 0.15 * (i % 4)
+            rows.append({"lang": lang, "nc": nc, "cls": cls, "comp_token": gold,
+                         "comp_type": gold - 0.1, "comp": gold, "s1": gold, "s2": gold,
+                         "s3": gold, "head": nc.split()[-1], "modifier": nc.split()[0],
+                         "syn_overlap": (lang, nc) in OVERLAP})
+        if lang == "en":
+            rows.append({"lang": "en", "nc": "dust storm", "cls": None, "comp_token": np.nan,
+                         "comp_type": np.nan, "comp": np.nan, "s1": np.nan, "s2": np.nan,
+                         "s3": np.nan, "head": "storm", "modifier": "dust",
+                         "syn_overlap": True})
+    df = pd.DataFrame(rows)
+    for c in ("lang", "nc", "cls", "head", "modifier"):
+        df[c] = df[c].astype("string")
+    return df
+
+
+def _measure_rows(rng, ncs: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for model, views in MODELS.items():
+        for layers in views:
+            for space in SPACES:
+                for level in LEVELS:
+                    for lang in LANGS:
+                        sub = ncs[ncs["lang"] == lang]
+                        gold = sub["comp"].fillna(2.0).to_numpy()
+                        for context in CONTEXTS:
+                            noise = 0.03 if level == "nc" else 0.3
+                            shift = 0.1 if space == "standardised" else 0.0
+                            shift += 0.05 if layers == "12" else 0.0
+                            n = len(sub)
+                            e = lambda s=noise: rng.normal(0, s, n)  # noqa: E731
+                            syn = 0.6 + shift + e()
+                            head = 0.3 + 0.08 * gold + e()
+                            mod = 0.25 + 0.08 * gold + e()
+                            words = 0.15 + 0.1 * gold + e()
+                            rand = 0.1 + shift + e(0.05)
+                            simr_syn = (syn - rand) / (1 - rand)
+                            simr_ws = (words - rand) / (1 - rand)
+                            values = {
+                                "syn": syn, "comp-head": head, "comp-mod": mod,
+                                "comp": np.maximum(head, mod), "wordssyn": words, "rand": rand,
+                                "A_Syn|WordsSyn": syn - words, "A_Syn|Rand": syn - rand,
+                                "Sim_R|Syn": simr_syn, "Sim_R|WordsSyn": simr_ws,
+                                "Sim_R|Syn/Sim_R|WordsSyn": simr_syn / simr_ws}
+                            for measure in MEASURES:
+                                rows.append(pd.DataFrame({
+                                    "model": model, "lang": lang, "space": space,
+                                    "layers": layers, "level": level, "context": context,
+                                    "nc": sub["nc"].to_numpy(), "measure": measure,
+                                    "value": values[measure], "cls": sub["cls"].to_numpy(),
+                                    "comp": sub["comp"].to_numpy()}))
+    df = pd.concat(rows, ignore_index=True)
+    for c in ("model", "lang", "space", "layers", "level", "context", "nc", "cls"):
+        df[c] = df[c].astype("string")
+    df["measure"] = pd.Categorical(df["measure"], categories=list(MEASURES), ordered=True)
+    return df
+
+
+def _spearman(x, y) -> tuple[float, float, int]:
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = ~(np.isnan(x) | np.isnan(y))
+    r = ss.spearmanr(x[ok], y[ok])
+    return float(r.statistic), float(r.pvalue), int(ok.sum())
+
+
+def _p_of(rho: float, n: int) -> float:
+    t = rho * np.sqrt((n - 2) / (1 - rho * rho))
+    return float(2 * ss.t.sf(abs(t), n - 2))
+
+
+def build() -> Results:
+    rng = np.random.default_rng(2025)
+    ncs = ncs_table()
+    measures = _measure_rows(rng, ncs)
+    keys = ["model", "lang", "space", "layers", "level", "context", "measure"]
+    overlap = set(OVERLAP)
+    cor, dist = [], []
+    for key, g in measures.groupby(keys, observed=True, sort=False):
+        base = dict(zip(keys, key))
+        for analysis in ("nc", "overlap-filtered"):
+            h = g if analysis == "nc" else g[[(lg, nc) not in overlap
+                                              for lg, nc in zip(g["lang"], g["nc"])]]
+            rho, p, n = _spearman(h["value"], h["comp"])
+            cor.append({**base, "analysis": analysis, "n": n, "rho": rho, "p": p,
+                        "significant": p <= 0.05, "ci_low": np.nan, "ci_high": np.nan})
+        for cls in ("all",) + CLASSES:
+            v = g["value"] if cls == "all" else g.loc[g["cls"] == cls, "value"]
+            v = v.dropna().to_numpy()
+            dist.append({**base, "cls": cls, "n": len(v), "mean": float(v.mean()),
+                         "sd": float(v.std(ddof=1)), "ci_low": np.nan, "ci_high": np.nan})
+    lex, std = [], []
+    for model, views in MODELS.items():
+        for layers in views:
+            for lang in LANGS:
+                for space in SPACES:
+                    for m in ("syn", "comp-head", "comp-mod", "comp", "wordssyn", "rand"):
+                        rho = float(rng.uniform(-0.6, 0.6))
+                        p = _p_of(rho, 36)
+                        lex.append({"model": model, "lang": lang, "space": space,
+                                    "layers": layers, "measure": m, "n": 36, "rho": rho,
+                                    "p": p, "significant": p <= 0.05})
+                for level in LEVELS:
+                    for context in CONTEXTS:
+                        rho = float(rng.uniform(0.0, 0.9))
+                        std.append({"model": model, "layers": layers, "level": level,
+                                    "lang": lang, "context": context, "n": 20, "rho": rho,
+                                    "p": _p_of(rho, 20)})
+    correlations = pd.DataFrame(cor)
+    correlations["measure"] = correlations["measure"].astype(str)
+    distributions = pd.DataFrame(dist)
+    distributions["measure"] = distributions["measure"].astype(str)
+    cosines = pd.DataFrame(columns=["model", "lang", "space", "layers", "level", "context", "nc",
+                                    "cls", "comp", "probe", "variant", "target", "length",
+                                    "cosine"])
+    sentences = pd.DataFrame(columns=["model", "lang", "space", "layers", "level", "context",
+                                      "nc", "measure", "value"])
+    rogue = pd.DataFrame(columns=["model", "lang", "space", "layers", "level", "context", "rank",
+                                  "dim", "contribution", "share", "expected_cosine"])
+    meta = [{"config": {"model": m, "lang": lg, "contexts": "nat,neut", "layers": None,
+                        "gold": "comp"}, "notes": []} for m in MODELS for lg in LANGS]
+    return Results(cosines=cosines, sentences=sentences, measures=measures,
+                   correlations=correlations, distributions=distributions,
+                   lexical_overlap=pd.DataFrame(lex), rogue=rogue,
+                   standardisation=pd.DataFrame(std), ncs=ncs, meta=meta)
+
+
+def subset(results: Results, keep) -> Results:
+    """A copy keeping, in every table, the rows for which ``keep(df)`` (a boolean mask) holds."""
+    import dataclasses
+
+    tables = {}
+    for f in dataclasses.fields(results):
+        if f.name == "meta":
+            continue
+        df = getattr(results, f.name)
+        tables[f.name] = df[keep(df)].reset_index(drop=True) if len(df) else df
+    return Results(**tables, meta=results.meta)
+
+
+def relabel(results: Results, model: str) -> Results:
+    """A copy with every row's model renamed (to make more models)."""
+    import dataclasses
+
+    tables = {}
+    for f in dataclasses.fields(results):
+        if f.name == "meta":
+            continue
+        df = getattr(results, f.name).copy()
+        if "model" in df.columns:
+            df["model"] = model
+        tables[f.name] = df
+    return Results(**tables, meta=results.meta)

@@ -1,0 +1,357 @@
+"""The ten figures on a synthetic Results (tests/synthetic.py): panels, labels, drawn elements.
+
+Expected counts and values are derived from the synthetic tables with numpy/scipy,
+not from ncprobe.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import scipy.stats as ss  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.patches import PathPatch, Rectangle  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+from ncprobe import plots  # noqa: E402
+from ncprobe.results import Results  # noqa: E402
+
+from . import synthetic  # noqa: E402
+
+MODELS = ["model-a", "model-b"]
+CONDITIONS = ["EN-Nat", "EN-Neut", "PT-Nat", "PT-Neut"]
+COND_KEY = {"EN-Nat": ("en", "nat"), "EN-Neut": ("en", "neut"), "PT-Nat": ("pt", "nat"),
+            "PT-Neut": ("pt", "neut")}
+DEFAULT_VIEW = {"model-a": "-", "model-b": "9+10+11+12"}
+RATIO = "Sim_R|Syn/Sim_R|WordsSyn"
+
+
+@pytest.fixture(scope="module")
+def res() -> Results:
+    return synthetic.build()
+
+
+@pytest.fixture(scope="module")
+def figure(res):
+    """The figure of that name with default options, drawn once per module."""
+    cache: dict = {}
+
+    def get(name: str):
+        if name not in cache:
+            cache[name] = plots.FIGURES[name](res)
+            plt.close(cache[name])      # out of pyplot's registry ...
+            FigureCanvasAgg(cache[name])  # ... with a canvas of its own to draw on
+        return cache[name]
+    return get
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _panels(fig) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for ax in fig.axes:
+        if ax.get_title():
+            out.setdefault(ax.get_title(), []).append(ax)
+    return out
+
+
+def _boxes(ax) -> list:
+    return [p for p in ax.patches if isinstance(p, PathPatch)]
+
+
+def _bars(ax) -> list:
+    return [p for p in ax.patches if isinstance(p, Rectangle)]
+
+
+def _values(res, model, level, measure, lang, context, cls=None):
+    m = res.measures
+    sel = ((m["model"] == model) & (m["space"] == "raw") & (m["layers"] == DEFAULT_VIEW[model])
+           & (m["level"] == level) & (m["measure"] == measure) & (m["lang"] == lang)
+           & (m["context"] == context))
+    if cls is not None:
+        sel &= m["cls"] == cls
+    return m.loc[sel, "value"].dropna().to_numpy()
+
+
+def _quartiles(box: PathPatch) -> tuple[float, float]:
+    y = box.get_path().vertices[:, 1]
+    return (round(float(y.min()), 9), round(float(y.max()), 9))
+
+
+def _assert_boxes(boxes, want) -> None:
+    np.testing.assert_allclose(np.array(sorted(_quartiles(b) for b in boxes)), np.array(want),
+                               atol=1e-7)
+
+
+def _expected_quartiles(values_list) -> list[tuple[float, float]]:
+    out = []
+    for v in values_list:
+        q1, q3 = np.percentile(v, [25, 75])
+        out.append((round(float(q1), 9), round(float(q3), 9)))
+    return sorted(out)
+
+
+def test_figures_are_the_ten_of_the_spec_in_order():
+    assert list(plots.FIGURES) == ["sent_cosines", "nc_cosines", "affinity", "affinity_by_class",
+                                   "scaled_similarity", "simr_syn_by_class",
+                                   "simr_wordssyn_by_class", "ratio", "ratio_by_class",
+                                   "correlogram"]
+    assert set(plots.CONDITION_PALETTE) >= set(CONDITIONS)
+    assert list(plots.CLASS_PALETTE) == ["I", "PC", "C"]
+
+
+@pytest.mark.parametrize("name, level, measures, ylabel", [
+    ("sent_cosines", "sent", ["syn", "comp", "wordssyn", "rand"], "cosine"),
+    ("nc_cosines", "nc", ["syn", "comp", "wordssyn", "rand"], "cosine"),
+    ("affinity", "nc", ["A_Syn|WordsSyn", "A_Syn|Rand"], "Affinity"),
+    ("scaled_similarity", "nc", ["Sim_R|Syn", "Sim_R|WordsSyn"], "Scaled Similarity"),
+])
+def test_distribution_figures(res, figure, name, level, measures, ylabel):
+    fig = figure(name)
+    panels = _panels(fig)
+    assert sorted(panels) == ["ideal values", *MODELS]
+    assert all(len(v) == 1 for v in panels.values())
+    # the ideal panel: one schematic bar per measure and class
+    assert len(_bars(panels["ideal values"][0])) == len(measures) * 3
+    for model in MODELS:
+        ax = panels[model][0]
+        boxes = _boxes(ax)
+        assert len(boxes) == len(measures) * len(CONDITIONS)
+        # raw space and the default layer view only: each box spans Q1..Q3 of one cell
+        want = _expected_quartiles(_values(res, model, level, m, *COND_KEY[c])
+                                   for m in measures for c in CONDITIONS)
+        _assert_boxes(boxes, want)
+        assert len(ax.get_xticklabels()) == len(measures)
+    assert ylabel in panels[MODELS[0]][0].get_ylabel()
+    # the conditions' legend names the four conditions, in their colours
+    legend_text = {t.get_text() for lg in fig.legends for t in lg.get_texts()}
+    assert set(CONDITIONS) <= legend_text
+    assert any("idiomatic" in t for t in legend_text)
+
+
+def test_box_colours_follow_the_condition_palette(figure):
+    fig = figure("affinity")
+    ax = _panels(fig)["model-a"][0]
+    colours = [matplotlib.colors.to_hex(b.get_facecolor()) for b in _boxes(ax)]
+    want = {matplotlib.colors.to_hex(plots.CONDITION_PALETTE[c]) for c in CONDITIONS}
+    assert set(colours) == want
+    # English blue and darker for naturalistic: a hue check on the palette itself
+    en_nat, en_neut = (matplotlib.colors.to_rgb(plots.CONDITION_PALETTE[c])
+                       for c in ("EN-Nat", "EN-Neut"))
+    pt_nat = matplotlib.colors.to_rgb(plots.CONDITION_PALETTE["PT-Nat"])
+    assert en_nat[2] > en_nat[0] and pt_nat[0] > pt_nat[2]
+    assert sum(en_nat) < sum(en_neut)
+
+
+@pytest.mark.parametrize("name, measures", [
+    ("affinity_by_class", ["A_Syn|WordsSyn", "A_Syn|Rand"]),
+    ("simr_syn_by_class", ["Sim_R|Syn"]),
+    ("simr_wordssyn_by_class", ["Sim_R|WordsSyn"]),
+])
+def test_class_figures(res, figure, name, measures):
+    fig = figure(name)
+    panels = _panels(fig)
+    # one row of panels per measure, each with its ideal panel
+    assert sorted(panels) == ["ideal values", *MODELS]
+    assert [len(panels[k]) for k in ("ideal values", *MODELS)] == [len(measures)] * 3
+    for b, measure in enumerate(measures):
+        assert len(_bars(panels["ideal values"][b])) == 3
+        for model in MODELS:
+            ax = panels[model][b]
+            assert measure in panels[MODELS[0]][b].get_ylabel()
+            assert [t.get_text() for t in ax.get_xticklabels()] == CONDITIONS
+            boxes = _boxes(ax)
+            assert len(boxes) == 3 * len(CONDITIONS)   # I, PC, C per condition
+            # the NC without a class is left out
+            want = _expected_quartiles(_values(res, model, "nc", measure, *COND_KEY[c], cls=k)
+                                       for c in CONDITIONS for k in ("I", "PC", "C"))
+            _assert_boxes(boxes, want)
+            colours = {matplotlib.colors.to_hex(bx.get_facecolor()) for bx in boxes}
+            assert colours == {matplotlib.colors.to_hex(c) for c in plots.CLASS_PALETTE.values()}
+
+
+def _points(ax) -> tuple[list[float], list[float]]:
+    """(means, sds) of the error-bar points drawn in a panel."""
+    means, sds = [], []
+    for cont in ax.containers:
+        line, _, (bars,) = cont.lines[0], cont.lines[1], cont.lines[2]
+        ys = list(line.get_ydata())
+        means += ys
+        for seg in bars.get_segments():
+            sds.append((seg[:, 1].max() - seg[:, 1].min()) / 2)
+    return means, sds
+
+
+def _dist(res, model, cls, cond):
+    d = res.distributions
+    lang, ctx = COND_KEY[cond]
+    row = d[(d["model"] == model) & (d["space"] == "raw") & (d["layers"] == DEFAULT_VIEW[model])
+            & (d["level"] == "nc") & (d["measure"] == RATIO) & (d["cls"] == cls)
+            & (d["lang"] == lang) & (d["context"] == ctx)]
+    assert len(row) == 1
+    return float(row["mean"].iloc[0]), float(row["sd"].iloc[0])
+
+
+def test_ratio_figure_draws_mean_and_sd_per_condition(res, figure):
+    fig = figure("ratio")
+    panels = _panels(fig)
+    assert sorted(panels) == MODELS    # no ideal panel here
+    for model in MODELS:
+        means, sds = _points(panels[model][0])
+        want = [_dist(res, model, "all", c) for c in CONDITIONS]
+        assert sorted(means) == pytest.approx(sorted(w[0] for w in want))
+        assert sorted(sds) == pytest.approx(sorted(w[1] for w in want))
+
+
+def test_ratio_by_class_draws_one_point_per_class_and_condition(res, figure):
+    fig = figure("ratio_by_class")
+    panels = _panels(fig)
+    assert sorted(panels) == ["ideal values", *MODELS]
+    assert len(_bars(panels["ideal values"][0])) == 3
+    for model in MODELS:
+        means, _ = _points(panels[model][0])
+        want = [_dist(res, model, k, c)[0] for c in CONDITIONS for k in ("I", "PC", "C")]
+        assert sorted(means) == pytest.approx(sorted(want))
+
+
+def _expected_correlogram(res, cond):
+    lang, ctx = COND_KEY[cond]
+    m = res.measures
+    m = m[(m["space"] == "raw") & (m["level"] == "nc") & (m["lang"] == lang)
+          & (m["context"] == ctx)]
+    m = m[[DEFAULT_VIEW[x] == lv for x, lv in zip(m["model"], m["layers"])]]
+    ncs = sorted(set(m["nc"]))
+    gold = m.drop_duplicates("nc").set_index("nc")["comp"].reindex(ncs).to_numpy(float)
+    cols = [gold]
+    for model in MODELS:
+        for measure in plots.CORRELOGRAM_MEASURES:
+            s = m[(m["model"] == model) & (m["measure"] == measure)].set_index("nc")["value"]
+            cols.append(s.reindex(ncs).to_numpy(float))
+    n = len(cols)
+    rho = np.full((n - 1, n - 1), np.nan)
+    for i, j in itertools.combinations(range(n), 2):      # j > i: row j - 1, column i
+        ok = ~(np.isnan(cols[i]) | np.isnan(cols[j]))
+        r = ss.spearmanr(cols[i][ok], cols[j][ok])
+        if r.pvalue <= 0.05:
+            rho[j - 1, i] = r.statistic
+    return rho
+
+
+def test_correlogram_draws_exactly_the_significant_cells(res, figure):
+    fig = figure("correlogram")
+    panels = _panels(fig)
+    assert sorted(panels) == sorted(CONDITIONS)
+    for cond in CONDITIONS:
+        ax = panels[cond][0]
+        want = _expected_correlogram(res, cond)
+        arr = ax.collections[0].get_array()
+        drawn = np.ma.filled(np.ma.asarray(arr, dtype=float), np.nan).reshape(want.shape)
+        assert np.array_equal(np.isnan(drawn), np.isnan(want)), cond
+        assert np.isfinite(want).sum() > 5 and np.isnan(want[np.tril_indices_from(want)]).any()
+        np.testing.assert_allclose(drawn[np.isfinite(want)], want[np.isfinite(want)], atol=1e-9)
+        # rows: the measures of model-a then model-b (gold is the first column)
+        assert len(ax.get_yticks()) == 2 * len(plots.CORRELOGRAM_MEASURES)
+    # the model names are written in the empty upper triangle
+    texts = {t.get_text() for t in panels["EN-Nat"][0].texts}
+    assert set(MODELS) <= texts
+
+
+def test_correlogram_matrix_variables(res):
+    variables, rho, p = plots.correlogram_matrix(res, "PT-Neut")
+    assert variables[0] == ("", "gold")
+    assert variables[1:] == [(m, x) for m in MODELS for x in plots.CORRELOGRAM_MEASURES]
+    assert rho.shape == p.shape == (len(variables),) * 2
+    np.testing.assert_allclose(np.diag(rho), 1.0)
+
+
+def test_sentence_only_model_is_left_out_of_nc_figures_with_a_note(res):
+    # model-b as an API embedder: sentence level only
+    api = synthetic.subset(res, lambda df: ~((df.get("model") == "model-b")
+                                             & (df.get("level") == "nc"))
+                           if "level" in df.columns else np.ones(len(df), bool))
+    fig = plots.nc_cosines(api)
+    assert sorted(_panels(fig)) == ["ideal values", "model-a"]
+    assert any("model-b" in n for n in fig.ncprobe_notes)
+    fig = plots.sentence_cosines(api)
+    assert sorted(_panels(fig)) == ["ideal values", *MODELS] and not fig.ncprobe_notes
+    sent_only = synthetic.subset(res, lambda df: (df["level"] == "sent") if "level" in df.columns
+                                 else np.ones(len(df), bool))
+    for name in ("nc_cosines", "affinity", "ratio", "correlogram"):
+        with pytest.raises(plots.NoData):
+            plots.FIGURES[name](sent_only)
+
+
+def test_one_language_and_one_model(res):
+    en_a = synthetic.subset(res, lambda df: (
+        (df["lang"] == "en") if "lang" in df.columns else np.ones(len(df), bool))
+        & ((df["model"] == "model-a") if "model" in df.columns else True))
+    fig = plots.sentence_cosines(en_a)
+    panels = _panels(fig)
+    assert sorted(panels) == ["ideal values", "model-a"]
+    assert len(_boxes(panels["model-a"][0])) == 4 * 2     # EN-Nat, EN-Neut
+    legend_text = {t.get_text() for lg in fig.legends for t in lg.get_texts()}
+    assert {"EN-Nat", "EN-Neut"} <= legend_text and "PT-Nat" not in legend_text
+    fig = plots.simr_syn_by_class(en_a)
+    ax = _panels(fig)["model-a"][0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["EN-Nat", "EN-Neut"]
+    fig = plots.correlogram(en_a)
+    assert sorted(_panels(fig)) == ["EN-Nat", "EN-Neut"]
+
+
+def test_many_models_wrap_after_four_columns(res):
+    names = [f"m{i}" for i in range(6)]
+    many = Results.concat([synthetic.relabel(synthetic.subset(
+        res, lambda df: (df["model"] == "model-a") if "model" in df.columns
+        else np.ones(len(df), bool)), n) for n in names])
+    fig = plots.affinity(many)
+    panels = _panels(fig)
+    assert sorted(panels) == ["ideal values", *names]
+    ys = {n: panels[n][0].get_position().y0 for n in names}
+    xs = {n: panels[n][0].get_position().x0 for n in names}
+    assert ys["m0"] == pytest.approx(ys["m3"]) and ys["m4"] < ys["m0"]
+    assert xs["m4"] == pytest.approx(xs["m0"])
+
+
+def test_layers_and_space_can_be_chosen(res):
+    fig = plots.nc_cosines(res, layers={"model-a": "-", "model-b": "12"})
+    ax = _panels(fig)["model-b"][0]
+    m = res.measures
+    sel = ((m["model"] == "model-b") & (m["layers"] == "12") & (m["space"] == "raw")
+           & (m["level"] == "nc") & (m["lang"] == "en") & (m["context"] == "nat")
+           & (m["measure"] == "rand"))
+    q = np.array(_expected_quartiles([m.loc[sel, "value"].to_numpy()])[0])
+    assert any(np.allclose(_quartiles(b), q, atol=1e-7) for b in _boxes(ax))
+    fig = plots.nc_cosines(res, space="standardised")
+    assert "standardised" in fig._suptitle.get_text()
+
+
+@pytest.mark.parametrize("name", list(plots.FIGURES))
+def test_readable_at_the_saved_size(figure, name):
+    """Text at least 8 pt, no overlapping horizontal tick labels, legends outside the panels."""
+    fig = figure(name)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for t in fig.findobj(Text):
+        if t.get_visible() and t.get_text().strip():
+            assert t.get_fontsize() >= 8, (name, t.get_text(), t.get_fontsize())
+    for ax in fig.axes:
+        labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        if labels and not any(t.get_rotation() for t in labels):
+            boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+            assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), (name, ax.get_title())
+    for legend in fig.legends:
+        lb = legend.get_window_extent(renderer)
+        for ax in fig.axes:
+            if ax.get_title():
+                assert not lb.overlaps(ax.get_window_extent(renderer)), (name, ax.get_title())

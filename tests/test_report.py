@@ -1,0 +1,92 @@
+"""The report end to end on Results made by the pipeline itself (analyse) for 2 models x 2 languages.
+
+The figure and table functions are tested cell by cell in test_plots.py and test_tables.py on
+hand-built tables; here the tables come from `analyse`, as in a real run.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import ncprobe  # noqa: E402
+from ncprobe import plots, tables  # noqa: E402
+from ncprobe.config import RunConfig  # noqa: E402
+from ncprobe.embed import Embeddings  # noqa: E402
+from ncprobe.pipeline import analyse  # noqa: E402
+from ncprobe.report import write_report  # noqa: E402
+
+N_NC = 12
+CLASS_OF = ["I", "PC", "C"]
+
+
+def _pairs_file(path, lang):
+    lines = ["nc,sentence,start,end,probe,substitute,comp,class,context"]
+    for i in range(N_NC):
+        nc = f"w{i} x{i}" if i else "grey matter"  # one example NC of the study
+        for ctx in ("S1", "S2", "S3", "N"):
+            sent = f"one {nc} is here {ctx.lower()}" if ctx != "N" else f"this is a {nc}"
+            start = 1 if ctx != "N" else 3
+            subs = [("syn", f"s{i}"), ("comp-head", nc.split()[1]), ("comp-mod", nc.split()[0]),
+                    ("wordssyn", f"a{i} b{i}"), ("rand", f"r{i} q"), ("rand", f"t{i} u")]
+            for probe, sub in subs:
+                lines.append(f"{nc},{sent},{start},{start + 2},{probe},{sub},{i * 0.4:.1f},"
+                             f"{CLASS_OF[i % 3]},{ctx}")
+    path.write_text("\n".join(lines) + "\n")
+    return ncprobe.load_pairs(path, lang=lang)
+
+
+def _run(tmp_path, model, lang, seed):
+    stim = _pairs_file(tmp_path / f"{model}-{lang}.csv", lang)
+    rng = np.random.default_rng(seed)
+    n = len(stim)
+    # NC-level vectors share a component that grows with the NC's index, so NC-level
+    # similarities follow the gold score; sentence vectors are noise
+    base = rng.normal(size=(n, 1, 8)).astype(np.float32)
+    trend = np.array([[int(s.nc.split()[0][1:]) if s.nc != "grey matter" else 0]
+                      for s in stim], dtype=np.float32)[:, :, None]
+    sent = base
+    span = base[:, :, ::-1].copy() + 0.2 * trend
+    emb = Embeddings(sent, span, np.zeros(n, np.int32), np.zeros(n, np.int32), n, n)
+    cfg = RunConfig(model=model, lang=lang, n_boot=20)
+    return analyse(stim, emb, cfg, model=model, view_names=["-"], levels=("sent", "nc"),
+                   meta={"config": cfg.to_dict()})
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("synthetic")
+    return ncprobe.Results.concat([_run(tmp, m, lg, seed) for seed, (m, lg) in enumerate(
+        itertools.product(["model-a", "model-b"], ["en", "pt"]))])
+
+
+def test_means_table_and_examples(results):
+    t = tables.means(results)
+    d = results.distributions
+    row = d[(d["model"] == "model-b") & (d["lang"] == "pt") & (d["level"] == "sent")
+            & (d["context"] == "neut") & (d["cls"] == "all") & (d["measure"] == "syn")
+            & (d["space"] == "raw")].iloc[0]
+    assert t.loc[("model-b", "Sent", "PT-Neut"), "P_Syn"] == f"{row['mean']:.3f} ± {row['sd']:.3f}"
+    ex = tables.examples(results)
+    assert set(ex.index.get_level_values("nc")) == {"grey matter"}
+    assert ex.attrs["missing"] == ["eager beaver", "Dutch courage", "eternal rest",
+                                   "economic aid", "research lab"]
+    mine = tables.examples(results, ["W3 X3"])  # case-insensitive
+    assert set(mine.index.get_level_values("nc")) == {"w3 x3"} and not mine.attrs["missing"]
+
+
+def test_write_report_writes_every_figure_and_table(results, tmp_path):
+    written = write_report(results, tmp_path, formats=("png",), dpi=60)
+    names = sorted(p.name for p in written)
+    assert [n for n in names if n.startswith("fig")] == sorted(
+        f"fig{i:02d}_{name}.png" for i, name in enumerate(plots.FIGURES, start=1))
+    assert {f"table_{t}.md" for t in tables.TABLES} <= set(names)
+    assert {f"table_{t}.tex" for t in tables.TABLES} <= set(names)
+    index = (tmp_path / "README.md").read_text()
+    assert "model-a (en)" in index and "model-b (pt)" in index
