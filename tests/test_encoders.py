@@ -130,3 +130,25 @@ def test_minilm_real_model() -> None:
     # the sentence level is the model's own embedding
     ref = enc.st.encode(["a doctor treats patients"], convert_to_numpy=True)[0]
     np.testing.assert_allclose(out.sent[0, 0], ref, atol=1e-5)
+
+
+def test_minilm_encodes_the_whole_english_neutral_set(raw_dir) -> None:
+    """Every neutral stimulus gets finite vectors; synonyms sit closer than random phrases."""
+    import warnings
+
+    import ncprobe
+    from ncprobe.embed import embed
+    from ncprobe.measures import cosine
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stim = ncprobe.load_stimuli("en", contexts="neut", probes="syn,rand", data_dir=raw_dir)
+    vecs = embed(stim, load_encoder("minilm"), progress=False, batch_size=64)
+    assert vecs.sent.shape == (len(stim), 1, 384) and np.isfinite(vecs.span).all()
+    orig = {s.nc: i for i, s in enumerate(stim) if s.probe == "original"}
+    assert len(orig) == 281
+    sims = {"syn": [], "rand": []}
+    for i, s in enumerate(stim):
+        if s.probe != "original":
+            sims[s.probe].append(cosine(vecs.span[i, 0], vecs.span[orig[s.nc], 0]))
+    assert np.mean(sims["syn"]) > np.mean(sims["rand"]) + 0.1
