@@ -467,13 +467,6 @@ def _ratio_scale(axes, rows: pd.DataFrame) -> None:
         ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
 
 
-def _ratio_rows(results, *, level, space, contexts, layers, classes: bool) -> pd.DataFrame:
-    dist = select(results.distributions, space=space, level=level, contexts=contexts,
-                  measures=[RATIO], layers=layers)
-    want = list(CLASSES) if classes else ["all"]
-    return dist[dist["cls"].isin(want) & dist["mean"].notna()]
-
-
 def ratio(results, *, level: str = "nc", space: str = "raw", contexts=None, layers=None):
     """Figure 8: the ratio Sim_R|Syn / Sim_R|WordsSyn, mean ± sd over the NCs, per model and
     condition (``distributions`` table, all NCs).
@@ -482,28 +475,8 @@ def ratio(results, *, level: str = "nc", space: str = "raw", contexts=None, laye
     symmetric-logarithmic (linear within ±1) when mean ± sd reaches beyond ±12.
     The dashed line is 1 (as similar to the gold synonym as to the word synonyms).
     """
-    rows = _ratio_rows(results, level=level, space=space, contexts=contexts, layers=layers,
-                       classes=False)
-    notes: list[str] = []
-    models = _models_with(rows, _all_models(results),
-                          f"{LEVEL_NAMES.get(level, level)}-level ratio", notes)
-    conds = [c for c in CONDITION_PALETTE if c in set(rows["condition"].astype(str))]
-    with _style():
-        grid = _Grid(models, ideal=False, panel_width=min(PANEL_WIDTH, 0.9 + 0.45 * len(conds)))
-        for i, (model, ax) in enumerate(zip(models, grid.axes[0])):
-            sub = rows[rows["model"] == model]
-            _errorbars(ax, sub, x_order=conds, x="condition", hue="condition", hue_order=conds,
-                       palette=CONDITION_PALETTE)
-            ax.set_xticks(range(len(conds)), conds)
-            ax.set_xlim(-0.6, len(conds) - 0.4)
-            ax.set_title(_short(model))
-            ax.set_ylabel("Sim_R|Syn / Sim_R|WordsSyn\n(mean ± sd)"
-                          if grid.first_column(0, i) else "")
-        _ratio_scale(grid.axes[0], rows)
-        grid.fig.ncprobe_notes = notes
-        _finish(grid.fig, f"Ratio of Scaled Similarities, {LEVEL_NAMES.get(level, level)} level "
-                          f"({space} space)")
-    return grid.fig
+    return _ratio_figure(results, by_class=False, level=level, space=space, contexts=contexts,
+                         layers=layers, ideal=False)
 
 
 def ratio_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
@@ -513,30 +486,42 @@ def ratio_by_class(results, *, level: str = "nc", space: str = "raw", contexts=N
     Ideal panel: far above 1 for idiomatic NCs (the gold synonym keeps the
     meaning, the word synonyms do not), about 1 for compositional ones.
     """
-    rows = _ratio_rows(results, level=level, space=space, contexts=contexts, layers=layers,
-                       classes=True)
+    return _ratio_figure(results, by_class=True, level=level, space=space, contexts=contexts,
+                         layers=layers, ideal=ideal)
+
+
+def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers, ideal: bool):
+    """Figures 8 and 9: mean ± sd of the ratio per condition, and per class if ``by_class``."""
+    dist = select(results.distributions, space=space, level=level, contexts=contexts,
+                  measures=[RATIO], layers=layers)
+    rows = dist[dist["cls"].isin(list(CLASSES) if by_class else ["all"]) & dist["mean"].notna()]
     notes: list[str] = []
     models = _models_with(rows, _all_models(results),
                           f"{LEVEL_NAMES.get(level, level)}-level ratio", notes)
     conds = [c for c in CONDITION_PALETTE if c in set(rows["condition"].astype(str))]
+    if by_class:
+        hue, hue_order, palette = "cls", list(CLASSES), CLASS_PALETTE
+    else:
+        hue, hue_order, palette = "condition", conds, CONDITION_PALETTE
     with _style():
-        grid = _Grid(models, ideal=ideal)
+        grid = (_Grid(models, ideal=ideal) if by_class else
+                _Grid(models, ideal=False, panel_width=min(PANEL_WIDTH, 0.9 + 0.45 * len(conds))))
         for i, (model, ax) in enumerate(zip(models, grid.axes[0])):
-            sub = rows[rows["model"] == model]
-            _errorbars(ax, sub, x_order=conds, x="condition", hue="cls", hue_order=list(CLASSES),
-                       palette=CLASS_PALETTE)
+            _errorbars(ax, rows[rows["model"] == model], x_order=conds, x="condition", hue=hue,
+                       hue_order=hue_order, palette=palette)
             ax.set_xticks(range(len(conds)), conds)
             ax.set_xlim(-0.6, len(conds) - 0.4)
             ax.set_title(_short(model))
             ax.set_ylabel("Sim_R|Syn / Sim_R|WordsSyn\n(mean ± sd)"
                           if grid.first_column(0, i) else "")
         _ratio_scale(grid.axes[0], rows)
-        if ideal:
-            _ideal_panel(grid.ideal[0], [RATIO], ratio=True)
-            grid.ideal[0].set_xticks([0], ["ratio"])
-        _legend(grid.fig, _class_handles())
+        if by_class:
+            if ideal:
+                _ideal_panel(grid.ideal[0], [RATIO], ratio=True)
+                grid.ideal[0].set_xticks([0], ["ratio"])
+            _legend(grid.fig, _class_handles())
         grid.fig.ncprobe_notes = notes
-        _finish(grid.fig, f"Ratio of Scaled Similarities by class, "
+        _finish(grid.fig, f"Ratio of Scaled Similarities{' by class' if by_class else ''}, "
                           f"{LEVEL_NAMES.get(level, level)} level ({space} space)")
     return grid.fig
 
