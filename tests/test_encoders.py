@@ -152,3 +152,46 @@ def test_minilm_encodes_the_whole_english_neutral_set(raw_dir) -> None:
         if s.probe != "original":
             sims[s.probe].append(cosine(vecs.span[i, 0], vecs.span[orig[s.nc], 0]))
     assert np.mean(sims["syn"]) > np.mean(sims["rand"]) + 0.1
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_pools_in_float32_and_has_its_own_fingerprint(dtype, llama_dir,
+                                                                     caplog) -> None:
+    full = HFEncoder(str(llama_dir), device="cpu")
+    half = HFEncoder(str(llama_dir), device="cpu", dtype=dtype)
+    assert "half precision is slow" in caplog.text  # allowed on a CPU, with a warning
+    x, y = full.encode(SENTS, SPANS), half.encode(SENTS, SPANS)
+    assert y.span.dtype == np.float32 and np.isfinite(y.span).all()
+    scale = np.abs(x.span).max()
+    np.testing.assert_allclose(y.span, x.span, atol=0.02 * scale)  # half precision, same vectors
+    assert half.fingerprint() != full.fingerprint()  # never mixed in the cache
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA device")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gpu_half_precision_matches_cpu_float32(dtype, llama_dir, bert_dir) -> None:
+    for path in (llama_dir, bert_dir):
+        ref = HFEncoder(str(path), device="cpu").encode(SENTS, SPANS)
+        gpu = HFEncoder(str(path), device="cuda", dtype=dtype)
+        got = gpu.encode(SENTS, SPANS)
+        scale = np.abs(ref.span).max()
+        np.testing.assert_allclose(got.span, ref.span, atol=0.02 * scale)
+        np.testing.assert_allclose(got.sent, ref.sent, atol=0.02 * scale)
+        alone = gpu.encode(SENTS[1:2], SPANS[1:2])  # padding invariance in half precision
+        np.testing.assert_allclose(alone.span[0], got.span[1], atol=0.01 * scale)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA device")
+def test_gpu_device_map_auto(llama_dir) -> None:
+    pytest.importorskip("accelerate")
+    ref = HFEncoder(str(llama_dir), device="cpu").encode(SENTS, SPANS)
+    got = HFEncoder(str(llama_dir), device_map="auto", dtype="float16").encode(SENTS, SPANS)
+    np.testing.assert_allclose(got.span, ref.span, atol=0.02 * np.abs(ref.span).max())
