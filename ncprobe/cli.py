@@ -253,7 +253,7 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 def _compute(args) -> int:
     from .config import RunConfig
-    from .pipeline import compute
+    from .pipeline import compute, run_dir
 
     try:
         cfg = RunConfig(model=args.model, lang=args.lang, contexts=args.context,
@@ -264,9 +264,7 @@ def _compute(args) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    from .pipeline import _slug
-
-    out = args.out or f"results/{_slug(args.model)}-{args.lang}"
+    out = args.out or run_dir("results", args.model, args.lang)
     with warnings.catch_warnings():
         # the notes of the run repeat every warning; the summary prints them once
         warnings.simplefilter("ignore")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import platform
-from dataclasses import dataclass
 import warnings
+from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -26,7 +27,7 @@ from .errors import NcprobeError
 from .measures import (CONTEXT_GROUPS, PROBE_MEASURES, RUN_KEYS, cosine, nc_measures,
                        sentence_measures, undefined_counts)
 from .results import Results
-from .rogue import dimension_contributions, fit_standardiser, standardise, top_dimensions
+from .rogue import dimension_contributions, fit_standardiser, rank_dimensions, standardise
 from .stats import ALPHA, bootstrap_mean, bootstrap_spearman, spearman
 
 log = logging.getLogger(__name__)
@@ -131,13 +132,13 @@ def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
     for level in levels:
         for v, layers in enumerate(view_names):
             raw = np.asarray(vectors[level][:, v, :], dtype=np.float64)
-            std = _standardised(raw, stimuli, groups)
+            std = _standardised(raw, groups)
             for space, x in (("raw", raw), ("standardised", std)):
                 cos = cosine(x[probe_rows], x[orig_rows])
                 if space == "raw" or cfg.standardise:
                     parts.append(base.assign(model=model, space=space, layers=layers,
                                              level=level, cosine=cos))
-                rogue_rows += _rogue(x, stimuli, groups, cfg.top_k,
+                rogue_rows += _rogue(x, groups, cfg.top_k,
                                      dict(model=model, lang=cfg.lang, space=space,
                                           layers=layers, level=level))
                 if space == "raw":
@@ -182,23 +183,27 @@ def _pair_rows(stimuli: Stimuli) -> tuple[np.ndarray, np.ndarray]:
     return np.array(probe_rows), np.array(orig_rows)
 
 
-def _context_groups(stimuli: Stimuli) -> dict[tuple[str, str], np.ndarray]:
-    """Rows per (lang, context group) — the sets that standardisation and rogue dims work on."""
-    groups: dict[tuple[str, str], list[int]] = {}
+def _context_groups(stimuli: Stimuli) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+    """Per (lang, context group): all its rows, and the rows of its original sentences.
+
+    Standardisation (mu, sigma) and rogue dimensions work on the originals of a group;
+    z-scores apply to all its rows.
+    """
+    rows: dict[tuple[str, str], list[int]] = {}
+    origs: dict[tuple[str, str], list[int]] = {}
     for i, s in enumerate(stimuli):
-        groups.setdefault((s.lang, CONTEXT_GROUPS[s.context]), []).append(i)
-    return {k: np.array(v) for k, v in groups.items()}
+        key = (s.lang, CONTEXT_GROUPS[s.context])
+        rows.setdefault(key, []).append(i)
+        if s.probe == "original":
+            origs.setdefault(key, []).append(i)
+    return {k: (np.array(v), np.array(origs.get(k, []), dtype=int)) for k, v in rows.items()}
 
 
-def _originals(stimuli: Stimuli, rows: np.ndarray) -> np.ndarray:
-    return np.array([i for i in rows if stimuli[i].probe == "original"])
-
-
-def _standardised(x: np.ndarray, stimuli: Stimuli, groups) -> np.ndarray:
+def _standardised(x: np.ndarray, groups) -> np.ndarray:
     """z-scores with mu and sigma of the original sentences of each (lang, context group)."""
     out = np.empty_like(x)
-    for rows in groups.values():
-        ref = x[_originals(stimuli, rows)]
+    for rows, originals in groups.values():
+        ref = x[originals]
         if np.isnan(ref).any(axis=1).all():
             out[rows] = np.nan
             continue
@@ -207,13 +212,12 @@ def _standardised(x: np.ndarray, stimuli: Stimuli, groups) -> np.ndarray:
     return out
 
 
-def _rogue(x, stimuli, groups, k: int, keys: dict) -> list[dict]:
+def _rogue(x, groups, k: int, keys: dict) -> list[dict]:
     rows = []
-    for (lang, group), idx in groups.items():
-        ref = x[_originals(stimuli, idx)]
-        top = top_dimensions(ref, k)
-        expected = float(np.sum(dimension_contributions(ref)))
-        for rank, (dim, contrib, share) in enumerate(top, 1):
+    for (lang, group), (_, originals) in groups.items():
+        contributions = dimension_contributions(x[originals])
+        expected = float(np.sum(contributions))
+        for rank, (dim, contrib, share) in enumerate(rank_dimensions(contributions, k), 1):
             rows.append({**keys, "lang": lang, "context": group, "rank": rank, "dim": dim,
                          "contribution": contrib, "share": share,
                          "expected_cosine": expected})
@@ -360,8 +364,6 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
         options: :class:`~ncprobe.config.RunConfig` fields shared by every run (``contexts``,
             ``n_boot``, ``seed`` ...).
     """
-    from pathlib import Path
-
     from .encoders import MODELS
     from .errors import ModelUnavailableError
 
@@ -389,16 +391,18 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
             except ModelUnavailableError as e:
                 skip(model, lang, str(e))
                 continue
-            out = res.to_parquet(Path(results_dir) / f"{_slug(model)}-{lang}")
+            out = res.to_parquet(run_dir(results_dir, model, lang))
             ran.append((model, lang, str(out)))
             parts.append(res)
     return Reproduction(Results.concat(parts) if parts else None, ran, skipped)
 
 
-def _slug(name: str) -> str:
+def run_dir(results_dir, model: str, lang: str) -> Path:
+    """Where a run's results go: ``<results_dir>/<model>-<lang>`` (model: its last path part)."""
     import re
 
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name.rstrip("/").split("/")[-1]) or "model"
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model.rstrip("/").split("/")[-1]) or "model"
+    return Path(results_dir) / f"{slug}-{lang}"
 
 
 def _hub_unavailable(model_id: str, spec) -> str | None:
@@ -409,7 +413,6 @@ def _hub_unavailable(model_id: str, spec) -> str | None:
     """
     import os
     import socket
-    from pathlib import Path
 
     family = spec.family if spec else ("hf" if model_id.count("/") == 1 else "")
     if family not in ("hf", "sbert") or model_id.startswith(("gensim:", "file:")):

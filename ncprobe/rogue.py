@@ -36,7 +36,11 @@ def dimension_contributions(x: np.ndarray) -> np.ndarray:
 
 def top_dimensions(x: np.ndarray, k: int = 5) -> list[tuple[int, float, float]]:
     """The ``k`` dimensions with the largest contribution: ``(dim, C_k, C_k / expected cosine)``."""
-    c = dimension_contributions(x)
+    return rank_dimensions(dimension_contributions(x), k)
+
+
+def rank_dimensions(c: np.ndarray, k: int = 5) -> list[tuple[int, float, float]]:
+    """:func:`top_dimensions` from contributions ``c`` already computed."""
     if np.isnan(c).all():
         return []
     total = float(c.sum())
