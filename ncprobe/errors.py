@@ -13,6 +13,13 @@ class NcprobeError(Exception):
     exit_code = 1
 
 
+class UsageError(NcprobeError, ValueError):
+    """A bad option or argument: an unknown model, a language or layer the model lacks, an
+    option that has no effect for this model. The CLI exits 2."""
+
+    exit_code = 2
+
+
 class DataError(NcprobeError):
     """A data file is missing, unreadable or holds a bad value.
 
