@@ -8,10 +8,12 @@ removed on any failure, so the final name only ever holds complete content.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import IO, Iterator
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -31,19 +33,236 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as fh:
+        fh.write(data)
     return path
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """:func:`atomic_write_bytes` of UTF-8 text."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+#: Name of the per-file hash cache kept under the cache root (see :class:`FileHashCache`).
+HASH_CACHE_NAME = "file-sha256.json"
+_HASH_CACHE_FORMAT = 1
+#: A file whose mtime or ctime is this close to the moment it was hashed may still be
+#: written to within the same timestamp tick (Linux file times are coarse, a few ms); its
+#: digest is not remembered, as git does for "racily clean" index entries.
+RACY_SECONDS = 2.0
+
+
+def _stat_key(st: os.stat_result) -> list[int]:
+    # size and mtime as asked; ctime and inode too: `touch -d`, `cp -p` or rsync can give
+    # a rewritten file its old mtime back, but never its old ctime or inode
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+class FileHashCache:
+    """SHA-256 digests of files, remembered between runs in one small JSON file.
+
+    A digest is reused only while the file's absolute path, size, mtime, ctime and
+    inode are unchanged, so a file rewritten in place (even with the same size)
+    is hashed again. A missing, unreadable or corrupt cache file is ignored and
+    written anew; failing to write it only costs a re-hash next time.
+
+    Args:
+        path: the JSON file (``None``: remember nothing, hash every time).
+    """
+
+    def __init__(self, path: str | os.PathLike | None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._corrupt = False
+        self._entries = self._read()
+        self._dirty = self._corrupt  # a corrupt file is rewritten by save()
+
+    def _read(self) -> dict[str, list]:
+        import json
+
+        if self.path is None:
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            entries = data["files"] if data.get("format") == _HASH_CACHE_FORMAT else None
+            good = {k: v for k, v in (entries or {}).items()
+                    if isinstance(k, str) and isinstance(v, list) and len(v) == 5
+                    and all(isinstance(x, int) for x in v[:4]) and isinstance(v[4], str)
+                    and len(v[4]) == 64}
+            self._corrupt = entries is None or len(good) != len(entries)
+            return good
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, TypeError, AttributeError, KeyError):
+            self._corrupt = True  # unreadable or not ours: start again, rewrite it on save()
+            return {}
+
+    def sha256(self, path: str | os.PathLike) -> str:
+        """The SHA-256 hex digest of a file's content (from the cache when still valid)."""
+        import time
+
+        key = os.path.abspath(path)
+        before = os.stat(key)
+        stat = _stat_key(before)
+        hit = self._entries.get(key)
+        if hit is not None and hit[:4] == stat:
+            return hit[4]
+        started = time.time_ns()
+        digest = file_sha256(key)
+        after = os.stat(key)
+        settled = started - max(after.st_mtime_ns, after.st_ctime_ns) > RACY_SECONDS * 1e9
+        if _stat_key(after) == stat and settled:
+            self._entries[key] = stat + [digest]
+            self._dirty = True
+        else:
+            self._entries.pop(key, None)
+        return digest
+
+    def save(self) -> None:
+        """Write the cache (merged with what other processes wrote meanwhile), atomically."""
+        import json
+        import logging
+
+        if self.path is None or not self._dirty:
+            return
+        merged = {**self._read(), **self._entries}
+        # forget files that are gone or changed, so the file does not grow forever
+        keep = {}
+        for k, v in merged.items():
+            try:
+                if _stat_key(os.stat(k)) == v[:4]:
+                    keep[k] = v
+            except OSError:
+                pass
+        try:
+            atomic_write_text(self.path, json.dumps({"format": _HASH_CACHE_FORMAT,
+                                                     "files": keep}, separators=(",", ":")))
+        except OSError as e:  # a read-only cache only costs time
+            logging.getLogger(__name__).debug("could not write %s: %s", self.path, e)
+        self._entries, self._dirty = keep, False
+
+
+def _skipped(rel: Path) -> bool:
+    """Files of a model directory that no model loader reads: hidden entries (``.git/``,
+    ``.cache/``, ``.gitattributes``) and the top-level README/LICENSE texts."""
+    if any(part.startswith(".") for part in rel.parts):
+        return True
+    return len(rel.parts) == 1 and rel.name.upper().startswith(("README", "LICENSE"))
+
+
+def tree_sha256(root: str | os.PathLike, *, hash_cache: FileHashCache | None = None
+                ) -> tuple[str, int]:
+    """One SHA-256 over the content of every file under ``root``, recursively.
+
+    Each file contributes its path relative to ``root`` and the SHA-256 of its
+    content, so renaming, adding, removing or changing any byte of any file
+    changes the result. Symbolic links are followed (HuggingFace cache snapshots
+    are links to blobs); a directory reached twice is read once; a dangling link
+    is skipped (no loader can read it). Hidden entries and top-level README and
+    LICENSE files are left out (see :func:`_skipped`).
+
+    Args:
+        root: a directory.
+        hash_cache: remembers per-file digests between calls (see :class:`FileHashCache`).
+
+    Returns:
+        ``(hex digest, number of files hashed)``.
+    """
+    import hashlib as _hashlib
+
+    root = Path(root)
+    cache = hash_cache or FileHashCache(None)
+    lines = []
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:  # a link cycle or a directory linked twice
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))  # .git, .cache
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            rel = full.relative_to(root)
+            if _skipped(rel) or not full.exists():
+                continue
+            lines.append(f"{rel.as_posix()}\0{cache.sha256(full)}\n")
+    lines.sort()
+    h = _hashlib.sha256()
+    for line in lines:
+        h.update(line.encode("utf-8"))
+    return h.hexdigest(), len(lines)
+
+
+class LockBusy(OSError):
+    """:func:`dir_lock` with ``blocking=False`` found the directory locked by another process."""
+
+
+@contextlib.contextmanager
+def dir_lock(path: str | os.PathLike, *, blocking: bool = True) -> Iterator[Path]:
+    """Hold an exclusive advisory lock on a directory (``flock`` on the directory itself).
+
+    Hand-written rather than ``filelock``: locking the directory's own descriptor
+    leaves no lock file beside the user's files, and nothing that ``ncprobe cache
+    clear`` would have to delete while another process waits on it. The lock is
+    released when the block ends or the process dies (the kernel drops it), so a
+    killed run never leaves a stale lock. After the lock is won, the directory at
+    ``path`` is checked to be the one locked: if it was removed (or replaced)
+    meanwhile, the attempt starts again, and :class:`FileNotFoundError` is raised
+    when nothing is at ``path`` any more.
+
+    Args:
+        path: an existing directory.
+        blocking: wait for the lock (default); ``False``: raise :class:`LockBusy` at once.
+
+    On platforms without ``fcntl`` (Windows) nothing is locked and a warning is logged.
+    """
+    import logging
+
+    path = Path(path)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        logging.getLogger(__name__).warning(
+            "%s: no file locking on this platform; do not run two ncprobe commands on the same "
+            "cache or output directory at once", path)
+        yield path
+        return
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        fd = os.open(path, flags)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                raise LockBusy(f"{path} is locked by another process") from None
+            try:
+                now = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                now = None
+            held = os.fstat(fd)
+            if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+                continue  # removed or replaced while we waited: lock what is there now
+            yield path
+            return
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """A binary file handle whose content appears at ``path`` only when the block ends cleanly.
+
+    The streaming form of :func:`atomic_write_bytes` (same unique temporary name,
+    fsync and rename), for content too large to build in memory first.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -3,7 +3,8 @@
 Exit codes a script can rely on: 0 success, 1 unexpected ncprobe error, 2 bad
 usage, 3 data error (missing file, bad row), 4 download failed, 5 model not
 available here (weights, optional package, GPU or network missing), 130
-interrupted (the embedding cache keeps what was encoded: rerun to resume).
+interrupted (the embedding cache keeps what was encoded: rerun to resume), 141
+stdout closed early by its reader (``ncprobe data info --json | head``).
 """
 
 from __future__ import annotations
@@ -11,15 +12,21 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
+import os
 import sys
 import warnings
 from typing import Sequence
 
 from . import __version__
 from .config import DEFAULT_MODEL
-from .errors import DataErrors, NcprobeError
+from .data.sources import (DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT,
+                           check_download_options)
+from .errors import DataErrors, NcprobeError, UsageError
 
 EXIT_USAGE = 2
+#: Exit code when stdout is a pipe closed early, as for a process killed by SIGPIPE.
+EXIT_BROKEN_PIPE = 141
 
 _DESCRIPTION = """\
 Probe the embedding spaces of language models for idiomaticity, on the NCIMP
@@ -31,6 +38,41 @@ Start with:
   ncprobe compute              every measure for one model and language
                                (default: glove-6b-50d on English, offline)
 """
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number >= 0 (checked while parsing, before any work)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def _seconds(positive: bool):
+    """argparse type: a finite number of seconds, > 0 (``positive``) or >= 0."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds {'> 0' if positive else '>= 0'}, not {text!r}")
+        return value
+    parse.__name__ = "seconds"  # what argparse names in its message
+    return parse
+
+
+def _url_template(text: str) -> str:
+    """argparse type: a download URL template with known placeholders only."""
+    try:
+        check_download_options(url_template=text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def _data_dir_option(p: argparse.ArgumentParser) -> None:
@@ -57,10 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "atomically. Files already verified are skipped; corrupt ones are "
                         "fetched again.")
     _data_dir_option(p)
-    p.add_argument("--url", metavar="URL",
+    p.add_argument("--url", metavar="URL", type=_url_template,
                    help="base URL or template with {owner} {repo} {commit} {path} "
                    "(default: https://raw.githubusercontent.com/{owner}/{repo}/{commit}/{path})")
-    p.add_argument("--retries", type=int, default=4, help="retries per file (default 4)")
+    p.add_argument("--retries", type=_count, default=DEFAULT_RETRIES, metavar="N",
+                   help="further attempts per file after a network error, a cut-off transfer, "
+                   f"a timeout, HTTP 5xx or 429 (default {DEFAULT_RETRIES})")
+    p.add_argument("--timeout", type=_seconds(positive=True), default=DEFAULT_TIMEOUT,
+                   metavar="SECONDS", help="seconds to wait for the server to connect or send "
+                   f"more bytes, per request (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--backoff", type=_seconds(positive=False), default=DEFAULT_BACKOFF,
+                   metavar="SECONDS", help="wait before the first retry, doubled for each next "
+                   f"one (default {DEFAULT_BACKOFF:g})")
 
     p = dsub.add_parser("info", help="what is present, and the counts of NCs and stimuli",
                         description="Show which files are present and verified, and per "
@@ -100,7 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass "
                    "(default 32)")
     p.add_argument("--out", metavar="DIR", help="results directory (default: "
-                   "results/<model>-<lang>)")
+                   "results/<model>-<lang>, plus every option that changes results and is not "
+                   "its default, e.g. results/minilm-en-layers_all-std)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a results directory that holds a different run (other "
+                   "options, model or data); the same run is always replaced, a directory "
+                   "that is not ncprobe's never")
     _data_dir_option(p)
     p.add_argument("--standardise", action="store_true",
                    help="also compute every measure on z-scored vectors (rogue dimensions)")
@@ -109,6 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "alternative (all)")
     p.add_argument("--gold", default="comp", choices=["comp", "type"],
                    help="gold score: comp (Eq. 1, token-level, default) or type")
+    p.add_argument("--accept-modified-data", action="store_true",
+                   help="compute on NCIMP files that differ from their pinned upstream copy "
+                   "(edited on purpose) instead of stopping (exit 3); they are named in the "
+                   "summary and recorded in run.json")
     p.add_argument("--per-sentence", action="store_true",
                    help="also correlate sentence measures with each sentence's token score")
     p.add_argument("--n-boot", type=int, default=1000,
@@ -118,6 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="encode everything and store nothing in the embedding cache")
     p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root (default: "
                    "$NCPROBE_CACHE or the user cache directory)")
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="load a gensim .kv vector file (a Python pickle: it can run code when "
+                   "loaded; only for a file you trust)")
+    p.add_argument("--allow-gensim-downloader", action="store_true",
+                   help="allow --model gensim:NAME and word2vec (English): gensim.downloader "
+                   "downloads the vectors and runs Python code from the gensim-data repository")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
 
     p = sub.add_parser(
@@ -125,7 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Draw the ten figures of the study (PNG and PDF) and write its tables "
         "(Markdown and LaTeX) from one or more results directories written by `ncprobe "
         "compute` or `ncprobe reproduce`.")
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="results directories")
+    p.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="results directories, or directories to search for them (every "
+                   "directory below holding a run.json)")
     p.add_argument("--out", metavar="DIR", default="report", help="output directory "
                    "(default: report)")
     p.add_argument("--format", default="png,pdf", help="figure formats (default: png,pdf)")
@@ -146,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="figures and tables (default: reproduce)")
     p.add_argument("--results-dir", metavar="DIR", default="results",
                    help="one results directory per run (default: results)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace results directories that hold a different run")
     p.add_argument("--context", default="nat,neut", metavar="C",
                    help="contexts (default: nat,neut)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
@@ -170,11 +239,31 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $NCPROBE_CACHE "
                        "or the user cache directory)")
         if action == "clear":
-            p.add_argument("--model", help="only this model name")
+            p.add_argument("--model", help="only this model name (as `cache info` lists "
+                           "it); exit 2 when none is cached")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``ncprobe`` command; return its exit code (see the module docstring)."""
+    try:
+        code = _run(argv)
+        # flush here, not at interpreter exit, so a closed pipe is caught below
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # the reader of stdout went away (`ncprobe data info --json | head`): what Python's
+        # signal docs ("Note on SIGPIPE") recommend, point stdout at devnull so the flush at
+        # exit does not raise again, then exit as a process killed by SIGPIPE would (128 + 13)
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout without a file descriptor (captured)
+            pass
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
@@ -224,7 +313,7 @@ def _data(args, parser) -> int:
             print(f"  {status:<12} {path}", file=sys.stderr)
         print(f"downloading NCIMP into {root}", file=sys.stderr)
         report = sources.download(root, url_template=args.url, retries=args.retries,
-                                  progress=progress)
+                                  timeout=args.timeout, backoff=args.backoff, progress=progress)
         print(report.summary())
         return 0
     if args.data_command == "check":
@@ -260,17 +349,24 @@ def _compute(args) -> int:
                         levels=args.level, layers=args.layers, device=args.device,
                         dtype=args.dtype, batch_size=args.batch_size,
                         standardise=args.standardise, wordssyn=args.wordssyn, gold=args.gold,
-                        per_sentence=args.per_sentence, n_boot=args.n_boot, seed=args.seed)
+                        per_sentence=args.per_sentence, n_boot=args.n_boot, seed=args.seed,
+                        accept_modified_data=args.accept_modified_data)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    out = args.out or run_dir("results", args.model, args.lang)
+    from .results import check_target
+
+    out = args.out or run_dir("results", args.model, args.lang, cfg)
+    # refuse before computing when --out holds another run (or is not ncprobe's)
+    check_target(out, cfg.to_dict(), overwrite=args.overwrite)
     with warnings.catch_warnings():
         # the notes of the run repeat every warning; the summary prints them once
         warnings.simplefilter("ignore")
         res = compute(cfg, data_dir=args.data_dir, cache=not args.no_cache,
-                      cache_dir=args.cache_dir, progress=not args.quiet)
-    path = res.to_parquet(out)
+                      cache_dir=args.cache_dir, progress=not args.quiet,
+                      allow_pickle=args.allow_pickle,
+                      allow_gensim_downloader=args.allow_gensim_downloader)
+    path = res.to_parquet(out, overwrite=args.overwrite)
     if not args.quiet:
         print(res.summary())
     print(f"results written to {path}", file=sys.stderr)
@@ -281,7 +377,9 @@ def _report(args) -> int:
     from .report import write_report
     from .results import Results
 
-    res = Results.concat([Results.from_parquet(p) for p in args.results])
+    from .results import find_results
+
+    res = Results.concat([Results.from_parquet(p) for p in find_results(args.results)])
     examples = [x.strip() for x in args.examples.split(",")] if args.examples else None
     written = write_report(res, args.out, formats=tuple(args.format.split(",")),
                            examples=examples)
@@ -293,8 +391,9 @@ def _reproduce(args) -> int:
     import time
 
     from .pipeline import STUDY_MODELS, reproduce
-    from .report import write_report
+    from .report import check_out, write_report
 
+    check_out(args.out)  # a report directory it may not write: refused before computing
     t0 = time.perf_counter()
     models = [m.strip() for m in args.models.split(",")] if args.models else None
     langs = [x.strip() for x in args.langs.split(",")]
@@ -307,7 +406,7 @@ def _reproduce(args) -> int:
         rep = reproduce(models, langs, results_dir=args.results_dir, data_dir=args.data_dir,
                         cache=not args.no_cache, cache_dir=args.cache_dir,
                         progress=not args.quiet, on_skip=on_skip, contexts=args.context,
-                        n_boot=args.n_boot, seed=args.seed)
+                        n_boot=args.n_boot, seed=args.seed, overwrite=args.overwrite)
     for model, lang, path in rep.ran:
         print(f"computed {model} ({lang}) -> {path}")
     if rep.results is None:
@@ -341,7 +440,13 @@ def _models() -> int:
                                        for k in ("en", "pt")))
         print(f"{spec.alias:<14} {spec.family:<7} {ids:<64} {spec.needs}")
     print("\nAlso: any HuggingFace id (org/name), a local model directory, a vector file "
-          "(word2vec .bin/.txt, GloVe .txt), or gensim:<gensim-data name>.")
+          "(word2vec .bin/.txt, GloVe .txt; gensim .kv with --allow-pickle), or "
+          "gensim:<gensim-data name>.\n"
+          "gensim:NAME and word2vec (en) load through gensim.downloader, which downloads and "
+          "runs Python code\nfrom the gensim-data repository: ncprobe refuses them unless you "
+          "pass --allow-gensim-downloader.\n"
+          "--layers, --dtype and --device apply to transformer models only (ELMo: --device); "
+          "elsewhere they are refused.")
     return 0
 
 
@@ -357,33 +462,66 @@ def _cache(args, parser) -> int:
         for e in entries:
             print(f"  {e['model']!s:<40} {e['items']:>8} items {e['bytes'] / 1e6:>9.1f} MB  "
                   f"{e['dir']}")
+            for bad in e["corrupt"]:
+                print(f"    corrupt shard (discarded by the next compute): {bad}")
         if not entries:
             print("  (empty)")
         return 0
-    n = cache_clear(args.cache_dir, args.model)
-    print(f"removed {n} cached model(s)")
+    report = cache_clear(args.cache_dir, args.model)
+    for path, why in report.kept:
+        print(f"kept {path}: {why}", file=sys.stderr)
+    if report.foreign:
+        print(f"left {len(report.foreign)} other item(s) in {cache_root(args.cache_dir)} "
+              "untouched (not ncprobe's)", file=sys.stderr)
+    print(f"removed {len(report.removed)} cached model(s)")
     return 0
 
 
 def _info(root, as_json: bool) -> int:
-    from .data import load_stimuli, sources
+    """Files and counts; exit 3 when a required file is missing or any file does not verify.
 
-    files = {f.local_path: {"need": f.need, "status": sources.file_status(root, f)}
+    The table of files is printed whatever happens; the counts are those of the files as
+    they are (modified ones included), and every problem is listed as an error.
+    """
+    from .data import check_coverage, load_stimuli, sources
+    from .data.reading import pin_status
+    from .errors import DataError
+
+    files = {f.local_path: {"need": f.need,
+                            "status": pin_status(root, f.local_path, f.git_blob_sha1)}
              for f in sources.upstream_files()}
+    errors = [f"{path}: {_FILE_PROBLEM[f['status']]}" for path, f in files.items()
+              if f["status"] in ("mismatch", "unreadable")
+              or f["status"] == "missing" and f["need"] == "required"]
+    stim = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        stim = load_stimuli("all", contexts="nat,neut", data_dir=root)
-    info = {"data_dir": str(root), "files": files, "languages": stim.describe(),
-            "notes": stim.notes, "warnings": [str(w.message) for w in caught]}
+        try:
+            # the pins are reported above: count what is there, modified or not
+            stim = load_stimuli("all", contexts="nat,neut", data_dir=root, collect=True,
+                                accept_modified=True)
+            check_coverage(stim, contexts="nat,neut", probes="all")
+        except DataErrors as e:
+            errors += [str(x) for x in e.errors]
+        except DataError as e:
+            errors.append(str(e))
+    errors = list(dict.fromkeys(errors))
+    info = {"data_dir": str(root), "files": files,
+            "languages": stim.describe() if stim is not None else {},
+            "notes": [n for n in (stim.notes if stim is not None else [])
+                      if not n.startswith("MODIFIED DATA")],
+            "warnings": [str(w.message) for w in caught], "errors": errors}
+    code = 3 if errors else 0
     if as_json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
-        return 0
+        return code
     print(f"data directory: {root}")
     for path, f in files.items():
-        print(f"  {f['status']:<9} {f['need']:<9} {path}")
+        print(f"  {f['status']:<10} {f['need']:<9} {path}")
     for lang, d in info["languages"].items():
         cls = " / ".join(f"{d['classes'][c]}" for c in ("I", "PC", "C"))
-        means = " / ".join(f"{d['class_mean_gold'][c]:.2f}" for c in ("I", "PC", "C"))
+        means = " / ".join("-" if d["class_mean_gold"][c] is None
+                           else f"{d['class_mean_gold'][c]:.2f}" for c in ("I", "PC", "C"))
         per = ", ".join(f"{k} {lo}-{hi}" if lo != hi else f"{k} {lo}"
                         for k, (lo, hi) in d["stimuli_per_context"].items())
         print(f"\n{lang.upper()}: {d['ncs']} NCs, {d['scored']} with a gold score"
@@ -399,7 +537,21 @@ def _info(root, as_json: bool) -> int:
             print(f"  - {n}")
     for w in info["warnings"]:
         print(f"\nwarning: {w}")
-    return 0
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    if errors:
+        print(f"{len(errors)} problem(s) in {root}: run `ncprobe data download` to restore the "
+              "pinned files, and `ncprobe data check` for every bad row", file=sys.stderr)
+    return code
+
+
+_FILE_PROBLEM = {
+    "mismatch": "content differs from the pinned upstream file; run `ncprobe data download` "
+                "to restore it",
+    "missing": "required file missing; run `ncprobe data download`",
+    "unreadable": "cannot be read (no read permission?); make it readable, or run `ncprobe "
+                  "data download`",
+}
 
 
 if __name__ == "__main__":  # pragma: no cover

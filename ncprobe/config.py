@@ -31,6 +31,9 @@ class RunConfig:
         n_boot, seed: bootstrap resamples and their seed (confidence intervals).
         top_k: rogue dimensions listed per condition.
         en_naturalistic: ``auto``, ``official`` or ``reference`` (see ``load_stimuli``).
+        accept_modified_data: compute on NCIMP files whose git blob id differs from their
+            pin (edited copies) instead of stopping; they are recorded in ``run.json``
+            (``modified_data``) and named in the summary.
     """
 
     model: str = DEFAULT_MODEL
@@ -49,6 +52,7 @@ class RunConfig:
     seed: int = 0
     top_k: int = 5
     en_naturalistic: str = "auto"
+    accept_modified_data: bool = False
 
     def __post_init__(self) -> None:
         expand_contexts(self.contexts)  # raises on an unknown context

@@ -17,7 +17,8 @@ import numpy as np
 
 from .cache import EmbeddingStore, item_key
 from .data.stimuli import Stimulus
-from .encoders.base import Encoded, Encoder
+from .encoders.base import Encoded, Encoder, SentenceTooLongError
+from .errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,19 @@ def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStor
         batch_size: sentences per forward pass.
         flush_every: items per stored shard.
         progress: show a progress bar (counts and rate) on stderr.
+
+    With a store, its entry stays locked from the look-up to the last shard written:
+    a second run on the same cache waits, then finds the items the first one stored
+    instead of encoding and storing them again.
     """
+    if store is None:
+        return _embed(stimuli, encoder, None, batch_size, flush_every, progress)
+    with store.lock():  # also loads the shards other processes stored meanwhile
+        return _embed(stimuli, encoder, store, batch_size, flush_every, progress)
+
+
+def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore | None,
+           batch_size: int, flush_every: int, progress: bool) -> Embeddings:
     keys = [item_key(s.tokens, s.span) for s in stimuli]
     first: dict[bytes, int] = {}
     for i, k in enumerate(keys):
@@ -72,7 +85,10 @@ def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStor
         for b in range(0, len(todo), batch_size):
             chunk = todo[b:b + batch_size]
             items = [stimuli[first[k]] for k in chunk]
-            enc = encoder.encode([s.tokens for s in items], [s.span for s in items])
+            try:
+                enc = encoder.encode([s.tokens for s in items], [s.span for s in items])
+            except SentenceTooLongError as e:
+                raise _too_long(e, items[e.index], encoder) from None
             if store is None:
                 for j, k in enumerate(chunk):
                     computed[k] = (enc.sent[j], enc.span[j], enc.missing_words[j],
@@ -109,3 +125,12 @@ def _concat(parts: list[Encoded]) -> Encoded:
     return Encoded(np.concatenate([p.sent for p in parts]), np.concatenate([p.span for p in parts]),
                    np.concatenate([p.missing_words for p in parts]),
                    np.concatenate([p.missing_span_words for p in parts]))
+
+
+def _too_long(e: SentenceTooLongError, stim: Stimulus, encoder: Encoder) -> DataError:
+    """The encoder's "sentence i of the batch is too long", naming the stimulus."""
+    return DataError(
+        f"{stim.probe} {stim.variant} of NC {stim.nc!r} ({stim.lang}, context {stim.context}) "
+        f"has {e.n_tokens} tokens for {encoder.name}, more than its limit of {e.limit}: "
+        f"{stim.text[:80]!r}{'...' if len(stim.text) > 80 else ''}. Shorten the sentence or "
+        "use a model that takes longer input", file=stim.source or None)

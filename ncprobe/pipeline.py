@@ -23,7 +23,8 @@ from . import __version__
 from .config import LEVELS, RunConfig
 from .data.stimuli import CLASSES, NATURALISTIC, Stimuli
 from .embed import Embeddings, embed
-from .errors import NcprobeError
+from .encoders.registry import hub_unavailable as _hub_unavailable  # used by reproduce
+from .errors import NcprobeError, UsageError
 from .measures import (CONTEXT_GROUPS, PROBE_MEASURES, RUN_KEYS, cosine, nc_measures,
                        sentence_measures, undefined_counts)
 from .results import Results
@@ -38,6 +39,7 @@ _PACKAGES = ("numpy", "pandas", "pyarrow", "torch", "transformers", "sentence-tr
 
 def compute(config: RunConfig | None = None, *, stimuli: Stimuli | None = None, encoder=None,
             data_dir=None, cache: bool = True, cache_dir=None, progress: bool = True,
+            allow_pickle: bool = False, allow_gensim_downloader: bool = False,
             **options) -> Results:
     """Run one model on one language: every cosine, measure and statistic.
 
@@ -45,46 +47,69 @@ def compute(config: RunConfig | None = None, *, stimuli: Stimuli | None = None, 
         config: a :class:`~ncprobe.config.RunConfig`; or give its fields as keyword
             ``options`` (``model=``, ``lang=``, ``contexts=`` ...).
         stimuli: stimuli to use instead of the NCIMP files (e.g. ``load_pairs(...)``).
-        encoder: an encoder object to use instead of loading ``config.model``.
+        encoder: an encoder object to use instead of loading ``config.model``; every table
+            and ``meta["config"]["model"]`` then name ``encoder.name``. The config's
+            ``layers``, ``device`` and ``dtype`` must then be unset (they apply when
+            ncprobe loads the model: pass them to ``load_encoder``).
         data_dir: the NCIMP data directory (default: ``$NCPROBE_DATA``, then the cache).
         cache: keep vectors in the embedding cache (``False``: encode everything, store nothing).
         cache_dir: the cache root (default: ``$NCPROBE_CACHE``, then the user cache).
         progress: show a progress bar while encoding.
+        allow_pickle, allow_gensim_downloader: passed to
+            :func:`~ncprobe.encoders.load_encoder` (gensim ``.kv`` pickles; gensim-data).
 
     Example:
         >>> res = ncprobe.compute(model="glove-6b-50d", lang="en")   # doctest: +SKIP
         >>> print(res.summary())                                      # doctest: +SKIP
     """
     from .cache import EmbeddingStore, cache_root
-    from .data import load_stimuli
+    from .data import check_coverage, load_stimuli
     from .encoders import load_encoder
 
     cfg = config if config is not None else RunConfig(**options)
     if config is not None and options:
         raise TypeError("give either a RunConfig or keyword options, not both")
     notes: list[str] = []
+    # the config names what the user asked for (e.g. a path: run identity compares it); when
+    # an encoder object is given, the encoder's own name is the only name there is
+    named = cfg.to_dict() if encoder is None else None
     if encoder is None:  # first: a model that cannot be had here fails before any other work
         encoder = load_encoder(cfg.model, cfg.lang, layers=cfg.layers, device=cfg.device,
-                               dtype=cfg.dtype)
+                               dtype=cfg.dtype, allow_pickle=allow_pickle,
+                               allow_gensim_downloader=allow_gensim_downloader)
+    else:
+        given = {k: v for k, v in (("layers", cfg.layers), ("device", cfg.device),
+                                   ("dtype", cfg.dtype)) if v is not None}
+        if given:  # they would be recorded without having had any effect
+            raise UsageError(f"{', '.join(f'{k}={v!r}' for k, v in given.items())} has no "
+                             "effect with encoder=...: pass it to load_encoder instead")
+    asked: dict = {}  # a user's own stimuli: coverage of what they hold
     if stimuli is None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             stimuli = load_stimuli(cfg.lang, contexts=cfg.contexts, wordssyn=cfg.wordssyn,
                                    gold=cfg.gold, data_dir=data_dir,
-                                   en_naturalistic=cfg.en_naturalistic)
+                                   en_naturalistic=cfg.en_naturalistic,
+                                   accept_modified=cfg.accept_modified_data)
         for w in caught:
             notes.append(str(w.message))
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    notes += stimuli.notes
+        asked = {"contexts": cfg.contexts, "probes": "all"}  # NCIMP: all the config asks for
+    # never compute on incomplete input: every NC needs every context, probe and gold score
+    notes += stimuli.notes + check_coverage(stimuli, **asked)
     levels = _levels(cfg, encoder)
     store = EmbeddingStore(encoder.fingerprint(), root=cache_root(cache_dir)) if cache else None
     emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size, progress=progress)
+    notes += store.problems if store is not None else []  # cache shards found corrupt
     log.info("%d stimuli, %d unique items, %d encoded now", len(stimuli), emb.unique, emb.encoded)
-    meta = {"config": cfg.to_dict(), "model_name": encoder.name,
+    # every table names the encoder that ran (encoder.name)
+    meta = {"config": named or {**cfg.to_dict(), "model": encoder.name},
+            "model_name": encoder.name,
             "fingerprint": encoder.fingerprint(), "versions": _versions(),
-            "data_sources": dict(stimuli.sources), "encoded": emb.encoded, "unique": emb.unique,
+            "data_sources": dict(stimuli.sources), "modified_data": dict(stimuli.modified),
+            "encoded": emb.encoded, "unique": emb.unique,
             "notes": notes}
-    return analyse(stimuli, emb, cfg, model=cfg.model, view_names=_view_names(encoder),
+    return analyse(stimuli, emb, cfg, model=encoder.name, view_names=_view_names(encoder),
                    levels=levels, meta=meta)
 
 
@@ -94,8 +119,8 @@ def _levels(cfg: RunConfig, encoder) -> tuple[str, ...]:
         return tuple(lv for lv in LEVELS if lv in have)
     missing = [lv for lv in cfg.levels if lv not in have]
     if missing:
-        raise NcprobeError(f"model {cfg.model!r} gives no {'/'.join(missing)}-level vectors "
-                           f"(it has: {', '.join(have)}); choose --level {','.join(have)}")
+        raise UsageError(f"model {encoder.name!r} gives no {'/'.join(missing)}-level vectors "
+                         f"(it has: {', '.join(have)}); choose --level {','.join(have)}")
     return tuple(cfg.levels)
 
 
@@ -348,7 +373,8 @@ class Reproduction:
 
 def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en", "pt"), *,
               results_dir="results", data_dir=None, cache: bool = True, cache_dir=None,
-              progress: bool = True, on_skip=None, **options) -> Reproduction:
+              progress: bool = True, on_skip=None, overwrite: bool = False,
+              **options) -> Reproduction:
     """``compute`` for every model × language that can run here; skip the others with a reason.
 
     A model is skipped (never silently: ``on_skip(model, lang, why)`` is called and the reason
@@ -360,15 +386,29 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
     Args:
         models: aliases, ids or paths (default: the offline models, then the study's).
         langs: languages.
-        results_dir: each run's results go to ``<results_dir>/<model>-<lang>``.
+        results_dir: each run's results go to :func:`run_dir` ``(results_dir, model, lang,
+            config)``: ``<results_dir>/<model>-<lang>``, plus the options that differ from
+            the defaults.
+        overwrite: replace results directories that hold a different run (see
+            :meth:`~ncprobe.results.Results.to_parquet`); without it, such a directory stops
+            the reproduction before any model runs.
         options: :class:`~ncprobe.config.RunConfig` fields shared by every run (``contexts``,
             ``n_boot``, ``seed`` ...).
     """
     from .encoders import MODELS
     from .errors import ModelUnavailableError
+    from .results import check_target
 
     models = list(models) if models else list(OFFLINE_MODELS + STUDY_MODELS)
     ran, skipped, parts = [], [], []
+    # refuse to replace another run before spending any time computing
+    for model in models:
+        for lang in langs:
+            spec = MODELS.get(model)
+            if spec is None or lang in spec.ids or "*" in spec.ids:
+                cfg = RunConfig(model=model, lang=lang, **options)
+                check_target(run_dir(results_dir, model, lang, cfg), cfg.to_dict(),
+                             overwrite=overwrite)
 
     def skip(model, lang, why):
         skipped.append((model, lang, why))
@@ -391,46 +431,66 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
             except ModelUnavailableError as e:
                 skip(model, lang, str(e))
                 continue
-            out = res.to_parquet(run_dir(results_dir, model, lang))
+            out = res.to_parquet(run_dir(results_dir, model, lang, RunConfig(
+                model=model, lang=lang, **options)), overwrite=overwrite)
             ran.append((model, lang, str(out)))
             parts.append(res)
     return Reproduction(Results.concat(parts) if parts else None, ran, skipped)
 
 
-def run_dir(results_dir, model: str, lang: str) -> Path:
-    """Where a run's results go: ``<results_dir>/<model>-<lang>`` (model: its last path part)."""
+#: Short names of RunConfig fields in default directory names (others: the field name).
+_DIR_NAMES = {"contexts": "ctx", "levels": "level", "standardise": "std", "n_boot": "boot",
+              "top_k": "top", "per_sentence": "per-sentence", "en_naturalistic": "en-nat"}
+
+
+def run_dir(results_dir, model: str, lang: str, config: RunConfig | None = None) -> Path:
+    """Where a run's results go by default: ``<results_dir>/<model>-<lang>[-<options>]``.
+
+    ``model`` is named by its last path part. Every option of ``config`` that changes
+    the results and differs from its default is appended in field order, as
+    ``name_value`` (``True`` flags as their name alone), e.g.
+    ``minilm-en-layers_all-std-boot_0``; all-default options give ``<model>-<lang>``.
+    Options that do not change results (:data:`ncprobe.results.NOT_IDENTITY`: batch size,
+    device) are left out. Characters other than letters, digits and ``. _ + , = -`` become
+    ``_``; when that happens, or the name grows past 120 characters, a short hash of the
+    options is appended so that different options never share a directory.
+    """
+    import hashlib
+    import json
     import re
+    from dataclasses import MISSING, fields
+
+    from .results import NOT_IDENTITY
+
+    def clean(text: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._+,=-]+", "_", text)
 
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model.rstrip("/").split("/")[-1]) or "model"
-    return Path(results_dir) / f"{slug}-{lang}"
+    name = f"{slug}-{lang}"
+    if config is None:
+        return Path(results_dir) / name
+    parts, changed, lossy = [], {}, False
+    for f in fields(RunConfig):
+        if f.name in ("model", "lang") or f.name in NOT_IDENTITY:
+            continue
+        value = getattr(config, f.name)
+        default = f.default if f.default is not MISSING else None
+        if value == default:
+            continue
+        changed[f.name] = value
+        label = _DIR_NAMES.get(f.name, f.name.replace("_", "-"))
+        if value is True:
+            parts.append(label)
+            continue
+        text = ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
+        safe = clean(text)
+        lossy |= safe != text
+        parts.append(f"{label}_{safe}")
+    if parts:
+        name += "-" + "-".join(parts)
+    if lossy or len(name) > 120:
+        digest = hashlib.sha256(json.dumps(changed, sort_keys=True, default=str).encode())
+        name = f"{name[:110]}-h{digest.hexdigest()[:8]}"
+    return Path(results_dir) / name
 
 
-def _hub_unavailable(model_id: str, spec) -> str | None:
-    """Why a hub model cannot be had now (not cached and the hub unreachable), else None.
-
-    Checked before loading so that an offline machine skips hub models in a moment
-    instead of waiting for every download retry.
-    """
-    import os
-    import socket
-
-    family = spec.family if spec else ("hf" if model_id.count("/") == 1 else "")
-    if family not in ("hf", "sbert") or model_id.startswith(("gensim:", "file:")):
-        return None
-    if Path(model_id).expanduser().exists() or spec is not None and spec.alias == "minilm":
-        return None  # local directory, or shipped in a package (the loader says if missing)
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        if isinstance(try_to_load_from_cache(model_id, "config.json"), str):
-            return None
-    except Exception:  # an unusual cache layout: let the loader decide
-        return None
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
-        return f"{model_id} is not in the local HuggingFace cache and HF_HUB_OFFLINE=1"
-    try:
-        socket.create_connection(("huggingface.co", 443), timeout=3).close()
-    except OSError:
-        return (f"{model_id} is not in the local HuggingFace cache and huggingface.co cannot be "
-                "reached (offline?)")
-    return None

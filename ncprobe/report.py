@@ -5,17 +5,35 @@
 ``README.md`` index saying which models and languages made them. A figure or
 table with nothing to show for these results (e.g. NC-level figures of a
 sentence-level-only model) is left out and named in the index, never drawn empty.
+
+The output directory may hold other files: they are never deleted or overwritten.
+Every file is written atomically, and the names written are recorded in
+``.ncprobe-report.json``; a later report into the same directory replaces those
+files and removes the ones it no longer writes, and refuses (before writing
+anything) when a file it would write exists and is not one of them.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import logging
+import os
+import re
+import stat
 from pathlib import Path
 from typing import Sequence
 
 from . import __version__
+from ._io import atomic_write_bytes, atomic_write_text, dir_lock
+from .errors import UsageError
 
 log = logging.getLogger(__name__)
+
+#: Names of the files written into a report directory, kept for the next report.
+MANIFEST = ".ncprobe-report.json"
+# what a report of ncprobe <= 0.1 (no manifest) wrote, recognised by its README heading
+_OLD_REPORT_RE = re.compile(r"^(fig\d\d_\w+\.\w+|table_\w+\.(md|tex)|README\.md)$")
 
 
 def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
@@ -33,7 +51,90 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
     from . import plots, tables
 
     out = Path(out_dir)
+    check_out(out, formats)
     out.mkdir(parents=True, exist_ok=True)
+    with dir_lock(out.resolve()):  # two reports into one directory: one after the other
+        ours, listed = _own_files(out)
+        _refuse_foreign(out, _planned(formats), ours)
+        written = _write(results, out, formats, examples, dpi, plt, plots, tables)
+        if listed:  # only files the manifest names as ncprobe's are ever removed
+            for name in sorted(ours - {p.name for p in written}):
+                stale = out / name  # written by an earlier report and not by this one
+                if stat.S_ISREG(os.lstat(stale).st_mode):
+                    stale.unlink()
+        atomic_write_text(out / MANIFEST, json.dumps(
+            {"format": 1, "ncprobe": __version__, "files": sorted(p.name for p in written)},
+            indent=1) + "\n")
+    return written
+
+
+def check_out(out_dir, formats: Sequence[str] = ("png", "pdf")) -> None:
+    """Refuse, before any work, an output directory that :func:`write_report` would refuse.
+
+    Raises:
+        UsageError: ``out_dir`` is a file, or holds files that ncprobe did not write under
+            names the report would write.
+    """
+    out = Path(out_dir)
+    if os.path.lexists(out) and not out.is_dir():
+        raise UsageError(f"{out} exists and is not a directory: choose another --out")
+    if out.is_dir():
+        _refuse_foreign(out, _planned(formats), _own_files(out)[0])
+
+
+def _planned(formats: Sequence[str]) -> list[str]:
+    """Every name a report may write (figures left undrawn included)."""
+    from . import plots, tables
+
+    names = [f"fig{i:02d}_{name}.{fmt}" for i, name in enumerate(plots.FIGURES, start=1)
+             for fmt in formats]
+    names += [f"table_{name}{suffix}" for name in tables.TABLES for suffix in (".md", ".tex")]
+    return names + ["README.md"]
+
+
+def _own_files(out: Path) -> tuple[set[str], bool]:
+    """The files of ``out`` that an earlier ncprobe report wrote (and may be replaced).
+
+    Returns:
+        ``(names, listed)``: ``listed`` when a manifest names them (then files it names
+        that this report does not write are removed as stale).
+    """
+    def regular(name: str) -> bool:
+        try:
+            return stat.S_ISREG(os.lstat(out / name).st_mode)
+        except FileNotFoundError:
+            return False
+
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        names = {n for n in manifest["files"] if isinstance(n, str) and "/" not in n}
+        return {n for n in names if regular(n)}, True
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise UsageError(f"{out / MANIFEST} cannot be read ({e}): it says which files of {out} "
+                         "ncprobe wrote; remove the directory by hand or choose another --out"
+                         ) from None
+    try:  # a report of ncprobe <= 0.1: recognised by its index
+        with open(out / "README.md", encoding="utf-8") as fh:
+            head = fh.read(64)
+    except (OSError, UnicodeDecodeError):
+        return set(), False
+    if not head.startswith("# ncprobe report\n"):
+        return set(), False
+    return {n for n in os.listdir(out) if _OLD_REPORT_RE.match(n) and regular(n)}, False
+
+
+def _refuse_foreign(out: Path, planned: list[str], ours: set[str]) -> None:
+    clash = [n for n in planned if os.path.lexists(out / n) and n not in ours]
+    if clash:
+        shown = ", ".join(clash[:6]) + (f" and {len(clash) - 6} more" if len(clash) > 6 else "")
+        raise UsageError(f"{out} holds files that ncprobe did not write and a report would "
+                         f"replace ({shown}); nothing was written: choose another --out, or "
+                         "move those files")
+
+
+def _write(results, out: Path, formats, examples, dpi, plt, plots, tables) -> list[Path]:
     written: list[Path] = []
     index = [f"# ncprobe report\n\nMade by ncprobe {__version__} from these runs:\n"]
     for m in results.meta:
@@ -53,7 +154,9 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
             path = out / f"{stem}.{fmt}"
             # no creation date in PDFs: the same results give the same files
             meta = {"CreationDate": None} if fmt == "pdf" else None
-            fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata=meta)
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
+            atomic_write_bytes(path, buf.getvalue())
             written.append(path)
         notes = getattr(fig, "ncprobe_notes", [])
         plt.close(fig)
@@ -69,13 +172,13 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
         for suffix, text in ((".md", f"{caption}\n\n{tables.to_markdown(df)}"),
                              (".tex", tables.to_latex(df, caption))):
             path = out / f"table_{name}{suffix}"
-            path.write_text(text, encoding="utf-8")
+            atomic_write_text(path, text)
             written.append(path)
         missing = df.attrs.get("missing")
         index.append(f"- `table_{name}`: {caption}"
                      + (f" (not in these results: {', '.join(missing)})" if missing else ""))
     readme = out / "README.md"
-    readme.write_text("\n".join(index) + "\n", encoding="utf-8")
+    atomic_write_text(readme, "\n".join(index) + "\n")
     written.append(readme)
     return written
 

@@ -22,21 +22,48 @@ Tables (pandas DataFrames, one row per observation):
 ``meta`` holds, per run, the RunConfig, the encoder fingerprint, package
 versions, the git blob ids of the data files read, and notes (counts of
 everything undefined or tolerated).
+
+A results directory is written as one unit (:meth:`Results.to_parquet`): into a
+fresh temporary directory beside the target, which is then renamed into place.
+Its ``run.json`` and every table (parquet schema metadata ``ncprobe.run_id``)
+carry the same run id, a hash of the content, and :meth:`Results.from_parquet`
+refuses a directory whose tables do not all carry the id of its ``run.json``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import logging
+import os
+import re
+import shutil
+import stat
+import tempfile
+import uuid
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pandas as pd
 
+from .errors import DataError, UsageError
 from .stats import ALPHA
+
+log = logging.getLogger(__name__)
 
 TABLES = ("cosines", "sentences", "measures", "correlations", "distributions",
           "lexical_overlap", "rogue", "standardisation", "ncs")
-RESULTS_FORMAT = 1
+#: 2: run id in run.json and in every table; 1 (ncprobe <= 0.1): no run id, still read.
+RESULTS_FORMAT = 2
+_READABLE_FORMATS = (1, 2)
+RUN_ID_KEY = b"ncprobe.run_id"
+#: RunConfig fields that say where and how fast a run ran, not what it computed: they do not
+#: make a different run (nor a different default directory name).
+NOT_IDENTITY = ("batch_size", "device")
+# what a results directory holds: its tables, run.json, and temporary names of ncprobe <= 0.1
+_RESULT_FILES = {f"{t}.parquet" for t in TABLES} | {"run.json"}
+_OLD_TEMP_RE = re.compile(r"^\.(" + "|".join(TABLES) + r")\.parquet\.tmp$|^\.run\.json\.tmp$")
 
 
 @dataclass
@@ -63,44 +90,138 @@ class Results:
         return [f"{m['config']['model']}/{m['config']['lang']}: {n}" for m in self.meta
                 for n in m.get("notes", [])]
 
-    def to_parquet(self, path: str | Path) -> Path:
+    def run_id(self) -> str:
+        """A hash of every table and of ``meta``: equal results give equal ids."""
+        h = hashlib.sha256()
+        h.update(json.dumps(self.meta, sort_keys=True, ensure_ascii=False, default=str).encode())
+        for name in TABLES:
+            df = getattr(self, name)
+            h.update(f"\0{name}\0{list(df.columns)}\0{[str(t) for t in df.dtypes]}".encode())
+            try:
+                h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+            except TypeError:  # unhashable cells (lists...): hash their text instead
+                h.update(df.to_csv(index=False).encode())
+        return h.hexdigest()[:32]
+
+    def to_parquet(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write every table as ``<table>.parquet`` and the metadata as ``run.json`` into ``path``.
 
-        Files are written under temporary names and renamed, so an interrupted
-        write never leaves a half-written table under its final name.
+        The directory is written as one unit: into a fresh temporary directory beside
+        ``path``, then swapped in under a lock on the parent directory (the previous
+        directory is renamed aside and removed), so readers see the old results or the
+        new, never a mixture, and two runs writing the same ``path`` never collide.
+
+        Args:
+            path: the results directory.
+            overwrite: replace a results directory that holds a different run (other
+                config, model or data). The same run is always replaced; a non-empty
+                directory that is not an ncprobe results directory never is.
+
+        Raises:
+            UsageError: ``path`` holds a different run and ``overwrite`` is false, or it is
+                not an ncprobe results directory.
         """
-        out = Path(path)
-        out.mkdir(parents=True, exist_ok=True)
-        for name in TABLES:
-            tmp = out / f".{name}.parquet.tmp"
-            getattr(self, name).to_parquet(tmp, index=False)
-            tmp.replace(out / f"{name}.parquet")
-        tmp = out / ".run.json.tmp"
-        tmp.write_text(json.dumps({"format": RESULTS_FORMAT, "runs": self.meta}, indent=2,
-                                  ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-        tmp.replace(out / "run.json")
-        return out
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from ._io import dir_lock
+
+        target = Path(path).expanduser().resolve()  # a link as --out: write where it points
+        parent = target.parent
+        parent.mkdir(parents=True, exist_ok=True)
+        check_target(target, self.meta, overwrite=overwrite)  # early: before any writing
+        run_id = self.run_id()
+        _remove_stale_temps(parent, target.name)
+        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp"))
+        aside = None
+        writing = contextlib.ExitStack()
+        try:
+            # locked while written: another writer never takes it for a killed run's leftover
+            writing.enter_context(dir_lock(tmp))
+            for name in TABLES:
+                table = pa.Table.from_pandas(getattr(self, name), preserve_index=False)
+                table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                                       RUN_ID_KEY: run_id.encode()})
+                with open(tmp / f"{name}.parquet", "wb") as fh:
+                    pq.write_table(table, fh)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            with open(tmp / "run.json", "w", encoding="utf-8") as fh:
+                fh.write(json.dumps({"format": RESULTS_FORMAT, "run_id": run_id,
+                                     "runs": self.meta}, indent=2, ensure_ascii=False,
+                                    default=str) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            with dir_lock(parent):  # the check and the swap as one step among ncprobe writers
+                check_target(target, self.meta, overwrite=overwrite)
+                if os.path.lexists(target):
+                    aside = parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
+                    os.rename(target, aside)
+                os.rename(tmp, target)
+        except BaseException:
+            if aside is not None and not os.path.lexists(target):
+                os.rename(aside, target)  # failed between the two renames: put it back
+                aside = None
+            shutil.rmtree(tmp, ignore_errors=True)  # our own fresh directory, nothing else
+            raise
+        finally:
+            writing.close()
+        if aside is not None:
+            _remove_results_dir(aside)
+        return target
 
     @classmethod
     def from_parquet(cls, path: str | Path) -> "Results":
-        """Read what :meth:`to_parquet` wrote."""
-        from .errors import NcprobeError
+        """Read what :meth:`to_parquet` wrote.
+
+        Raises:
+            UsageError: ``path`` is not a results directory (no ``run.json``).
+            DataError: ``run.json`` or a table is unreadable or missing, the format is
+                unknown, or the tables do not all belong to the run of ``run.json``.
+        """
+        import pyarrow.parquet as pq
 
         src = Path(path)
         meta_file = src / "run.json"
         if not meta_file.is_file():
-            raise NcprobeError(f"{src}: not a results directory (no run.json); write one with "
-                               "`ncprobe compute --out DIR` or Results.to_parquet(DIR)")
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        if meta.get("format") != RESULTS_FORMAT:
-            raise NcprobeError(f"{meta_file}: results format {meta.get('format')}, this ncprobe "
-                               f"reads format {RESULTS_FORMAT}; recompute with this version")
-        tables = {}
+            raise UsageError(f"{src}: not a results directory (no run.json); write one with "
+                             "`ncprobe compute --out DIR` or Results.to_parquet(DIR)")
+        meta = _read_run_json(meta_file)
+        fmt = meta.get("format")
+        if fmt not in _READABLE_FORMATS:
+            raise DataError(f"results format {fmt!r}; this ncprobe reads formats "
+                            f"{', '.join(map(str, _READABLE_FORMATS))}: recompute the results "
+                            "with this version, or read them with the ncprobe that wrote them",
+                            file=str(meta_file))
+        run_id = meta.get("run_id")
+        if fmt >= 2 and not isinstance(run_id, str):
+            raise DataError("no run_id: the file was edited or damaged; recompute the results",
+                            file=str(meta_file))
+        if fmt == 1:
+            log.warning("%s was written by an older ncprobe (results format 1, no run id): "
+                        "nothing shows whether all its tables come from one run; recompute "
+                        "it to be sure", src)
+        tables, owners = {}, {}
         for name in TABLES:
             f = src / f"{name}.parquet"
             if not f.is_file():
-                raise NcprobeError(f"{f} is missing: the results directory is incomplete")
-            tables[name] = pd.read_parquet(f)
+                raise DataError(f"{f.name} is missing: the results directory is incomplete; "
+                                "recompute it", file=str(f))
+            try:
+                if fmt >= 2:
+                    got = (pq.read_schema(f).metadata or {}).get(RUN_ID_KEY)
+                    owners[f.name] = got.decode() if got else None
+                tables[name] = pd.read_parquet(f)
+            except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+                raise DataError(f"cannot be read as parquet ({e}); recompute the results",
+                                file=str(f)) from None
+        stray = {n: o for n, o in owners.items() if o != run_id}
+        if stray:
+            listed = "; ".join(f"{n}: {o or 'no run id'}" for n, o in sorted(stray.items()))
+            raise DataError(
+                f"tables of different runs in one directory: run.json belongs to run {run_id}, "
+                f"but {listed}. It was written by two runs at once or by an interrupted write "
+                "of an older ncprobe; recompute it", file=str(src))
         return cls(**tables, meta=meta["runs"])
 
     @classmethod
@@ -116,9 +237,16 @@ class Results:
     def summary(self, space: str = "raw", analysis: str = "nc") -> str:
         """A compact text summary: per level and context, mean ± sd of every measure and rho.
 
-        ``*`` marks p <= 0.05.
+        ``*`` marks p <= 0.05. A run computed on data files that differ from their pin
+        (``--accept-modified-data``) is announced on the first lines, one per file.
         """
         lines = []
+        for m in self.meta:  # first, where it cannot be missed
+            for rel, blob in (m.get("modified_data") or {}).items():
+                lines.append(f"MODIFIED DATA ({m['config']['model']}/{m['config']['lang']}): "
+                             f"{rel} (git blob {blob['blob']}, pinned {blob['pinned']})")
+        if lines:
+            lines.append("")
         dist = self.distributions[(self.distributions["cls"] == "all")
                                   & (self.distributions["space"] == space)]
         cor = self.correlations[(self.correlations["analysis"] == analysis)
@@ -149,3 +277,191 @@ class Results:
         for n in self.notes:
             lines.append(f"note: {n}")
         return "\n".join(lines)
+
+
+def _read_run_json(meta_file: Path) -> dict:
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DataError(f"cannot be read ({e}); recompute the results",
+                        file=str(meta_file)) from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("runs"), list):
+        raise DataError("not an ncprobe run.json (no list of runs)", file=str(meta_file))
+    return meta
+
+
+def run_identity(meta: list[dict] | dict) -> list[dict]:
+    """What makes runs the same: config (less :data:`NOT_IDENTITY`), model fingerprint, data.
+
+    Accepts a list of run metadata or one RunConfig dict (then only the config is compared).
+    """
+    from dataclasses import MISSING
+
+    from .config import RunConfig
+
+    # a field that a run.json of an older ncprobe lacks had its default value then
+    defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+    runs = [{"config": meta}] if isinstance(meta, dict) else meta
+    out = []
+    for m in runs:
+        cfg = {**defaults, **(m.get("config") or {})}
+        ident = {"config": {k: v for k, v in cfg.items() if k not in NOT_IDENTITY},
+                 "fingerprint": m.get("fingerprint"), "data_sources": m.get("data_sources")}
+        # as written to run.json (tuples become lists), so that read and new compare equal
+        out.append(json.loads(json.dumps(ident, sort_keys=True, default=str)))
+    return out
+
+
+def _differences(old: list[dict], new: list[dict]) -> str:
+    if len(old) != len(new):
+        return f"{len(old)} run(s) there, {len(new)} now"
+    diffs = []
+    for a, b in zip(old, new):
+        keys = sorted(set(a["config"]) | set(b["config"]))
+        diffs += [f"{k} {a['config'].get(k)!r} there, {b['config'].get(k)!r} now" for k in keys
+                  if a["config"].get(k) != b["config"].get(k)]
+        for part, what in (("fingerprint", "the model (its fingerprint)"),
+                           ("data_sources", "the data files")):
+            if a[part] is not None and b[part] is not None and a[part] != b[part]:
+                diffs.append(f"{what} differ")
+    return "; ".join(dict.fromkeys(diffs))
+
+
+def inspect_dir(path: str | Path) -> tuple[str, str, list[dict]]:
+    """What is at ``path``, without following a link or changing anything.
+
+    Returns:
+        ``(kind, why, runs)``: kind ``missing``, ``empty``, ``results`` (an ncprobe
+        results directory and nothing else; ``runs`` is its metadata) or ``foreign``
+        (``why`` says what makes it so).
+    """
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "missing", "", []
+    if stat.S_ISLNK(st.st_mode):
+        return "foreign", "it is a symbolic link", []
+    if not stat.S_ISDIR(st.st_mode):
+        return "foreign", "it is a file, not a directory", []
+    children = sorted(os.scandir(path), key=lambda c: c.name)
+    if not children:
+        return "empty", "", []
+    others = [c.name for c in children if not c.is_file(follow_symlinks=False)
+              or not (c.name in _RESULT_FILES or _OLD_TEMP_RE.match(c.name))]
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        return "foreign", f"it holds {shown}, which ncprobe does not write there", []
+    if not (path / "run.json").is_file():
+        return "foreign", "it has no run.json", []
+    try:
+        meta = _read_run_json(path / "run.json")
+    except DataError as e:
+        return "foreign", str(e), []
+    if not isinstance(meta.get("format"), int):
+        return "foreign", "its run.json has no results format", []
+    return "results", "", meta["runs"]
+
+
+def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool = False) -> None:
+    """Refuse to write a run into ``path`` when that would replace something it must not.
+
+    Args:
+        path: the results directory about to be written.
+        meta: the new results' ``meta`` (a list of runs), or a RunConfig dict (a check
+            before computing, on the config alone).
+        overwrite: allow replacing a results directory of a different run.
+
+    Raises:
+        UsageError: ``path`` is not an ncprobe results directory (never replaced), or holds
+            a different run and ``overwrite`` is false.
+    """
+    kind, why, runs = inspect_dir(path)
+    if kind in ("missing", "empty"):
+        return
+    if kind == "foreign":
+        raise UsageError(f"{path} is not an ncprobe results directory ({why}); ncprobe never "
+                         "replaces it, even with --overwrite: choose another --out")
+    new = run_identity(meta)
+    old = run_identity(runs)
+    if isinstance(meta, dict):  # config only: compare configs
+        old = [{**o, "fingerprint": None, "data_sources": None} for o in old]
+        new = [{**n, "fingerprint": None, "data_sources": None} for n in new]
+    if old == new or overwrite:
+        return
+    described = ", ".join(f"{r['config'].get('model')}/{r['config'].get('lang')}" for r in runs)
+    raise UsageError(f"{path} holds another run ({described}; {_differences(old, new)}); "
+                     "pass --overwrite (Python: overwrite=True) to replace it, or choose another "
+                     "--out")
+
+
+def _remove_stale_temps(parent: Path, name: str) -> None:
+    """Remove what a killed :meth:`Results.to_parquet` of ``name`` left: its temporary directory.
+
+    Only unlocked directories named as ``to_parquet`` names them (``.<name>.<8 chars>.tmp``)
+    and holding some results files and nothing else are removed: a writer locks its directory
+    before it writes the first file, so one being written is locked, or still empty.
+    """
+    from ._io import LockBusy, dir_lock
+
+    if os.name == "nt":  # no directory locks there (see dir_lock): never guess
+        return
+    pattern = re.compile(rf"^\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp$")
+    for entry in os.scandir(parent):
+        if not pattern.match(entry.name) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            with dir_lock(entry.path, blocking=False):
+                children = list(os.scandir(entry.path))
+                if children and all(c.is_file(follow_symlinks=False)
+                                    and c.name in _RESULT_FILES for c in children):
+                    for c in children:
+                        os.unlink(c.path)
+                    os.rmdir(entry.path)
+                    log.info("removed %s, left by an interrupted write", entry.path)
+        except (LockBusy, FileNotFoundError):
+            continue  # being written now, or removed by another writer meanwhile
+
+
+def _remove_results_dir(path: Path) -> None:
+    """Delete a results directory moved aside, file by file, if it is nothing but that."""
+    kind, why, _ = inspect_dir(path)
+    if kind not in ("results", "empty"):
+        log.warning("left %s in place: %s", path, why)
+        return
+    for child in os.scandir(path):
+        os.unlink(child.path)
+    os.rmdir(path)
+
+
+def find_results(paths) -> list[Path]:
+    """Results directories named by ``paths``: each one itself, or every one found below it.
+
+    A path holding ``run.json`` is taken as it is; any other directory is searched
+    (recursively, without following links or entering hidden directories such as
+    ncprobe's temporary ones) for directories holding ``run.json``, in sorted order.
+
+    Raises:
+        UsageError: a path does not exist, or is a directory with no results in or below it.
+    """
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if (p / "run.json").is_file():
+            out.append(p)
+            continue
+        if not p.is_dir():
+            raise UsageError(f"{p}: no such directory; give results directories written by "
+                             "`ncprobe compute` or `ncprobe reproduce`, or a directory above them")
+        found = []
+        for dirpath, dirnames, filenames in os.walk(p):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            if "run.json" in filenames:
+                found.append(Path(dirpath))
+        if not found:
+            raise UsageError(f"{p} holds no results directory (no run.json in it or below it); "
+                             "give directories written by `ncprobe compute --out DIR` or "
+                             "`ncprobe reproduce --results-dir DIR`")
+        log.info("%s: %d results directories found", p, len(found))
+        out += sorted(found)
+    seen: set[Path] = set()
+    return [d for d in out if not (d.resolve() in seen or seen.add(d.resolve()))]

@@ -26,7 +26,9 @@ def serve(handler: type, **attrs) -> Iterator[tuple[str, type]]:
     """Run ``handler`` (a subclass with ``attrs`` set) on a free port; yield (base URL, class)."""
     cls = type("H", (handler,), attrs)
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), cls)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # a short poll interval: shutdown() at the end of each test waits for at most one poll
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                     daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", cls
     finally:

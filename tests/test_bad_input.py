@@ -38,7 +38,8 @@ def _set(row: int, column: str, value: str):
 def test_bad_tags(data_copy: Path, column: str, value: str, message: str) -> None:
     _edit(data_copy, PT_S2, _set(7, column, value))
     with pytest.raises(ncprobe.DataError) as e:
-        ncprobe.load_stimuli("pt", contexts="S2", data_dir=data_copy)
+        ncprobe.load_stimuli("pt", contexts="S2", data_dir=data_copy,
+                              accept_modified=True)
     err = e.value
     assert (err.file, err.row, err.column) == (PT_S2, 7, column)
     assert message in str(err) and "row 7" in str(err)
@@ -56,7 +57,8 @@ def test_empty_and_non_contiguous_span(data_copy: Path) -> None:
     _edit(data_copy, PT_NEU, _set(5, "original head only_tag",
                                   _tag_for(df, 5, "original head only", {0, 2})))
     with pytest.raises(ncprobe.DataErrors) as e:
-        ncprobe.load_stimuli("pt", contexts="neut", data_dir=data_copy, collect=True)
+        ncprobe.load_stimuli("pt", contexts="neut", data_dir=data_copy, collect=True,
+                              accept_modified=True)
     msgs = {(x.row, x.column): x.reason for x in e.value.errors}
     assert "empty span" in msgs[(3, "synonym for compound_tag")]
     assert "non-contiguous span" in msgs[(5, "original head only_tag")]
@@ -65,13 +67,15 @@ def test_empty_and_non_contiguous_span(data_copy: Path) -> None:
 def test_span_that_does_not_hold_the_phrase(data_copy: Path) -> None:
     _edit(data_copy, PT_NEU, _set(4, "only mwe synonym", "algo diferente"))
     with pytest.raises(ncprobe.DataError, match="column 'only mwe synonym' says 'algo diferente'"):
-        ncprobe.load_stimuli("pt", contexts="neut", data_dir=data_copy)
+        ncprobe.load_stimuli("pt", contexts="neut", data_dir=data_copy,
+                              accept_modified=True)
 
 
 def test_missing_column_and_duplicate_nc(data_copy: Path) -> None:
     _edit(data_copy, PT_S2, lambda df: df.drop(columns=["nc rand freq sentence3"]))
     with pytest.raises(ncprobe.DataError) as e:
-        ncprobe.load_stimuli("pt", contexts="S2", data_dir=data_copy)
+        ncprobe.load_stimuli("pt", contexts="S2", data_dir=data_copy,
+                              accept_modified=True)
     assert e.value.column == "nc rand freq sentence3" and "missing column" in str(e.value)
 
     def dup(df):
@@ -79,7 +83,8 @@ def test_missing_column_and_duplicate_nc(data_copy: Path) -> None:
         return df
     _edit(data_copy, PT_NEU, dup)
     with pytest.raises(ncprobe.DataError) as e:
-        ncprobe.load_stimuli("pt", contexts="neut", data_dir=data_copy)
+        ncprobe.load_stimuli("pt", contexts="neut", data_dir=data_copy,
+                              accept_modified=True)
     assert (e.value.row, e.value.column) == (10, "compound") and "duplicate NC" in str(e.value)
 
 
@@ -90,7 +95,8 @@ def test_bad_score(data_copy: Path) -> None:
     df.loc[11, "MeanS2"] = "n/a"
     df.to_csv(path, sep="\t", index=False)
     with pytest.raises(ncprobe.DataError) as e:
-        ncprobe.load_stimuli("pt", contexts="neut", data_dir=data_copy)
+        ncprobe.load_stimuli("pt", contexts="neut", data_dir=data_copy,
+                              accept_modified=True)
     assert (e.value.file, e.value.row, e.value.column) == (rel, 12, "MeanS2")
 
 
@@ -99,6 +105,7 @@ def test_missing_file_says_what_to_do(tmp_path: Path) -> None:
         ncprobe.load_stimuli("pt", contexts="neut", data_dir=tmp_path)
 
 
+@pytest.mark.slow
 def test_data_check_lists_every_error(data_copy: Path, capsys) -> None:
     _edit(data_copy, PT_S2, _set(2, "synonym both_tag", "[True"))
     _edit(data_copy, PT_S2, _set(4, "nc rand freq sentence1_tag", "[]"))

@@ -52,9 +52,11 @@ def en_stimuli(raw_dir):
         return ncprobe.load_stimuli("en", contexts="nat,neut", data_dir=raw_dir)
 
 
+@pytest.mark.slow
 def test_compute_cli_prints_a_summary_and_writes_every_table(glove_run, capsys):
     out, cache = glove_run
-    rc = main(["compute", "--out", str(out / "again"), "--n-boot", "200", "--standardise",
+    again = out.with_name(out.name + "-again")  # beside the fixture's run, not inside it
+    rc = main(["compute", "--out", str(again), "--n-boot", "200", "--standardise",
                "--cache-dir", str(cache)])
     text = capsys.readouterr().out
     assert rc == 0
@@ -63,8 +65,8 @@ def test_compute_cli_prints_a_summary_and_writes_every_table(glove_run, capsys):
         assert header in text
     assert "Sim_R|Syn/Sim_R|WordsSyn" in text and "p <= 0.05" in text
     for name in TABLES:
-        assert (out / "again" / f"{name}.parquet").is_file()
-    assert (out / "again" / "run.json").is_file()
+        assert (again / f"{name}.parquet").is_file()
+    assert (again / "run.json").is_file()
 
 
 def test_cosines_are_the_hand_computed_glove_cosines(glove_en, en_stimuli):
@@ -177,14 +179,30 @@ def test_lexical_overlap_is_length_against_sentence_cosine(glove_en):
     assert got == pytest.approx(want, abs=1e-12)
 
 
-def test_rogue_contributions_sum_to_the_expected_cosine(glove_en):
+def test_rogue_contributions_sum_to_the_expected_cosine(glove_en, en_stimuli):
+    # brute force from the GloVe files: the original neutral sentences' vectors, every pair
+    vec = _glove_table()
+    ref = np.array([vec(s.tokens) for s in en_stimuli
+                    if s.context == "N" and s.probe == "original"], dtype=np.float64)
+    u = ref / np.linalg.norm(ref, axis=1, keepdims=True)
+    n, off_diagonal = len(u), ~np.eye(len(u), dtype=bool)
+    mean_cosine = (u @ u.T)[off_diagonal].mean()  # mean cosine over all pairs i != j
+    per_dim = np.array([np.outer(u[:, k], u[:, k])[off_diagonal].mean()
+                        for k in range(u.shape[1])])  # C_k: mean of u_ik u_jk over i != j
+    assert n == 281
+    assert per_dim.sum() == pytest.approx(mean_cosine, rel=1e-9)  # the contributions sum up
     r = glove_en.rogue
     raw = r[(r["space"] == "raw") & (r["level"] == "sent") & (r["context"] == "neut")]
+    raw = raw.sort_values("rank")
     assert list(raw["rank"]) == [1, 2, 3, 4, 5]
-    assert (np.diff(raw["contribution"]) <= 0).all()
+    assert raw["expected_cosine"].to_numpy() == pytest.approx([mean_cosine] * 5, abs=1e-5)
+    top = np.argsort(-per_dim, kind="stable")[:5]
+    assert list(raw["dim"]) == list(top)
+    np.testing.assert_allclose(raw["contribution"], per_dim[top], atol=1e-5)
+    np.testing.assert_allclose(raw["share"], per_dim[top] / mean_cosine, atol=1e-4)
     # GloVe sentence means are anisotropic; z-scoring brings the expected cosine near 0
     std = r[(r["space"] == "standardised") & (r["level"] == "sent") & (r["context"] == "neut")]
-    assert raw["expected_cosine"].iloc[0] > 0.5 > abs(std["expected_cosine"].iloc[0])
+    assert mean_cosine > 0.5 > abs(std["expected_cosine"].iloc[0])
 
 
 def test_results_round_trip(glove_en, tmp_path):
@@ -204,16 +222,25 @@ def bert_dir(tmp_path_factory):
     return tiny_bert(tmp_path_factory.mktemp("bert"))
 
 
+@pytest.mark.slow
 def test_tiny_transformer_on_portuguese_is_bit_for_bit_reproducible(bert_dir, raw_dir, tmp_path):
-    runs = [ncprobe.compute(model=str(bert_dir), lang="pt", n_boot=50, data_dir=raw_dir,
+    # reproducibility needs varied sentences and several batches, not every NC: the two runs
+    # encode 24 NCs (960 of the 7200 stimuli, 30 batches of 32); the CLI run covers all 180
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt = ncprobe.load_stimuli("pt", contexts="nat,neut", data_dir=raw_dir)
+    ncs = sorted({s.nc for s in pt})
+    assert len(ncs) == 180
+    subset = pt.filter(nc=ncs[::7][:24])
+    runs = [ncprobe.compute(model=str(bert_dir), lang="pt", stimuli=subset, n_boot=50,
                             cache=False, progress=False) for _ in range(2)]
     a, b = runs
     for name in TABLES:
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
     assert set(a.cosines["layers"]) == {"0+1+2+3"}  # tiny BERT: 3 layers + embeddings
+    assert set(a.cosines["context"]) == {"S1", "S2", "S3", "N"}
     c = a.correlations
-    assert set(c.loc[c["analysis"] == "nc", "n"]) == {180}
-    assert set(a.ncs["cls"]) == {"I", "PC", "C"} and len(a.ncs) == 180
+    assert set(c.loc[c["analysis"] == "nc", "n"]) == {24}
     rc = main(["compute", "--model", str(bert_dir), "--lang", "pt", "--context", "neut",
                "--level", "nc", "--n-boot", "0", "--no-cache", "--quiet",
                "--data-dir", str(raw_dir), "--out", str(tmp_path / "pt")])
@@ -221,18 +248,21 @@ def test_tiny_transformer_on_portuguese_is_bit_for_bit_reproducible(bert_dir, ra
     back = Results.from_parquet(tmp_path / "pt")
     assert set(back.cosines["level"]) == {"nc"} and set(back.cosines["context"]) == {"N"}
     assert back.correlations["ci_low"].isna().all()  # --n-boot 0: no intervals
+    c = back.correlations
+    assert set(c.loc[c["analysis"] == "nc", "n"]) == {180}
+    assert set(back.ncs["cls"]) == {"I", "PC", "C"} and len(back.ncs) == 180
 
 
 def test_compute_usage_errors(raw_dir, capsys, monkeypatch):
     assert main(["compute", "--level", "word"]) == 2
     assert "unknown level" in capsys.readouterr().err
-    assert main(["compute", "--model", "glove-6b"]) == 1
+    assert main(["compute", "--model", "glove-6b"]) == 2  # usage error
     assert "Did you mean" in capsys.readouterr().err
     assert main(["compute", "--data-dir", "/nonexistent/ncimp", "--quiet"]) == 3
     err = capsys.readouterr().err
     assert "/nonexistent/ncimp" in err
     monkeypatch.setenv("OPENAI_API_KEY", "not-used")
-    assert main(["compute", "--model", "openai", "--level", "nc", "--quiet"]) == 1
+    assert main(["compute", "--model", "openai", "--level", "nc", "--quiet"]) == 2
     assert "no nc-level vectors" in capsys.readouterr().err
     monkeypatch.delenv("OPENAI_API_KEY")
     assert main(["compute", "--model", "openai", "--quiet"]) == 5  # model not available here

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ncprobe.encoders import load_encoder
-from ncprobe.errors import NcprobeError
+from ncprobe.errors import NcprobeError, UsageError
 
 from .encoder_checks import assert_padding_invariant
 
@@ -110,7 +110,7 @@ def test_dim_from_options(elmo_dir) -> None:
     assert not out.missing_words.any() and not out.missing_span_words.any()
     with pytest.raises(NcprobeError, match="empty sentence"):
         enc.encode([["a"], []], [(0, 1), (0, 0)])
-    with pytest.raises(NcprobeError, match="layers does not apply"):
+    with pytest.raises(UsageError, match=r"--layers \[-1\] has no effect .*one layer view"):
         load_encoder(str(elmo_dir), layers=[-1])
 
 

@@ -1,6 +1,10 @@
-"""Encoding stimuli: deduplication, the on-disk store, resume after an interruption."""
+"""Encoding stimuli: deduplication, the on-disk store, resume after an interruption,
+corrupt shards, and two processes sharing one cache."""
 
 from __future__ import annotations
+
+import logging
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -55,7 +59,7 @@ def test_dedup_and_store(tmp_path) -> None:
     np.testing.assert_array_equal(again.span, out.span)
     info = cache_info(tmp_path)
     assert len(info) == 1 and info[0]["items"] == 4 and info[0]["model"] == "glove-6b-50d"
-    assert cache_clear(tmp_path) == 1 and cache_info(tmp_path) == []
+    assert len(cache_clear(tmp_path).removed) == 1 and cache_info(tmp_path) == []
 
 
 def test_interrupted_run_resumes(tmp_path) -> None:
@@ -71,7 +75,7 @@ def test_interrupted_run_resumes(tmp_path) -> None:
     out = embed(many, rerun, store=EmbeddingStore(inner.fingerprint(), root=tmp_path),
                 batch_size=5, progress=False)
     assert rerun.calls == 40 - kept and out.encoded == 40 - kept
-    assert not list(tmp_path.rglob(".tmp-*"))
+    assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".") and "tmp" in p.name]
 
 
 def test_fingerprint_separates_layer_views(tmp_path) -> None:
@@ -81,3 +85,130 @@ def test_fingerprint_separates_layer_views(tmp_path) -> None:
     a = EmbeddingStore(load_encoder(str(d)).fingerprint(), root=tmp_path / "c")
     b = EmbeddingStore(load_encoder(str(d), layers=[-1]).fingerprint(), root=tmp_path / "c")
     assert a.dir != b.dir
+
+
+MANY = [_stim(f"this is word{i % 30} grey matter", (3, 5), variant=i) for i in range(40)]
+
+
+def _two_shards(root):
+    """A store holding MANY's 30 unique items in two shards (20 + 10): (store dir, shards)."""
+    inner = load_encoder("glove-6b-50d")
+    embed(MANY[:20], inner, store=EmbeddingStore(inner.fingerprint(), root=root),
+          progress=False)
+    embed(MANY[20:] + MANY[:20], inner, store=EmbeddingStore(inner.fingerprint(), root=root),
+          progress=False)
+    d = EmbeddingStore(inner.fingerprint(), root=root).dir
+    return d, sorted(d.glob("shard-*.npz"))
+
+
+def _truncated(path):
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
+def _random_bytes(path):
+    path.write_bytes(np.random.default_rng(0).bytes(path.stat().st_size))
+
+
+def _zeroed(path):
+    path.write_bytes(bytes(path.stat().st_size))
+
+
+def _without_span(path):
+    with np.load(path) as z:
+        kept = {k: z[k] for k in z.files if k != "span"}
+    np.savez(path, **kept)
+
+
+def _wrong_shape(path):
+    with np.load(path) as z:
+        data = {k: z[k] for k in z.files}
+    data["sent"] = data["sent"][:, :, :10]  # other shards hold 50 dimensions
+    data["span"] = data["span"][:, :, :10]
+    np.savez(path, **data)
+
+
+@pytest.mark.parametrize("damage", [_truncated, _random_bytes, _zeroed, _without_span,
+                                    _wrong_shape])
+def test_a_corrupt_shard_is_reported_discarded_and_reencoded(tmp_path, damage, caplog,
+                                                            capsys) -> None:
+    from ncprobe.cli import main
+
+    d, shards = _two_shards(tmp_path)
+    assert len(shards) == 2
+    inner = load_encoder("glove-6b-50d")
+    good = embed(MANY, inner, progress=False)  # no store: the reference vectors
+    bad = shards[1]
+    with np.load(bad) as z:
+        lost = len(z["keys"])  # items of the damaged shard, to be encoded again
+    damage(bad)
+    # cache info and cache clear --model of another model keep working, and name the shard
+    info = cache_info(tmp_path)
+    readable = damage not in (_truncated, _random_bytes, _zeroed)  # keys still readable
+    assert info[0]["items"] == (30 if readable else 30 - lost)
+    assert main(["cache", "info", "--cache-dir", str(tmp_path)]) == 0
+    if not readable:
+        assert f"corrupt shard (discarded by the next compute): {bad}" in capsys.readouterr().out
+    enc = Counting(inner)
+    with caplog.at_level(logging.WARNING, logger="ncprobe.cache"):
+        store = EmbeddingStore(inner.fingerprint(), root=tmp_path)
+        out = embed(MANY, enc, store=store, progress=False)
+    warned = [r.getMessage() for r in caplog.records if str(bad) in r.getMessage()]
+    assert len(warned) == 1 and "cannot be used" in warned[0]  # once, by path
+    assert store.problems == warned
+    assert enc.calls == lost and out.encoded == lost
+    np.testing.assert_array_equal(out.span, good.span)
+    np.testing.assert_array_equal(out.sent, good.sent)
+    assert not bad.exists() and len(list(d.glob("shard-*.npz"))) == 2
+    assert [e["items"] for e in cache_info(tmp_path)] == [30]
+    assert len(cache_clear(tmp_path).removed) == 1
+
+
+def test_a_corrupt_shard_is_named_in_the_run_notes(tmp_path) -> None:
+    import ncprobe
+
+    d, shards = _two_shards(tmp_path / "cache")
+    _truncated(shards[0])
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("nc,sentence,start,end,probe,substitute,comp\n"
+                     "grey matter,this is a grey matter,3,5,syn,brain,1.0\n"
+                     "eager beaver,an eager beaver works,1,3,syn,workaholic,2.0\n"
+                     "dust storm,a dust storm came,1,3,syn,sandstorm,4.0\n")
+    res = ncprobe.compute(stimuli=ncprobe.load_pairs(pairs, lang="en"),
+                          encoder=load_encoder("glove-6b-50d"), cache_dir=tmp_path / "cache",
+                          n_boot=0, progress=False)
+    assert [n for n in res.notes if str(shards[0]) in n and "cannot be used" in n]
+
+
+def _encode_in_another_process(root, barrier, out) -> None:
+    """One of two runs sharing a cache: open the store, wait for the other, then encode."""
+    inner = load_encoder("glove-6b-50d")
+    store = EmbeddingStore(inner.fingerprint(), root=root)  # both see an empty store here
+    barrier.wait(timeout=120)
+    emb = embed(MANY, inner, store=store, batch_size=4, flush_every=8, progress=False)
+    np.savez(out, sent=emb.sent, span=emb.span, encoded=emb.encoded)
+
+
+@pytest.mark.slow  # ~10 s: two fresh interpreters import torch
+def test_two_processes_sharing_a_cache_store_each_item_once(tmp_path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    outs = [tmp_path / f"run{i}.npz" for i in range(2)]
+    procs = [ctx.Process(target=_encode_in_another_process,
+                         args=(tmp_path / "cache", barrier, out)) for out in outs]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    assert [p.exitcode for p in procs] == [0, 0]
+    unique = len({(s.tokens, s.span) for s in MANY})
+    assert unique == 30
+    stored = 0
+    for shard in (tmp_path / "cache").rglob("shard-*.npz"):
+        with np.load(shard) as z:
+            stored += len(z["keys"])
+    assert stored == unique  # not 2 x 30: the second run found what the first stored
+    a, b = (np.load(o) for o in outs)
+    assert sorted([int(a["encoded"]), int(b["encoded"])]) == [0, unique]
+    np.testing.assert_array_equal(a["sent"], b["sent"])
+    np.testing.assert_array_equal(a["span"], b["span"])

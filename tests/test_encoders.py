@@ -7,7 +7,7 @@ import pytest
 
 from ncprobe.encoders import load_encoder
 from ncprobe.encoders.hf import HFEncoder
-from ncprobe.errors import NcprobeError
+from ncprobe.errors import UsageError
 
 from .encoder_checks import assert_padding_invariant
 from .tiny_models import tiny_bert, tiny_llama
@@ -78,7 +78,7 @@ def test_layer_selection(bert_dir) -> None:
     e_def = default.encode(SENTS, SPANS)
     np.testing.assert_allclose(e_all.span.mean(axis=1), e_def.span[:, 0], atol=1e-5)
     np.testing.assert_allclose(e_all.span[:, 3], last.encode(SENTS, SPANS).span[:, 0], atol=1e-6)
-    with pytest.raises(NcprobeError, match="out of range"):
+    with pytest.raises(UsageError, match="out of range"):
         load_encoder(str(bert_dir), layers=[7])
 
 
@@ -94,7 +94,7 @@ def test_span_at_sentence_start_and_end(bert_dir) -> None:
 
 
 def test_unknown_model_suggests() -> None:
-    with pytest.raises(NcprobeError, match="Did you mean bert-large"):
+    with pytest.raises(UsageError, match="Did you mean bert-large"):
         load_encoder("bert-larg")
 
 
@@ -129,6 +129,7 @@ def test_minilm_real_model() -> None:
     np.testing.assert_allclose(out.sent[0, 0], ref, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_minilm_encodes_the_whole_english_neutral_set(raw_dir) -> None:
     """Every neutral stimulus gets finite vectors; synonyms sit closer than random phrases."""
     import warnings

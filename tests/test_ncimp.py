@@ -220,7 +220,12 @@ def test_official_english_naturalistic_files_are_read(data_copy: Path) -> None:
         pd.DataFrame(rows).to_csv(out, index=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ncprobe.SplicedStimuliWarning)
-        stim = ncprobe.load_stimuli("en", contexts="nat", data_dir=data_copy)
+        # files written here are not the pinned upstream copies: accepted explicitly
+        stim = ncprobe.load_stimuli("en", contexts="nat", data_dir=data_copy,
+                                    accept_modified=True)
+    assert sorted(stim.modified) == [
+        "risehnhew+Finding-Idiomaticity-in-Word-Representations/dataset/EN/"
+        f"naturalistics_examplesent{k}.csv" for k in (1, 2, 3)]
     assert len(stim.originals()) == 843
     assert not any(s.spliced for s in stim)
     assert all(s.target.startswith("official ") for s in stim if s.probe == "wordssyn")

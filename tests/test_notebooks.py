@@ -14,6 +14,7 @@ def test_the_three_notebooks_exist():
                                            "03_your_own_minimal_pairs.ipynb"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
     import nbformat

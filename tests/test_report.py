@@ -81,6 +81,7 @@ def test_means_table_and_examples(results):
     assert set(mine.index.get_level_values("nc")) == {"w3 x3"} and not mine.attrs["missing"]
 
 
+@pytest.mark.slow
 def test_write_report_writes_every_figure_and_table(results, tmp_path):
     written = write_report(results, tmp_path, formats=("png",), dpi=60)
     names = sorted(p.name for p in written)

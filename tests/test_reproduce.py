@@ -16,6 +16,7 @@ def offline_hub(monkeypatch, tmp_path):
     monkeypatch.setenv("NCPROBE_CACHE", str(tmp_path / "cache"))
 
 
+@pytest.mark.slow
 def test_reproduce_runs_what_it_can_and_says_why_it_skips_the_rest(raw_dir, tmp_path, capsys,
                                                                    offline_hub):
     out, res_dir = tmp_path / "figs", tmp_path / "results"
@@ -31,11 +32,12 @@ def test_reproduce_runs_what_it_can_and_says_why_it_skips_the_rest(raw_dir, tmp_
         in captured.err
     assert "skipped elmo (pt)" in captured.err and "skipped openai (en)" in captured.err
     assert "computed glove-6b-50d (en)" in captured.out
-    res = Results.from_parquet(res_dir / "glove-6b-50d-en")
+    res = Results.from_parquet(res_dir / "glove-6b-50d-en-boot_50")  # --n-boot 50 in the name
     assert set(res.cosines["model"]) == {"glove-6b-50d"}
     readme = (out / "README.md").read_text()
     assert "glove-6b-50d" in readme and "Skipped here" in readme and "need their weights" in readme
-    assert (out / "fig01_sent_cosines.png").is_file() or list(out.glob("fig01_*.png"))
+    for fmt, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):  # the default --format png,pdf
+        assert (out / f"fig01_sent_cosines.{fmt}").read_bytes().startswith(magic)
 
 
 def test_reproduce_with_nothing_available_exits_5(raw_dir, tmp_path, capsys, offline_hub):

@@ -166,7 +166,9 @@ def test_write_report_writes_the_expected_files(res, tmp_path):
     tabs = [f"table_{n}{ext}" for n in tables.TABLES for ext in (".md", ".tex")]
     assert sorted(p.name for p in written) == sorted(figs + tabs + ["README.md"])
     assert all(p.is_file() and p.stat().st_size > 0 for p in written)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(figs + tabs + ["README.md"])
+    # plus the manifest that lets a later report replace exactly these files, nothing else
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        figs + tabs + ["README.md", ".ncprobe-report.json"])
     index = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert "model-a" in index and "fig10_correlogram" in index
 

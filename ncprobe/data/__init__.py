@@ -1,10 +1,11 @@
 """The NCIMP data layer: files, download, stimuli and scores."""
 
+from .coverage import check_coverage
 from .ncimp import SplicedStimuliWarning, load_stimuli
 from .pairs import MinimalPair, load_pairs
 from .sources import download, resolve_data_dir, upstream_files
 from .stimuli import CLASSES, CONTEXTS, PROBES, NounCompound, Stimuli, Stimulus
 
 __all__ = ["CLASSES", "CONTEXTS", "PROBES", "MinimalPair", "NounCompound", "SplicedStimuliWarning",
-           "Stimuli", "Stimulus", "download", "load_pairs", "load_stimuli", "resolve_data_dir",
-           "upstream_files"]
+           "Stimuli", "Stimulus", "check_coverage", "download", "load_pairs", "load_stimuli",
+           "resolve_data_dir", "upstream_files"]

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DataError, DataErrors, ErrorSink
+from .coverage import check_coverage
 from .ncimp import NAT_FILE, NEUTRAL_FILE, load_stimuli
-from .reading import LoadContext
-from .sources import file_status, resolve_data_dir, upstream_files
+from .reading import RESTORE, LoadContext, pin_status
+from .sources import resolve_data_dir, upstream_files
 
 #: Tag columns known to be wrong upstream (SCHEMA section 7.7): the article was dropped
 #: from the sentence but the tag kept its entry. Not read by ncprobe; reported, not failed.
@@ -29,39 +30,66 @@ class CheckReport:
 
 
 def check(data_dir: str | Path | None = None) -> CheckReport:
-    """Verify every pinned file, parse every tag column, load every stimulus.
+    """Verify every pinned file, parse every tag column, load every stimulus, check coverage.
+
+    Every problem is listed, not only the first: a file that differs from its pin is
+    reported and still parsed (so its bad rows are named too), a file that cannot be
+    read or parsed is reported and the other files are checked all the same.
 
     Returns a report; ``report.errors`` lists each bad file, row and column.
     """
     root = resolve_data_dir(data_dir)
     report = CheckReport()
     for f in upstream_files():
-        status = file_status(root, f)
+        status = pin_status(root, f.local_path, f.git_blob_sha1)
         report.files[f.local_path] = status
         if status == "mismatch":
             report.errors.append(DataError(
                 f"content differs from the pinned upstream file (git blob {f.git_blob_sha1}); "
-                "run `ncprobe data download` to replace it", file=f.local_path))
+                + RESTORE, file=f.local_path))
         elif status == "missing" and f.need == "required":
             report.errors.append(DataError("missing; run `ncprobe data download`",
                                            file=f.local_path))
-    ctx = LoadContext(root, ErrorSink(collect=True))
+        elif status == "unreadable":
+            report.errors.append(DataError("cannot be read (no read permission?); make it "
+                                           "readable, or " + RESTORE, file=f.local_path))
+    reported = {e.file for e in report.errors}
+    # the pins are checked above; here every file is parsed whatever its content
+    ctx = LoadContext(root, ErrorSink(collect=True), accept_modified=True)
     for lang in ("en", "pt"):
         rels = [NEUTRAL_FILE.format(LANG=lang.upper())] + [
             NAT_FILE.format(LANG=lang.upper(), k=k) for k in (1, 2, 3)]
         for rel in rels:
             if ctx.exists(rel):
                 _check_tags(rel, ctx, report)
-    report.errors.extend(ctx.sink.errors)
+    found = list(ctx.sink.errors)
     try:
         stim = load_stimuli("all", contexts="all", probes="all", wordssyn="all", data_dir=root,
-                            collect=True)
-        report.notes = stim.notes
+                            collect=True, accept_modified=True)
+        report.notes = [n for n in stim.notes if not n.startswith("MODIFIED DATA")]
+        check_coverage(stim, contexts="all", probes="all")
     except DataErrors as e:
-        report.errors.extend(e.errors)
+        found.extend(e.errors)
     except DataError as e:
-        report.errors.append(e)
+        found.append(e)
+    seen = {str(e) for e in report.errors}
+    for e in found:
+        # a missing or unreadable file is already listed once, by its pin status
+        again = _relative(e.file, root) in reported and e.reason.startswith(
+            ("file not found", "cannot be read"))
+        if not again and str(e) not in seen:
+            seen.add(str(e))
+            report.errors.append(e)
     return report
+
+
+def _relative(file: str | None, root: Path) -> str | None:
+    if file is None:
+        return None
+    try:
+        return Path(file).relative_to(root).as_posix()
+    except ValueError:
+        return file
 
 
 def _check_tags(rel: str, ctx: LoadContext, report: CheckReport) -> None:

@@ -27,6 +27,12 @@ listed in the loader's ``notes`` with counts; nothing is dropped silently:
   gold NaN, reported as unscored.
 * EN ``only head synonym altN`` tags have the wrong length: not read here;
   ``ncprobe data check`` reports them as tolerated.
+
+Trust: every file read is verified against its pin (``ncprobe/data/upstream.tsv``)
+before it is parsed; a file that differs is an error unless ``accept_modified=True``,
+and is then listed in ``Stimuli.modified`` and in a ``MODIFIED DATA`` note. Whatever the
+pins, the NC set of every naturalistic context read must equal the neutral file's, and
+every NC with a score must be in the neutral file, so a file cut short is caught.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from typing import Iterable
 
 from ..errors import ErrorSink
 from .pairs import MinimalPair, splice
-from .reading import LoadContext
+from .reading import RESTORE, LoadContext
 from .scores import load_scores
 from .sources import resolve_data_dir
 from .stimuli import (LANGS, NATURALISTIC, NEUTRAL, NEUTRAL_PLURAL, NounCompound, Stimuli,
@@ -54,6 +60,11 @@ REPO = "risehnhew+Finding-Idiomaticity-in-Word-Representations/dataset"
 NAT_FILE = REPO + "/{LANG}/naturalistics_examplesent{k}.csv"
 NEUTRAL_FILE = REPO + "/{LANG}/neutral.csv"
 REF_FILE = "malibayram+idiomaticity_probing/studio/public/references/ncimp_en_pt_reference.csv"
+#: The slots of the reference table (S1-S3 naturalistic, N1 neutral, N2 neutral plural).
+REF_SLOTS = ("S1", "S2", "S3", "N1", "N2")
+#: NCs without a gold score by design (SCHEMA section 7.1): English ``dust storm`` has no
+#: token-level scores anywhere. Any other NC without a gold score stops ``compute``.
+UNSCORED_BY_DESIGN = {"en": frozenset({"dust storm"})}
 
 
 class SplicedStimuliWarning(UserWarning):
@@ -100,7 +111,8 @@ _ALT = re.compile(r"^both synonym alt(\d+)$")
 def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str] = "nat,neut",
                  probes: str | Iterable[str] = "all", *, wordssyn: str = "first",
                  gold: str = "comp", data_dir: str | Path | None = None,
-                 en_naturalistic: str = "auto", collect: bool = False) -> Stimuli:
+                 en_naturalistic: str = "auto", collect: bool = False,
+                 accept_modified: bool = False) -> Stimuli:
     """Load NCIMP stimuli for one or both languages.
 
     Args:
@@ -117,9 +129,17 @@ def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str]
         en_naturalistic: ``auto`` (official files when present, else the
             reference table), ``official`` (error without them) or ``reference``.
         collect: report every problem at once instead of stopping at the first.
+        accept_modified: use data files whose git blob id differs from their pin
+            (edited or replaced copies) instead of stopping; they are listed in
+            ``Stimuli.modified`` and in a ``MODIFIED DATA`` note. Files must still parse
+            and agree with each other (the same NCs in every context).
 
     Returns:
         :class:`Stimuli`; ``.to_frame()`` gives one row per stimulus.
+
+    Raises:
+        DataError: a file is missing, unreadable, malformed, differs from its pin (unless
+            ``accept_modified``), holds a bad value, or lacks NCs that another file has.
 
     Example:
         >>> stim = load_stimuli("pt", contexts="neut", probes="syn")  # doctest: +SKIP
@@ -134,7 +154,8 @@ def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str]
         raise ValueError(f"gold must be 'comp' or 'type', not {gold!r}")
     if en_naturalistic not in ("auto", "official", "reference"):
         raise ValueError("en_naturalistic must be 'auto', 'official' or 'reference'")
-    ctx = LoadContext(resolve_data_dir(data_dir), ErrorSink(collect=collect))
+    ctx = LoadContext(resolve_data_dir(data_dir), ErrorSink(collect=collect),
+                      accept_modified=accept_modified)
     result = Stimuli(())
     for lg in langs:
         if lg not in LANGS:
@@ -143,16 +164,29 @@ def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str]
         result = result + _load_lang(lg, ctx_ids, keep, wordssyn, gold, ctx, en_naturalistic)
     ctx.sink.raise_if_any()
     ctx.flush_tolerated()
-    result.notes, result.sources = ctx.notes, ctx.read
+    for rel, m in ctx.modified.items():
+        ctx.notes.insert(0, modified_note(rel, m))
+    result.notes, result.sources, result.modified = ctx.notes, ctx.read, ctx.modified
+    result.gold_exempt = {lg: UNSCORED_BY_DESIGN.get(lg, frozenset()) if gold == "comp"
+                          else frozenset() for lg in langs}
     for note in ctx.notes:
         log.info("%s", note)
     return result
+
+
+def modified_note(rel: str, m: dict) -> str:
+    """The note that names a data file used although it differs from its pin."""
+    return (f"MODIFIED DATA: {rel} (git blob {m['blob']}, pinned {m['pinned']}) was used "
+            "as it is (accept_modified / --accept-modified-data); results are not those of "
+            "the published data")
 
 
 def _load_lang(lang: str, ctx_ids, keep, wordssyn, gold, ctx: LoadContext,
                en_naturalistic: str) -> Stimuli:
     neutral = _NeutralFile(lang, ctx)
     items: list[Stimulus] = []
+    #: (context, file) -> the NC keys that file holds for that context
+    nat_keys: dict[tuple[str, str], list[str]] = {}
     if NEUTRAL in ctx_ids:
         items += neutral.stimuli(_NEUTRAL_COLUMNS, NEUTRAL, wordssyn)
     if NEUTRAL_PLURAL in ctx_ids:
@@ -165,10 +199,13 @@ def _load_lang(lang: str, ctx_ids, keep, wordssyn, gold, ctx: LoadContext,
             warnings.warn(SPLICE_COST, SplicedStimuliWarning, stacklevel=3)
             ctx.notes.append("en: naturalistic probe sentences spliced from the reference "
                              "table (official files absent)")
-            items += _reference_naturalistic(lang, nat_ids, wordssyn, neutral, ctx)
+            items += _reference_naturalistic(lang, nat_ids, wordssyn, neutral, ctx, nat_keys)
         else:
             for c in nat_ids:
-                items += _naturalistic(lang, c, wordssyn, neutral, ctx)
+                items += _naturalistic(lang, c, wordssyn, neutral, ctx, nat_keys)
+    if neutral.df is not None:
+        for (c, rel), keys in nat_keys.items():
+            _same_ncs(neutral, f"context {c}", rel, keys, ctx)
     items = [s for s in items if s.probe in keep]
     _note_repeats(items, ctx)
     if NEUTRAL_PLURAL in ctx_ids and lang == "en":
@@ -178,6 +215,13 @@ def _load_lang(lang: str, ctx_ids, keep, wordssyn, gold, ctx: LoadContext,
         ctx.notes.append(f"{lang} Npl: the plural pattern has no comp-mod and no rand probes "
                          "upstream")
     scores = load_scores(lang, ctx)
+    if neutral.df is not None and scores:
+        known = {k.lower() for k in neutral.keys}
+        stray = sorted(k for k in scores if k not in known)
+        if stray:
+            ctx.sink.error(f"{len(stray)} NC(s) have a score but are not in {neutral.rel} (is "
+                           f"that file cut short or edited?): {_listed(stray)}; {RESTORE}",
+                           file=neutral.rel)
     ncs: dict[tuple[str, str], NounCompound] = {}
     for nc in dict.fromkeys([s.nc for s in items] or neutral.keys):
         sc = scores.get(nc.lower())
@@ -194,6 +238,28 @@ def _load_lang(lang: str, ctx_ids, keep, wordssyn, gold, ctx: LoadContext,
                          f"similarity statistics and excluded from correlations: "
                          + ", ".join(unscored))
     return Stimuli(tuple(items), ncs)
+
+
+def _listed(names, limit: int = 12) -> str:
+    names = list(names)
+    more = f" ... and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _same_ncs(neutral: "_NeutralFile", what: str, rel: str, keys: list[str],
+              ctx: LoadContext) -> None:
+    """The NCs of one naturalistic context must be those of the neutral file (SCHEMA 6)."""
+    have = set(keys)
+    master = set(neutral.keys)
+    lacking = [k for k in neutral.keys if k not in have]
+    extra = [k for k in dict.fromkeys(keys) if k not in master]
+    if lacking:
+        ctx.sink.error(f"{what} lacks {len(lacking)} of the {len(master)} NCs of "
+                       f"{neutral.rel} (the file is cut short, or rows were removed): "
+                       f"{_listed(lacking)}; {RESTORE}", file=rel)
+    if extra:
+        ctx.sink.error(f"{what} has {len(extra)} NC(s) that {neutral.rel} lacks: "
+                       f"{_listed(extra)}; {RESTORE}", file=rel)
 
 
 def _note_repeats(items: list[Stimulus], ctx: LoadContext) -> None:
@@ -362,13 +428,13 @@ def _semantic_comp(items: dict, surface: str, head_pos: int | None) -> tuple[dic
 
 
 def _naturalistic(lang: str, context: str, wordssyn: str, neutral: _NeutralFile,
-                  ctx: LoadContext) -> list[Stimulus]:
+                  ctx: LoadContext, nat_keys: dict) -> list[Stimulus]:
     rel = NAT_FILE.format(LANG=lang.upper(), k=context[1])
     df = ctx.table(rel, columns=["compound", "compound noun", "original sentence",
                                  "original sentence_tag", *_NAT_COLUMNS.values()])
     if df is None:
         return []
-    _unique_keys(df, rel, ctx.sink)
+    nat_keys[(context, rel)] = _unique_keys(df, rel, ctx.sink)
     cols = dict(_NAT_COLUMNS)
     if wordssyn == "all":
         for c in df.columns:
@@ -399,7 +465,7 @@ def _naturalistic(lang: str, context: str, wordssyn: str, neutral: _NeutralFile,
 
 
 def _reference_naturalistic(lang: str, nat_ids, wordssyn: str, neutral: _NeutralFile,
-                            ctx: LoadContext) -> list[Stimulus]:
+                            ctx: LoadContext, nat_keys: dict) -> list[Stimulus]:
     """EN naturalistic stimuli from the reference table, by splicing (see SPLICE_COST)."""
     cols = ["language", "canonical_form", "slot", "original_sentence", "target_surface", "span",
             "p_syn", "p_comp", "p_words_syn", "p_rand"]
@@ -408,11 +474,23 @@ def _reference_naturalistic(lang: str, nat_ids, wordssyn: str, neutral: _Neutral
         return []
     pairs: list[MinimalPair] = []
     surface: dict[tuple[str, str, str], str] = {}
+    for c in nat_ids:
+        nat_keys[(c, REF_FILE)] = []
     for i, r in enumerate(df.to_dict("records"), start=1):
-        if r["language"].lower() != lang or r["slot"] not in nat_ids:
-            continue
         nc, slot = r["canonical_form"], r["slot"]
         where = dict(file=REF_FILE, row=i, key=nc)
+        # every value used to select rows is checked, so a typo cannot drop rows silently
+        if r["language"] not in ("EN", "PT"):
+            ctx.sink.error(f"language {r['language']!r} is not EN or PT; {RESTORE}",
+                           column="language", **where)
+            continue
+        if slot not in REF_SLOTS:
+            ctx.sink.error(f"slot {slot!r} is not one of {', '.join(REF_SLOTS)}; {RESTORE}",
+                           column="slot", **where)
+            continue
+        if r["language"].lower() != lang or slot not in nat_ids:
+            continue
+        nat_keys[(slot, REF_FILE)].append(nc)
         try:
             start, end = (int(x) for x in json.loads(r["span"]))
         except (ValueError, TypeError, json.JSONDecodeError):

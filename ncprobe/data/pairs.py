@@ -26,9 +26,19 @@ substitute     yes       the phrase that replaces the span (empty for ``original
 variant        no        1-based variant number (default: counted per probe)
 context        no        ``S1``, ``S2``, ``S3``, ``N``, ``Npl`` (default ``S1``)
 lang           no        language code (default: the ``lang`` argument, else ``xx``)
-comp           no        gold compositionality of the NC, 0-5
+comp           no        gold compositionality of the NC, on ``scale`` (default 0-5)
 class          no        ``I``, ``PC`` or ``C``
 =============  ========  ===========================================================
+
+What is refused, each with the file, the row (the data row of a CSV, header not
+counted; the line of a JSONL file) and the column: a file that is not UTF-8 or not
+valid CSV/JSON (a row with an extra field, an unterminated quote), a text field that is
+not a string (JSONL), a span that is not two integers (``[1]``, ``[1, 2, 3]``,
+``["a", 2]``, ``1.5``, booleans), ``span`` and ``start``/``end`` that disagree, a
+``comp`` that is not a finite number on the declared scale, a row that repeats an
+earlier row exactly, and a (probe, variant) given twice for one NC and context.
+Text (``nc``, ``sentence``, ``substitute``) is normalised to Unicode NFC first, so the
+same words typed in composed or decomposed form compare equal.
 """
 
 from __future__ import annotations
@@ -36,12 +46,21 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ..errors import ErrorSink
+from ..errors import DataError, ErrorSink, UsageError
 from .stimuli import CLASSES, CONTEXTS, PROBES, NounCompound, Stimuli, Stimulus
+
+#: What to do about a pairs file that cannot be read as it is.
+FIX_PAIRS = ("correct the file (UTF-8 CSV with one header line, or JSON Lines; see "
+             "ncprobe.data.pairs for the format) and load it again")
+#: Columns that hold text.
+_TEXT = ("nc", "sentence", "probe", "substitute", "context", "lang", "class")
+_INT = re.compile(r"^\s*[+-]?\d+\s*$")
 
 
 @dataclass(frozen=True)
@@ -116,14 +135,21 @@ def splice(pairs: Iterable[MinimalPair], sink: ErrorSink, *, target: dict | None
     return out
 
 
-def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: bool = False
-               ) -> Stimuli:
+def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: bool = False,
+               scale: tuple[float, float] = (0, 5)) -> Stimuli:
     """Read a minimal-pairs file (CSV or JSONL) into :class:`Stimuli`.
 
     Args:
         path: a ``.csv`` or ``.jsonl`` file in the format of this module.
         lang: language code for rows without a ``lang`` column.
         collect: report every bad row at once (raises :class:`DataErrors`).
+        scale: the ``(low, high)`` range of the ``comp`` scores (default 0-5, as NCIMP);
+            a score outside it, or not finite, is an error.
+
+    Raises:
+        DataError: the file cannot be read or parsed, or a row is invalid (see the module
+            docstring); the error names the file, the row and the column.
+        UsageError: ``scale`` is not two finite numbers, low < high.
 
     Example:
         >>> import pathlib, tempfile
@@ -133,55 +159,122 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
         >>> [s.text for s in load_pairs(f, lang="en")]
         ['use your grey matter', 'use your brain']
     """
+    scale = _check_scale(scale)
     path = Path(path)
     sink = ErrorSink(collect=collect)
     rows = _read_rows(path, sink)
     pairs: list[MinimalPair] = []
     ncs: dict[tuple[str, str], NounCompound] = {}
     counters: dict[tuple, int] = {}
-    for i, r in enumerate(rows, start=1):
-        where = dict(file=str(path), row=i, key=str(r.get("nc", "")))
-        missing = [c for c in ("nc", "sentence", "probe") if not str(r.get(c, "")).strip()]
-        missing += [] if ("span" in r or ("start" in r and "end" in r)) else ["start/end"]
+    seen_rows: dict[str, int] = {}
+    seen_keys: dict[tuple, tuple[int, bool]] = {}
+    for i, raw in rows:
+        where = dict(file=str(path), row=i, key=str(raw.get("nc", "")))
+        r = _texts(raw, sink, where)
+        if r is None:
+            continue
+        missing = [c for c in ("nc", "sentence", "probe") if not r.get(c, "").strip()]
+        missing += [] if (_given(raw, "span") or (_given(raw, "start") and _given(raw, "end"))
+                          ) else ["start/end"]
         if missing:
             for c in missing:
                 sink.error("missing or empty required column", column=c, **where)
             continue
-        probe = str(r["probe"]).strip()
+        exact = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
+        if exact in seen_rows:
+            sink.error(f"repeats row {seen_rows[exact]} exactly; remove one of them", **where)
+            continue
+        seen_rows[exact] = i
+        probe = r["probe"].strip()
         if probe not in PROBES:
             sink.error(f"unknown probe {probe!r}; use one of {', '.join(PROBES)}",
                        column="probe", **where)
             continue
-        context = str(r.get("context") or "S1").strip()
+        context = (r.get("context") or "S1").strip()
         if context not in CONTEXTS:
             sink.error(f"unknown context {context!r}; use one of {', '.join(CONTEXTS)}",
                        column="context", **where)
             continue
-        span = _span(r, sink, where)
+        span = _span(raw, sink, where)
         if span is None:
             continue
-        rlang = str(r.get("lang") or lang or "xx").strip()
-        nc = str(r["nc"]).strip()
+        rlang = (r.get("lang") or lang or "xx").strip()
+        nc = r["nc"].strip()
         key = (rlang, nc, context, probe)
         counters[key] = counters.get(key, 0) + 1
-        try:
-            variant = int(r["variant"]) if str(r.get("variant", "")).strip() else counters[key]
-        except ValueError:
-            sink.error(f"variant {r['variant']!r} is not an integer", column="variant", **where)
+        explicit = _given(raw, "variant")
+        if explicit:
+            variant = _integer(raw["variant"])
+            if variant is None or variant < 1:
+                sink.error(f"variant {raw['variant']!r} is not a whole number >= 1",
+                           column="variant", **where)
+                continue
+        else:
+            variant = counters[key]
+        first = seen_keys.get(key + (variant,))
+        if first is not None and (explicit or first[1]):
+            sink.error(f"probe {probe} variant {variant} of {nc!r} in context {context} is "
+                       f"already given by row {first[0]}; number the variants apart, or "
+                       "remove the repeat", column="variant" if explicit else "probe", **where)
             continue
-        info = _nc_info(rlang, nc, r, sink, where)
+        seen_keys[key + (variant,)] = (i, explicit)
+        info = _nc_info(rlang, nc, r, raw, sink, where, scale)
         if info is not None:
             old = ncs.get((rlang, nc))
             if old is not None and (old.cls != info.cls or not _same(old.comp, info.comp)):
                 sink.error(f"comp/class differ from an earlier row of {nc!r}", **where)
             ncs[(rlang, nc)] = info
-        pairs.append(MinimalPair(rlang, nc, context, str(r["sentence"]), span, probe, variant,
-                                 str(r.get("substitute") or ""), str(path), i))
+        pairs.append(MinimalPair(rlang, nc, context, r["sentence"], span, probe, variant,
+                                 r.get("substitute") or "", str(path), i))
     items = splice(pairs, sink)
     sink.raise_if_any()
     for s in items:
         ncs.setdefault((s.lang, s.nc), NounCompound(s.lang, s.nc))
     return Stimuli(tuple(items), ncs, _span_notes(items), {})
+
+
+def _check_scale(scale) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in scale)
+    except (TypeError, ValueError):
+        raise UsageError(f"scale must be two numbers (low, high), not {scale!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise UsageError(f"scale must be two finite numbers with low < high, not {scale!r}")
+    return lo, hi
+
+
+def _given(r: dict, column: str) -> bool:
+    """Whether a row gives a value for ``column`` (absent, null and blank are not values)."""
+    v = r.get(column)
+    return v is not None and not (isinstance(v, str) and not v.strip())
+
+
+def _texts(raw: dict, sink: ErrorSink, where: dict) -> dict | None:
+    """The row's text columns as NFC strings; ``None`` after reporting a non-string value."""
+    out = {}
+    ok = True
+    for c in _TEXT:
+        v = raw.get(c)
+        if v is None:
+            continue
+        if not isinstance(v, str):
+            sink.error(f"must be a string, not {type(v).__name__} {json.dumps(v)[:40]}",
+                       column=c, **where)
+            ok = False
+            continue
+        out[c] = unicodedata.normalize("NFC", v)
+    return out if ok else None
+
+
+def _integer(v) -> int | None:
+    """An int, or a string of one; ``None`` for anything else (floats, booleans, lists...)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and _INT.match(v):
+        return int(v)
+    return None
 
 
 def _span_notes(items: list[Stimulus]) -> list[str]:
@@ -199,55 +292,99 @@ def _same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
 
 
-def _read_rows(path: Path, sink: ErrorSink) -> list[dict]:
+def _read_rows(path: Path, sink: ErrorSink) -> list[tuple[int, dict]]:
+    """The rows of a pairs file with their numbers (CSV: data row; JSONL: line)."""
+    from .reading import parse_table
+
     if not path.is_file():
         sink.error("file not found", file=str(path))
         sink.raise_if_any()
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        rows = []
-        for i, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                sink.error(f"not valid JSON: {e.msg}", file=str(path), row=i)
-                continue
-            if not isinstance(obj, dict):
-                sink.error("each line must be a JSON object", file=str(path), row=i)
-                continue
-            rows.append(obj)
-        return rows
-    import pandas as pd
-
-    return pd.read_csv(path, dtype=str, keep_default_na=False).to_dict("records")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise DataError(f"cannot be read ({e.strerror or e}); check its permissions",
+                        file=str(path)) from None
+    if path.suffix.lower() not in (".jsonl", ".ndjson"):
+        df = parse_table(data, str(path), remedy=FIX_PAIRS)
+        return list(enumerate(df.to_dict("records"), start=1))
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise DataError(f"not UTF-8 text: byte 0x{data[e.start]:02x} cannot be decoded (a file "
+                        f"saved as Latin-1 or Windows-1252?); re-save it as UTF-8",
+                        file=str(path), row=line) from None
+    rows = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            sink.error(f"not valid JSON: {e.msg}", file=str(path), row=i)
+            continue
+        if not isinstance(obj, dict):
+            sink.error("each line must be a JSON object", file=str(path), row=i)
+            continue
+        rows.append((i, obj))
+    if not rows and not sink.errors:
+        raise DataError(f"no rows; {FIX_PAIRS}", file=str(path))
+    return rows
 
 
 def _span(r: dict, sink: ErrorSink, where: dict) -> tuple[int, int] | None:
-    try:
-        if "span" in r and str(r["span"]).strip():
-            raw = r["span"] if isinstance(r["span"], list) else json.loads(str(r["span"]))
-            start, end = int(raw[0]), int(raw[1])
-        else:
-            start, end = int(r["start"]), int(r["end"])
-    except (ValueError, TypeError, IndexError, KeyError, json.JSONDecodeError):
-        sink.error("span must be two integers: start and end columns, or span as [start, end]",
-                   column="span", **where)
-        return None
-    return start, end
+    """``[start, end)`` from ``span`` or ``start``/``end``; both given must agree."""
+    bad = ("span must be two integers: start and end columns, or span as [start, end]")
+    span = None
+    if _given(r, "span"):
+        raw = r["span"]
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError:
+                raw = None
+        parts = [_integer(x) for x in raw] if isinstance(raw, list) and len(raw) == 2 else []
+        if len(parts) != 2 or None in parts:
+            sink.error(f"{bad}; got {json.dumps(r['span'], ensure_ascii=False)[:40]}",
+                       column="span", **where)
+            return None
+        span = (parts[0], parts[1])
+    if _given(r, "start") or _given(r, "end"):
+        start, end = _integer(r.get("start")), _integer(r.get("end"))
+        if start is None or end is None:
+            sink.error(f"{bad}; got start {r.get('start')!r}, end {r.get('end')!r}",
+                       column="start" if start is None else "end", **where)
+            return None
+        if span is not None and span != (start, end):
+            sink.error(f"span {list(span)} and start/end ({start}, {end}) disagree; give one of "
+                       "them", column="span", **where)
+            return None
+        span = (start, end)
+    return span
 
 
-def _nc_info(lang: str, nc: str, r: dict, sink: ErrorSink, where: dict) -> NounCompound | None:
-    comp_raw = str(r.get("comp", "")).strip()
-    cls = str(r.get("class", "")).strip() or None
-    if not comp_raw and cls is None:
+def _nc_info(lang: str, nc: str, r: dict, raw: dict, sink: ErrorSink, where: dict,
+             scale: tuple[float, float]) -> NounCompound | None:
+    value = raw.get("comp")
+    cls = (r.get("class") or "").strip() or None
+    if not _given(raw, "comp") and cls is None:
         return None
     comp = math.nan
-    if comp_raw:
-        try:
-            comp = float(comp_raw.replace(",", "."))
-        except ValueError:
-            sink.error(f"comp {comp_raw!r} is not a number", column="comp", **where)
+    if _given(raw, "comp"):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            sink.error(f"comp {value!r} is not a number", column="comp", **where)
+        else:
+            try:
+                comp = float(value.strip().replace(",", ".") if isinstance(value, str) else value)
+            except ValueError:
+                sink.error(f"comp {value!r} is not a number", column="comp", **where)
+            else:
+                lo, hi = scale
+                if not (math.isfinite(comp) and lo <= comp <= hi):
+                    sink.error(f"comp {value!r} is not a finite number on the scale {lo:g}-"
+                               f"{hi:g}; correct it, or declare the scale (load_pairs(..., "
+                               "scale=(low, high)))", column="comp", **where)
+                    comp = math.nan
     if cls is not None and cls not in CLASSES:
         sink.error(f"class {cls!r} is not one of {', '.join(CLASSES)}", column="class", **where)
         cls = None

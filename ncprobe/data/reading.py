@@ -1,8 +1,17 @@
-"""Reading raw files: the load context, tables, tags and scores, with errors that say where."""
+"""Reading raw files: the load context, tables, tags and scores, with errors that say where.
+
+Every data file goes through :func:`parse_table` (or :meth:`LoadContext.table`, which
+also verifies the file against its pin), so an unreadable or malformed file is always a
+:class:`~ncprobe.errors.DataError` naming the file, the row where there is one, and what to
+do, never a pandas or Unicode traceback.
+"""
 
 from __future__ import annotations
 
 import ast
+import csv
+import io
+import logging
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -10,19 +19,155 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ErrorSink
-from .sources import git_blob_sha1
+from ..errors import DataError, ErrorSink
+from .sources import git_blob_sha1, upstream_files
+
+log = logging.getLogger(__name__)
+
+#: What to do about a pinned NCIMP file that cannot be used as it is.
+RESTORE = "run `ncprobe data download` to restore the pinned copy"
+
+
+def pinned_blobs() -> dict[str, str]:
+    """Path inside the data directory -> git blob id of its pinned upstream copy."""
+    return {f.local_path: f.git_blob_sha1 for f in upstream_files()}
+
+
+def pin_status(data_dir: Path, local_path: str, pinned: str) -> str:
+    """``verified``, ``missing``, ``mismatch`` or ``unreadable`` (e.g. no read permission).
+
+    Like :func:`ncprobe.data.sources.file_status`, but a file that cannot be read is a
+    status to report, not an exception.
+    """
+    p = Path(data_dir) / local_path
+    if not p.is_file():
+        return "missing"
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return "unreadable"
+    return "verified" if git_blob_sha1(data) == pinned else "mismatch"
+
+
+def parse_table(data: bytes, name: str, *, sep: str = ",", excel: bool = False,
+                remedy: str = RESTORE) -> pd.DataFrame:
+    """Parse a CSV/TSV (UTF-8) or xlsx file's bytes into a frame of strings.
+
+    Every cell is a string (no NA parsing: an empty cell is ``""``). Blank lines are
+    skipped, as pandas does.
+
+    Args:
+        data: the file's content.
+        name: the file, as errors should name it.
+        sep: the field separator of a text table.
+        excel: parse as an xlsx workbook (first sheet) instead.
+        remedy: what the user should do, appended to every error.
+
+    Raises:
+        DataError: the file is empty, not UTF-8 (with the line of the first bad byte), has a
+            quoted field that is never closed, a row with more or fewer fields than the
+            header (with the row), a repeated column name, no data row, or is not a
+            readable workbook.
+    """
+    if not data:
+        raise DataError(f"the file is empty (0 bytes); {remedy}", file=name)
+    if excel:
+        return _parse_excel(data, name, remedy)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise DataError(f"not UTF-8 text: byte 0x{data[e.start]:02x} on line {line} cannot be "
+                        f"decoded (a file saved as Latin-1 or Windows-1252?); re-save it as "
+                        f"UTF-8, or {remedy}", file=name) from None
+    # The csv module rather than pandas: pandas fills the missing fields of a short row
+    # (a file cut mid-row) with "" silently, and names neither file nor row in its errors;
+    # csv gives each record's fields and line number, so both can be checked and named.
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
+    header: list[str] | None = None
+    rows: list[list[str]] = []
+    last_line = 0
+    try:
+        for fields in reader:
+            if not fields:  # a blank line
+                last_line = reader.line_num
+                continue
+            if header is None:
+                header = fields
+                _check_header(header, name, remedy)
+            elif len(fields) != len(header):
+                what = "more" if len(fields) > len(header) else "fewer"
+                raise DataError(
+                    f"line {reader.line_num} has {len(fields)} fields, {what} than the "
+                    f"{len(header)} columns of the header (an extra separator, a stray quote, "
+                    f"or a file cut short?); {remedy}", file=name, row=len(rows) + 1)
+            else:
+                rows.append(fields)
+            last_line = reader.line_num
+    except csv.Error as e:
+        where = f"the record that starts on line {last_line + 1}"
+        if "end of data" in str(e):
+            reason = (f"a quoted field in {where} is never closed (the file is cut short, or "
+                      "has a stray quote)")
+        else:
+            reason = f"{where} is not valid {'TSV' if sep == chr(9) else 'CSV'} ({e})"
+        raise DataError(f"{reason}; {remedy}", file=name,
+                        row=len(rows) + 1 if header is not None else None) from None
+    if header is None:
+        raise DataError(f"the file holds no header and no data; {remedy}", file=name)
+    if not rows:
+        raise DataError(f"the file has a header but no data rows; {remedy}", file=name)
+    return pd.DataFrame(rows, columns=header, dtype=str)
+
+
+def _check_header(header: list[str], name: str, remedy: str) -> None:
+    seen: set[str] = set()
+    for col in header:
+        if col in seen:
+            raise DataError(f"column {col!r} appears twice in the header; {remedy}", file=name)
+        seen.add(col)
+
+
+def _parse_excel(data: bytes, name: str, remedy: str) -> pd.DataFrame:
+    try:
+        df = pd.read_excel(io.BytesIO(data), dtype=str, keep_default_na=False)
+    # openpyxl and zipfile raise many unrelated types for a damaged workbook (BadZipFile,
+    # KeyError, ValueError, OSError, XML errors...); none of them is a bug of ncprobe here
+    except Exception as e:  # noqa: BLE001
+        raise DataError(f"not a readable Excel workbook ({type(e).__name__}: {e}); {remedy}",
+                        file=name) from None
+    if df.empty:
+        raise DataError(f"the workbook's first sheet has no data rows; {remedy}", file=name)
+    return df
 
 
 @dataclass
 class LoadContext:
-    """What a loader carries: where the files are, where problems go, what it noted and read."""
+    """What a loader carries: where the files are, where problems go, what it noted and read.
+
+    Attributes:
+        data_dir: the data directory.
+        sink: where problems go (raise at once, or collect).
+        notes: what was tolerated or corrected, one line each.
+        read: file -> git blob id of every file read.
+        tolerated: counts of known, harmless anomalies (see :meth:`tolerate`).
+        accept_modified: a file whose git blob id differs from its pin is used, and listed
+            in :attr:`modified`, instead of being an error.
+        modified: file -> ``{"blob": found, "pinned": pinned}`` of the files used although
+            they differ from their pin.
+        pins: file -> pinned git blob id (default: ``ncprobe/data/upstream.tsv``).
+    """
 
     data_dir: Path
     sink: ErrorSink = field(default_factory=ErrorSink)
     notes: list[str] = field(default_factory=list)
     read: dict[str, str] = field(default_factory=dict)
     tolerated: Counter = field(default_factory=Counter)
+    accept_modified: bool = False
+    modified: dict[str, dict] = field(default_factory=dict)
+    pins: dict[str, str] = field(default_factory=pinned_blobs, repr=False)
+    _tables: dict[str, pd.DataFrame | None] = field(default_factory=dict, repr=False)
+    _reported: set = field(default_factory=set, repr=False)
 
     def tolerate(self, what: str) -> None:
         """Count a known, harmless anomaly; :meth:`flush_tolerated` turns counts into notes."""
@@ -38,25 +183,58 @@ class LoadContext:
 
     def table(self, rel: str, sep: str = ",", columns=(), excel: bool = False
               ) -> pd.DataFrame | None:
-        """Read a file as strings (no NA parsing) and check its columns.
+        """Read a file once, verify it against its pin, parse it as strings, check its columns.
 
-        Returns ``None`` (after reporting) when the file or a column is missing.
+        The file is read and hashed once per context (a second call returns the same
+        frame). A file whose git blob id differs from its pin is an error unless
+        :attr:`accept_modified`. Returns ``None`` (after reporting) when the file is
+        missing, unreadable, modified, malformed or lacks a column.
         """
+        if rel not in self._tables:
+            self._tables[rel] = self._load(rel, sep, excel)
+        df = self._tables[rel]
+        if df is None:
+            return None
+        missing = [c for c in columns if c not in df.columns]
+        for c in missing:
+            if (rel, c) not in self._reported:
+                self._reported.add((rel, c))
+                self.sink.error("missing column; the file does not have the expected layout; "
+                                + RESTORE, file=rel, column=c)
+        return None if missing else df
+
+    def _load(self, rel: str, sep: str, excel: bool) -> pd.DataFrame | None:
         path = self.data_dir / rel
         if not path.is_file():
             self.sink.error("file not found; run `ncprobe data download`, or point --data-dir / "
                             "$NCPROBE_DATA at a directory that holds it", file=str(path))
             return None
-        if excel:
-            df = pd.read_excel(path, dtype=str, keep_default_na=False)
-        else:
-            df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
-        self.read[rel] = git_blob_sha1(path.read_bytes())
-        missing = [c for c in columns if c not in df.columns]
-        for c in missing:
-            self.sink.error("missing column; the file does not have the expected layout",
-                            file=rel, column=c)
-        return None if missing else df
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            self.sink.error(f"cannot be read ({e.strerror or e}); make it readable (check its "
+                            f"permissions), or {RESTORE}", file=rel)
+            return None
+        blob = git_blob_sha1(data)
+        self.read[rel] = blob
+        pinned = self.pins.get(rel)
+        if blob != pinned:
+            if not self.accept_modified:
+                self.sink.error(
+                    f"content differs from the pinned upstream file (git blob {blob}, pinned "
+                    f"{pinned or 'none: not a pinned file'}): the file was edited, cut short or "
+                    f"replaced. {RESTORE[0].upper() + RESTORE[1:]}; or, to compute on this copy "
+                    "on purpose, pass --accept-modified-data (Python: accept_modified=True): "
+                    "the run then records it in run.json and its summary", file=rel)
+                return None
+            self.modified[rel] = {"blob": blob, "pinned": pinned}
+            log.warning("%s differs from its pin (git blob %s, pinned %s); used because "
+                        "modified data were accepted", rel, blob, pinned)
+        try:
+            return parse_table(data, rel, sep=sep, excel=excel)
+        except DataError as e:
+            self.sink.error(e.reason, file=e.file, row=e.row, column=e.column, key=e.key)
+            return None
 
     def score(self, value: str, *, file: str, row: int, column: str, key: str,
               allow_empty: bool = False) -> float:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import http.client
 import logging
+import math
 import os
-import tempfile
+import string
 import time
 import urllib.error
 import urllib.parse
@@ -27,7 +29,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..errors import DownloadError
+from .. import __version__
+from .._io import atomic_write_bytes
+from ..errors import DownloadError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,18 @@ ENV_VAR = "NCPROBE_DATA"
 #: URL template of GitHub's raw file service. ``{owner}``, ``{repo}``, ``{commit}``
 #: and ``{path}`` (URL-quoted) are filled in for each file.
 DEFAULT_URL_TEMPLATE = "https://raw.githubusercontent.com/{owner}/{repo}/{commit}/{path}"
+#: The placeholders a URL template may use.
+URL_FIELDS = ("owner", "repo", "commit", "path")
+#: Download defaults: further attempts per file after a transfer error, seconds before the
+#: first retry (doubled for each next one), seconds to wait for a connection or a read.
+DEFAULT_RETRIES = 4
+DEFAULT_BACKOFF = 1.0
+DEFAULT_TIMEOUT = 30.0
+#: Most bytes read for a pinned file without a pinned size (the optional English files, whose
+#: siblings are about 0.6 MB): generous, but a server that sends without end is cut off.
+UNPINNED_MAX_BYTES = 64 * 2**20
+#: Bytes per read while downloading.
+CHUNK_BYTES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -126,46 +142,171 @@ class DownloadReport:
 
 
 class _NotFound(Exception):
-    pass
+    """HTTP 404: the file is not at this URL (not retried)."""
 
 
-def _fetch(url: str, timeout: float) -> bytes:
-    req = urllib.request.Request(url, headers={"User-Agent": "ncprobe"})
+class _TooLarge(Exception):
+    """The body is longer than the pinned size allows (not retried: the server means it)."""
+
+
+class _Truncated(Exception):
+    """The server closed the connection before sending every byte it announced."""
+
+    def __init__(self, got: int, announced: int) -> None:
+        super().__init__(f"the connection closed after {got} of {announced} bytes")
+
+
+def check_download_options(*, url_template: str | None = None, retries: int = DEFAULT_RETRIES,
+                           backoff: float = DEFAULT_BACKOFF, timeout: float = DEFAULT_TIMEOUT
+                           ) -> str:
+    """Validate the options of :func:`download` before anything touches the network.
+
+    Returns:
+        The URL template to use (a base URL gets ``/{owner}/{repo}/{commit}/{path}``).
+
+    Raises:
+        UsageError: ``retries`` is not an integer >= 0, ``backoff`` is negative,
+            ``timeout`` is not a number > 0, or the URL template uses a placeholder
+            other than ``{owner}``, ``{repo}``, ``{commit}`` and ``{path}``, is
+            malformed, or is not an http(s) URL.
+    """
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise UsageError(f"retries must be a whole number >= 0, not {retries!r}")
+    for name, value, low in (("timeout", timeout, "> 0"), ("backoff", backoff, ">= 0")):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+            value) and (value > 0 if name == "timeout" else value >= 0)
+        if not ok:
+            raise UsageError(f"{name} must be a number of seconds {low}, not {value!r}")
+    template = url_template or DEFAULT_URL_TEMPLATE
+    if "{" not in template and "}" not in template:
+        template = template.rstrip("/") + "/{owner}/{repo}/{commit}/{path}"
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as e:  # a lone { or }
+        raise UsageError(f"URL template {template!r} is not a valid template ({e}); write "
+                         "placeholders as {owner}, {repo}, {commit} and {path}") from e
+    unknown = [f for f in fields if f not in URL_FIELDS]
+    if unknown:
+        raise UsageError(
+            f"URL template {template!r} uses unknown placeholder(s) "
+            + ", ".join("{" + f + "}" for f in dict.fromkeys(unknown))
+            + "; the only ones are {owner}, {repo}, {commit} and {path}")
+    try:  # a format spec such as {commit:d} fails only when filled in
+        sample = template.format(owner="owner", repo="repo", commit="0" * 40, path="p.csv")
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        raise UsageError(f"URL template {template!r} cannot be filled in: {e}") from e
+    parts = urllib.parse.urlsplit(sample)
+    if parts.scheme not in ("http", "https"):
+        raise UsageError(f"URL template {template!r} is not an http:// or https:// URL")
+    try:
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
+    except ValueError as e:
+        raise UsageError(f"URL template {template!r}: {e}") from e
+    if not parts.hostname:
+        raise UsageError(f"URL template {template!r} names no host")
+    return template
+
+
+def _max_bytes(f: UpstreamFile) -> int:
+    return f.bytes if f.bytes is not None else UNPINNED_MAX_BYTES
+
+
+# Why not pooch (the scientific-Python downloader), checked with pooch 1.9.0:
+# - it verifies plain content hashes only (hashlib algorithms on the file), not git blob ids
+#   (sha1 of b"blob <len>\0" + content), which is how every file here is pinned; with
+#   known_hash=None it moves the unverified download under the final name;
+# - it has no size cap: a server that sends an endless body fills the disk;
+# - its retries wait a hard-coded 1, 2, ... 10 s, and it retries 4xx answers (404 of an
+#   optional file included) as well as 5xx;
+# - it needs requests (+ urllib3, idna, charset-normalizer, certifi), none of which ncprobe
+#   uses otherwise.
+# Keeping ncprobe's guarantees (verify the git blob id before the final name exists, cap the
+# body, retry only transfer errors) on top of pooch would leave it only the HTTP GET, so the
+# standard library does the transfer (about 60 lines) and ncprobe._io the atomic write.
+def _fetch(url: str, *, timeout: float, max_bytes: int) -> bytes:
+    """GET ``url``; at most ``max_bytes`` are read (one byte more tells that it is too long)."""
+    req = urllib.request.Request(url, headers={"User-Agent": f"ncprobe/{__version__}"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (http(s) only)
-            return resp.read()
+            declared = resp.headers.get("Content-Length", "")
+            announced = int(declared) if declared.strip().isdigit() else None
+            if announced is not None and announced > max_bytes:
+                raise _TooLarge(f"the server announces {announced} bytes")
+            body = bytearray()
+            while True:
+                block = resp.read(min(CHUNK_BYTES, max_bytes + 1 - len(body)))
+                if not block:
+                    break
+                body += block
+                if len(body) > max_bytes:
+                    raise _TooLarge("the server sent more")
+            # read(n) returns b"" when the connection closes early instead of raising
+            # IncompleteRead, so a short body is caught here
+            if announced is not None and len(body) < announced:
+                raise _Truncated(len(body), announced)
+            return bytes(body)
     except urllib.error.HTTPError as e:
         if e.code == 404:
             raise _NotFound(url) from e
         raise
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _retryable(err: BaseException) -> bool:
+    """Transfer errors worth another attempt: network, timeouts, truncation, 5xx and 429."""
+    if isinstance(err, urllib.error.HTTPError):
+        return err.code >= 500 or err.code == 429
+    return isinstance(err, (urllib.error.URLError, OSError, http.client.HTTPException,
+                            _Truncated))
+
+
+def _describe(err: BaseException, timeout: float) -> str:
+    if isinstance(err, urllib.error.HTTPError):
+        return f"HTTP {err.code} {err.reason}"
+    reason = err.reason if isinstance(err, urllib.error.URLError) else err
+    if isinstance(reason, TimeoutError):
+        return f"no answer within --timeout {timeout:g} s"
+    if isinstance(reason, http.client.IncompleteRead):
+        return f"the connection closed after {len(reason.partial)} bytes, before the end"
+    if isinstance(reason, (OSError, http.client.HTTPException)) and not str(reason):
+        return type(reason).__name__
+    return str(reason)
+
+
+def _fetch_with_retries(url: str, *, retries: int, backoff: float, timeout: float,
+                        max_bytes: int) -> bytes:
+    """:func:`_fetch` with up to ``retries`` more attempts after a transfer error.
+
+    The k-th retry waits ``backoff * 2**(k-1)`` seconds. ``_NotFound``, ``_TooLarge``
+    and other HTTP errors are raised at once; the last transfer error is raised
+    when every attempt failed.
+    """
+    for attempt in range(retries + 1):
+        try:
+            return _fetch(url, timeout=timeout, max_bytes=max_bytes)
+        except (urllib.error.URLError, OSError, http.client.HTTPException, _Truncated) as e:
+            if not _retryable(e) or attempt == retries:
+                raise
+            wait = backoff * 2**attempt
+            log.warning("fetching %s failed (%s); retry %d of %d in %g s", url,
+                        _describe(e, timeout), attempt + 1, retries, wait)
+            time.sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover (the loop returns or raises)
 
 
 def download(data_dir: str | os.PathLike | None = None, *, url_template: str | None = None,
-             files: Iterable[UpstreamFile] | None = None, retries: int = 4, backoff: float = 1.0,
-             timeout: float = 60.0, progress: Callable[[str, str], None] | None = None
-             ) -> DownloadReport:
+             files: Iterable[UpstreamFile] | None = None, retries: int = DEFAULT_RETRIES,
+             backoff: float = DEFAULT_BACKOFF, timeout: float = DEFAULT_TIMEOUT,
+             progress: Callable[[str, str], None] | None = None) -> DownloadReport:
     """Fetch every pinned file into the data directory, verifying each.
 
     Files already present with the right git blob id are skipped; a present
-    file with other content is fetched again. Each file is written to a
-    temporary file in the same directory and renamed into place only after it
-    verified, so an interrupted download never leaves a half-written file
-    under the final name. Network errors and 5xx answers are retried with
-    exponential backoff (``backoff * 2**k`` seconds).
+    file with other content is fetched again. Each body is read in chunks and
+    at most its pinned size (:data:`UNPINNED_MAX_BYTES` for a pin without a
+    size), verified, then written with :func:`ncprobe._io.atomic_write_bytes`,
+    so an interrupted or failed download never leaves a partial or unverified
+    file under the final name. Transfer errors (connection refused or reset, a
+    body cut short, a timeout, HTTP 5xx and 429) are retried with exponential
+    backoff (``backoff * 2**k`` seconds).
 
     Args:
         data_dir: target directory (see :func:`resolve_data_dir`).
@@ -173,16 +314,20 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
             and ``{path}``, or a base URL to which ``/{owner}/{repo}/{commit}/{path}``
             is appended. Defaults to GitHub's raw file service.
         files: the files to fetch (default: all of :func:`upstream_files`).
+        retries: further attempts per file after a transfer error (>= 0).
+        backoff: seconds before the first retry, doubled for each next one (>= 0).
+        timeout: seconds to wait for the connection and for each read (> 0).
         progress: called as ``progress(local_path, status)`` after each file.
 
     Raises:
-        DownloadError: a required file could not be fetched (offline, not
-            found, or content that does not verify); the message names it.
+        UsageError: a bad option (see :func:`check_download_options`), before any request.
+        DownloadError: a file could not be fetched (offline, not found, cut short
+            after every retry, longer than its pin, content that does not verify)
+            or written; the message names the file and the URL.
     """
+    template = check_download_options(url_template=url_template, retries=retries,
+                                      backoff=backoff, timeout=timeout)
     target = resolve_data_dir(data_dir)
-    template = url_template or DEFAULT_URL_TEMPLATE
-    if "{" not in template:
-        template = template.rstrip("/") + "/{owner}/{repo}/{commit}/{path}"
     report = DownloadReport([], [], [], [])
     failures: list[str] = []
     for f in (list(files) if files is not None else upstream_files()):
@@ -197,7 +342,8 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
                         f.local_path, f.git_blob_sha1)
         url = f.url(template)
         try:
-            data = _fetch_with_retries(url, retries=retries, backoff=backoff, timeout=timeout)
+            data = _fetch_with_retries(url, retries=retries, backoff=backoff, timeout=timeout,
+                                       max_bytes=_max_bytes(f))
         except _NotFound:
             if f.need == "optional":
                 report.missing_optional.append(f.local_path)
@@ -208,23 +354,39 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
             if progress:
                 progress(f.local_path, "NOT FOUND")
             continue
+        except _TooLarge as e:
+            what = (f"its pinned size, {f.bytes} bytes" if f.bytes is not None else
+                    f"the limit for a file without a pinned size, {UNPINNED_MAX_BYTES} bytes")
+            failures.append(f"{f.local_path}: the body at {url} is longer than {what} ({e}); "
+                            "stopped reading, not written")
+            if progress:
+                progress(f.local_path, "TOO LARGE")
+            continue
         except urllib.error.HTTPError as e:
             raise DownloadError(f"could not fetch {f.local_path} from {url}: HTTP {e.code} "
                                 f"{e.reason}") from e
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
+        except (urllib.error.URLError, OSError, http.client.HTTPException, _Truncated) as e:
+            # a transfer error that outlived every retry: the next files would fail the same
+            # way, so stop here; files fetched so far are kept (a rerun resumes)
             raise DownloadError(
-                f"could not fetch {f.local_path} from {url} after {retries + 1} attempts: {reason}. "
-                "Are you offline? Copy the files into a directory and pass it with --data-dir or "
-                f"${ENV_VAR}, or set --url to a reachable mirror.") from e
+                f"could not fetch {f.local_path} from {url} after {retries + 1} attempt(s): "
+                f"{_describe(e, timeout)}. Are you offline? Run the command again to resume, "
+                f"raise --retries or --timeout, set --url to a reachable mirror, or copy the "
+                f"files into a directory and pass it with --data-dir or ${ENV_VAR}.") from e
         got = git_blob_sha1(data)
         if got != f.git_blob_sha1:
-            failures.append(f"{f.local_path}: downloaded content has git blob id {got}, "
-                            f"expected {f.git_blob_sha1}; not written")
+            failures.append(f"{f.local_path}: content downloaded from {url} has git blob id "
+                            f"{got}, expected {f.git_blob_sha1}; not written")
             if progress:
                 progress(f.local_path, "BAD CHECKSUM")
             continue
-        _write_atomic(target / f.local_path, data)
+        try:
+            atomic_write_bytes(target / f.local_path, data)
+        except OSError as e:
+            raise DownloadError(f"fetched {f.local_path} from {url} but could not write it to "
+                                f"{target / f.local_path}: {e.strerror or e}. Check that the "
+                                "data directory is writable, or choose another with "
+                                "--data-dir.") from e
         report.fetched.append(f.local_path)
         if status == "mismatch":
             report.refetched.append(f.local_path)
@@ -234,23 +396,3 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
         raise DownloadError("download incomplete into " + str(target) + ":\n  "
                             + "\n  ".join(failures))
     return report
-
-
-def _fetch_with_retries(url: str, *, retries: int, backoff: float, timeout: float) -> bytes:
-    for attempt in range(retries + 1):
-        try:
-            return _fetch(url, timeout)
-        except _NotFound:
-            raise
-        except urllib.error.HTTPError as e:
-            if e.code < 500 and e.code != 429:
-                raise
-            err: Exception = e
-        except (urllib.error.URLError, OSError) as e:
-            err = e
-        if attempt < retries:
-            wait = backoff * 2**attempt
-            log.info("fetching %s failed (%s); retry %d/%d in %.1fs", url, err, attempt + 1,
-                     retries, wait)
-            time.sleep(wait)
-    raise err

@@ -173,12 +173,21 @@ class Stimuli(Sequence[Stimulus]):
         ncs: NC key -> :class:`NounCompound`, per language (``{(lang, nc): ...}``).
         notes: what the loader tolerated or corrected, one line each, with counts.
         sources: data file -> git blob id of the copy that was read.
+        modified: data file -> ``{"blob": found, "pinned": pinned}`` for each file read
+            although its git blob id differs from its pin (``accept_modified=True``).
+        gold_exempt: for each language whose loader vouches for its gold scores (the NCIMP
+            files), the NCs that have no gold score by design (English ``dust storm``);
+            every other NC of such a language must have one (see
+            :func:`ncprobe.data.coverage.check_coverage`). Languages absent here (a
+            user's own pairs) need a gold score for every NC or for none.
     """
 
     items: tuple[Stimulus, ...]
     ncs: dict[tuple[str, str], NounCompound] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
+    modified: dict[str, dict] = field(default_factory=dict)
+    gold_exempt: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -197,11 +206,14 @@ class Stimuli(Sequence[Stimulus]):
                 f"contexts={sorted({s.context for s in self.items})})")
 
     def _with(self, items: Iterable[Stimulus]) -> "Stimuli":
-        return Stimuli(tuple(items), dict(self.ncs), list(self.notes), dict(self.sources))
+        return Stimuli(tuple(items), dict(self.ncs), list(self.notes), dict(self.sources),
+                       dict(self.modified), dict(self.gold_exempt))
 
     def __add__(self, other: "Stimuli") -> "Stimuli":
         return Stimuli(self.items + other.items, {**self.ncs, **other.ncs},
-                       self.notes + other.notes, {**self.sources, **other.sources})
+                       self.notes + other.notes, {**self.sources, **other.sources},
+                       {**self.modified, **other.modified},
+                       {**self.gold_exempt, **other.gold_exempt})
 
     def filter(self, *, lang: str | None = None, context: str | Iterable[str] | None = None,
                probe: str | Iterable[str] | None = None, nc: str | Iterable[str] | None = None

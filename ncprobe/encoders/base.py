@@ -23,6 +23,8 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from ..errors import DataError, ModelUnavailableError, UsageError
+
 #: The default layer view of transformer models: the mean of the last four layers.
 LAST_FOUR = (-4, -3, -2, -1)
 
@@ -74,6 +76,73 @@ class Encoder(Protocol):
                ) -> Encoded:
         """Encode one batch."""
         ...
+
+
+class SentenceTooLongError(DataError):
+    """A sentence of the batch has more tokens than the model takes.
+
+    :func:`ncprobe.embed.embed` turns it into a :class:`~ncprobe.errors.DataError` that
+    names the stimulus (file, row, NC, context, probe).
+
+    Attributes:
+        index: the sentence's position in the batch given to ``encode``.
+        n_tokens: its length in the model's tokens (special tokens included).
+        limit: the most tokens the model takes.
+    """
+
+    def __init__(self, model: str, index: int, n_tokens: int, limit: int) -> None:
+        self.model, self.index, self.n_tokens, self.limit = model, index, n_tokens, limit
+        super().__init__(f"{model}: sentence {index} of the batch has {n_tokens} tokens, more "
+                         f"than the model's limit of {limit}")
+
+
+def torch_device(device: str | None, model: str):
+    """The ``torch.device`` to run ``model`` on: ``device``, or cuda when visible, else cpu.
+
+    Raises:
+        UsageError: ``device`` is no device name torch knows.
+        ModelUnavailableError: the device is not there (no CUDA device visible, a CPU-only
+            torch build, no MPS), with what to do; instead of torch's own traceback later.
+    """
+    import torch
+
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as e:
+        raise UsageError(f"--device {device!r} is not a device name (cpu, cuda, cuda:1, mps): "
+                         f"{e}") from e
+    if dev.type == "cuda":
+        if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+            raise ModelUnavailableError(
+                f"--device {device} for {model}: this torch ({torch.__version__}) is a CPU-only "
+                "build. Install a CUDA build of torch (https://pytorch.org/get-started/locally/)"
+                " on a machine with an NVIDIA GPU, or pass --device cpu")
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ModelUnavailableError(
+                f"--device {device} for {model}: no CUDA device is visible (driver missing, "
+                "or CUDA_VISIBLE_DEVICES hides them); run on a GPU machine or pass --device cpu")
+        if dev.index is not None and dev.index >= count:
+            raise ModelUnavailableError(f"--device {device} for {model}: only {count} CUDA "
+                                        f"device(s) are visible (cuda:0..cuda:{count - 1})")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ModelUnavailableError(f"--device {device} for {model}: MPS (Apple GPU) is not "
+                                    "available here; pass --device cpu")
+    return dev
+
+
+def hash_cache():
+    """The per-file hash cache of model weights, ``<cache root>/file-sha256.json``.
+
+    Fingerprints hash the content of every weight file; remembering each file's digest
+    (by path, size and times) keeps that to one read per changed file.
+    """
+    from .._io import HASH_CACHE_NAME, FileHashCache
+    from ..cache import cache_root
+
+    return FileHashCache(cache_root() / HASH_CACHE_NAME)
 
 
 def pool_batch(states, word_ids, n_words: Sequence[int], spans: Sequence[tuple[int, int]]

@@ -31,14 +31,13 @@ How vectors are made (SPEC §2):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from ..errors import ModelUnavailableError, NcprobeError
-from .base import Encoded, pool_batch
+from .base import Encoded, hash_cache, pool_batch, torch_device
 
 log = logging.getLogger(__name__)
 
@@ -109,14 +108,6 @@ def find_elmo_files(directory: str | Path) -> tuple[Path, Path]:
         one("weights.hdf5", "*.hdf5", "the ELMo weights file, HDF5")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _check_options(options: dict, path: Path) -> None:
     """Fail early, with the file named, on options the loader cannot use."""
     try:
@@ -152,12 +143,18 @@ class ElmoEncoder:
     """
 
     levels = ("sent", "nc")
+    #: the load_encoder options that apply: the device; the dtype only as float32 (ELMo runs
+    #: in float32); no layers (one view, every layer concatenated)
+    OPTIONS: ClassVar[dict] = {"device": None, "dtype": ("float32",)}
+    #: why the other options do not apply (load_encoder's message)
+    OPTIONS_NOTE = ("an ELMo model has one layer view, its layers concatenated (SPEC §2), and "
+                    "runs in float32")
 
     def __init__(self, model_dir_or_files, *, name: str | None = None,
                  device: str | None = None) -> None:
         try:
             import h5py  # noqa: F401  (the loader needs it; check it with a clear hint)
-            import torch
+            import torch  # noqa: F401
             from simple_elmo_pytorch import ElmoBiLmSentence
             from simple_elmo_pytorch.checks import ConfigurationError
         except ImportError as e:
@@ -183,7 +180,7 @@ class ElmoEncoder:
         _check_options(options, self.options_path)
         self.n_lstm_layers = int(options["lstm"]["n_layers"])
         self.projection_dim = int(options["lstm"]["projection_dim"])
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = torch_device(device, self.name)
         try:
             bilm = ElmoBiLmSentence(str(self.options_path), str(self.weights_path),
                                     requires_grad=False)
@@ -211,8 +208,12 @@ class ElmoEncoder:
         self._hashes: tuple[str, str] | None = None
 
     def fingerprint(self) -> dict:
-        if self._hashes is None:
-            self._hashes = (_sha256(self.options_path), _sha256(self.weights_path))
+        if self._hashes is None:  # ELMo reads these two files and nothing else
+            cache = hash_cache()
+            try:
+                self._hashes = (cache.sha256(self.options_path), cache.sha256(self.weights_path))
+            finally:
+                cache.save()
         return {"family": "elmo", "name": self.name, "options_sha256": self._hashes[0],
                 "weights_sha256": self._hashes[1], "views": self.views,
                 "layers": "concatenated", "pooling": "word-mean (one token per word)",

@@ -21,14 +21,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import ClassVar, Sequence
 
-
-from ..errors import ModelUnavailableError, NcprobeError
-from .base import LAST_FOUR, Encoded, pool_batch
+from .._io import tree_sha256
+from ..errors import ModelUnavailableError, NcprobeError, UsageError
+from .base import LAST_FOUR, Encoded, SentenceTooLongError, hash_cache, pool_batch, torch_device
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +43,36 @@ def parse_layers(layers, n_layers: int) -> tuple[tuple[int, ...], ...]:
     ``"all"``: one view per layer (0 = embeddings .. L); a list of ints: one
     view averaging those layers; a list of lists: one view each.
     Indices are normalised to 0..L.
+
+    Raises:
+        UsageError: a spec that is not one of these, or a layer the model does not have.
     """
     total = n_layers + 1
-    if layers is None or layers == "last4":
-        specs = [LAST_FOUR]
-    elif layers == "all":
-        specs = [(i,) for i in range(total)]
-    elif isinstance(layers, str):
-        specs = [tuple(int(x) for x in part.split("+")) for part in layers.split(",")]
-    elif all(isinstance(x, int) for x in layers):
-        specs = [tuple(layers)]
-    else:
-        specs = [tuple(v) for v in layers]
+    try:
+        if layers is None or layers == "last4":
+            specs = [LAST_FOUR]
+        elif layers == "all":
+            specs = [(i,) for i in range(total)]
+        elif isinstance(layers, str):
+            specs = [tuple(int(x) for x in part.split("+")) for part in layers.split(",")]
+        elif all(isinstance(x, int) for x in layers):
+            specs = [tuple(layers)]
+        else:
+            specs = [tuple(int(i) for i in v) for v in layers]
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"--layers {layers!r} is not a layer spec: use last4, all, -1, "
+                         "9+10+11+12 or a comma list of such views") from e
+    if not specs or not all(specs):
+        raise UsageError(f"--layers {layers!r} names no layer")
     views = []
     for spec in specs:
         norm = []
         for i in spec:
             j = i + total if i < 0 else i
             if not 0 <= j < total:
-                raise NcprobeError(f"layer {i} out of range: the model has {n_layers} layers "
-                                   f"(0 = embeddings, -1 = last)")
+                raise UsageError(f"--layers: layer {i} out of range: the model has {n_layers} "
+                                 f"layers (0 = embeddings .. {n_layers}; -1 = last, "
+                                 f"-{total} = embeddings)")
             norm.append(j)
         views.append(tuple(norm))
     return tuple(views)
@@ -83,6 +92,10 @@ class HFEncoder:
     """
 
     levels = ("sent", "nc")
+    #: the :func:`~ncprobe.encoders.load_encoder` options that change this family's vectors
+    #: (``None``: any value; the encoder checks it); load_encoder refuses every other option
+    OPTIONS: ClassVar[dict] = {"layers": None, "device": None, "dtype": None, "revision": None,
+                               "device_map": None}
 
     def __init__(self, model_id: str, *, layers=None, device: str | None = None,
                  dtype: str | None = None, revision: str | None = None,
@@ -93,13 +106,15 @@ class HFEncoder:
 
         self.name = name or model_id
         self.model_id, self.revision = model_id, revision
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.dtype = _DTYPES.get(dtype or "float32")
         if self.dtype is None:
-            raise NcprobeError(f"unknown dtype {dtype!r}; use float32, float16 or bfloat16")
+            raise UsageError(f"--dtype {dtype!r} is not a dtype; use float32, float16 or "
+                             "bfloat16")
+        self.device = torch_device(device, self.name)
         if self.dtype != "float32" and self.device.type == "cpu" and device_map is None:
             log.warning("%s on CPU: half precision is slow and imprecise there", self.dtype)
         kw = {"revision": revision} if revision else {}
+        given = model is not None
         try:
             if tokenizer is None:
                 tokenizer = AutoTokenizer.from_pretrained(model_id, use_fast=True, **kw)
@@ -124,9 +139,18 @@ class HFEncoder:
                 raise NcprobeError(f"{model_id}: the tokenizer has no pad, eos or unk token")
             self.tokenizer.pad_token = fallback  # padded positions are masked and never pooled
         self.model = model
+        if given:
+            # a model loaded by the caller (sentence-transformers) is cast here, so that its
+            # weights are in the dtype the fingerprint records
+            self.model.to(dtype=getattr(torch, self.dtype))
         if device_map is None:
             self.model.to(self.device)
         self.model.eval()
+        weights = next(p for p in self.model.parameters() if p.is_floating_point())
+        ran = str(weights.dtype).removeprefix("torch.")
+        if ran != self.dtype:  # what is recorded must be what runs
+            raise NcprobeError(f"{model_id}: asked for {self.dtype} weights, the model holds "
+                               f"{ran}")
         cfg = self.model.config
         self.causal = bool(getattr(cfg, "is_decoder", False)) or any(
             a.endswith("ForCausalLM") for a in (getattr(cfg, "architectures", None) or []))
@@ -138,8 +162,11 @@ class HFEncoder:
                               int(getattr(cfg, "max_position_embeddings", 10**6) or 10**6))
 
     def fingerprint(self) -> dict:
-        return {"family": "hf", "model": self.model_id, "revision": self.revision or
-                _weights_identity(self.model_id, self.model.config), "views": self.views, "dtype": self.dtype,
+        if getattr(self, "_identity", None) is None:  # hashing a large directory: once
+            self._identity = self.revision or _weights_identity(self.model_id,
+                                                                self.model.config)
+        return {"family": "hf", "model": self.model_id, "revision": self._identity,
+                "views": self.views, "dtype": self.dtype,
                 "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
 
     def forward(self, sentences: Sequence[Sequence[str]]):
@@ -148,10 +175,10 @@ class HFEncoder:
 
         batch = self.tokenizer([list(s) for s in sentences], is_split_into_words=True,
                                padding=True, truncation=False, return_tensors="pt")
-        n_tok = batch["input_ids"].shape[1]
-        if n_tok > self.max_length:
-            raise NcprobeError(f"{self.name}: a sentence of {n_tok} tokens exceeds the model's "
-                               f"limit of {self.max_length}")
+        lengths = batch["attention_mask"].sum(1).tolist()
+        for i, n_tok in enumerate(lengths):
+            if n_tok > self.max_length:  # ncprobe.embed names the stimulus
+                raise SentenceTooLongError(self.name, i, int(n_tok), self.max_length)
         word_ids = torch.tensor([[-1 if w is None else w for w in batch.word_ids(i)]
                                  for i in range(len(sentences))])
         inputs = {k: v.to(self.model.device) for k, v in batch.items()
@@ -182,16 +209,20 @@ def _weights_identity(model_id: str, config) -> str:
     """What identifies the weights when no revision was given.
 
     A hub model: the commit transformers resolved (``config._commit_hash``).
-    A local directory: a hash of its file names, sizes and small files.
+    A local directory: the SHA-256 of the content of every file under it, subfolders
+    (a sentence-transformers ``2_Dense/``) included, so that any changed byte changes the
+    fingerprint (per-file digests are cached by path, size and times: see
+    :func:`ncprobe._io.tree_sha256`).
     """
-    p = Path(model_id)
+    p = Path(model_id).expanduser()
     if p.is_dir():
-        h = hashlib.sha256()
-        for f in sorted(p.iterdir()):
-            if f.is_file():
-                h.update(f.name.encode())
-                h.update(str(f.stat().st_size).encode())
-                if f.stat().st_size < (1 << 20):
-                    h.update(f.read_bytes())
-        return "dir:" + h.hexdigest()[:16]
+        cache = hash_cache()
+        try:
+            digest, _ = tree_sha256(p, hash_cache=cache)
+        except OSError as e:
+            raise NcprobeError(f"{p}: cannot read the model directory to fingerprint it: "
+                               f"{e}") from e
+        finally:
+            cache.save()
+        return "dir-sha256:" + digest
     return getattr(config, "_commit_hash", None) or "hub:" + model_id

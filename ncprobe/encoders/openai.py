@@ -30,6 +30,10 @@ class OpenAIEncoder:
     views = ((0,),)
     #: no layers: results show ``layers`` as "-"
     view_names = ("-",)
+    #: load_encoder options: none applies (load_encoder refuses layers, device and dtype)
+    OPTIONS: dict = {}
+    OPTIONS_NOTE = ("a remote embedding API has no layers, and its device and precision are "
+                    "the server's")
 
     def __init__(self, model: str = "text-embedding-ada-002", *, base_url: str | None = None,
                  api_key: str | None = None, retries: int = 5, backoff: float = 1.0,

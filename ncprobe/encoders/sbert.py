@@ -6,29 +6,37 @@
   by spaces (tested); the same vector for every layer view.
 * NC level: the token states of the model's transformer module, pooled like any
   HF encoder (sub-token -> word -> span means over the chosen layers).
+* ``dtype``: the transformer module's weights are cast to it (``float16``/``bfloat16``);
+  the modules after it (pooling, Dense, normalisation) stay float32 and get float32
+  token states, as every pooling of ncprobe is float32.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ..errors import ModelUnavailableError, NcprobeError
-from .base import Encoded
-from .hf import FORMAT_VERSION, HFEncoder, _weights_identity
+from ..errors import ModelUnavailableError, NcprobeError, UsageError
+from .base import Encoded, torch_device
+from .hf import _DTYPES, FORMAT_VERSION, HFEncoder, _weights_identity
 
 
 class SBertEncoder:
     levels = ("sent", "nc")
+    #: the load_encoder options that change the vectors (see HFEncoder.OPTIONS)
+    OPTIONS: ClassVar[dict] = {"layers": None, "device": None, "dtype": None, "revision": None}
+    OPTIONS_NOTE = "a sentence-transformers model runs on one device (no device_map)"
 
     def __init__(self, model_id: str, *, layers=None, device: str | None = None,
                  dtype: str | None = None, name: str | None = None,
                  revision: str | None = None) -> None:
-        import torch
+        if _DTYPES.get(dtype or "float32") is None:
+            raise UsageError(f"--dtype {dtype!r} is not a dtype; use float32, float16 or "
+                             "bfloat16")
+        device = str(torch_device(device, name or model_id))  # before the slow import
         from sentence_transformers import SentenceTransformer
 
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         try:
             self.st = SentenceTransformer(model_id, device=device, revision=revision,
                                           trust_remote_code=False)
@@ -51,9 +59,11 @@ class SBertEncoder:
         self.sent_dim = int(get_dim() or self.dim)
 
     def fingerprint(self) -> dict:
+        if getattr(self, "_identity", None) is None:  # hashing a large directory: once
+            self._identity = self.revision or _weights_identity(self.model_id,
+                                                                self.tokens.model.config)
         return {"family": "sbert", "model": self.model_id, "name": self.name,
-                "revision": self.revision or _weights_identity(self.model_id,
-                                                               self.tokens.model.config),
+                "revision": self._identity,
                 "views": self.views, "dtype": self.tokens.dtype,
                 "pooling": "st-sentence/subtoken-mean-span", "format": FORMAT_VERSION}
 
@@ -65,7 +75,7 @@ class SBertEncoder:
         enc = self.tokens.pool(out, word_ids, sentences, spans)
         # the sentence embedding: the model's own modules after the transformer (pooling,
         # dense, normalise) on the same forward pass, as SentenceTransformer.encode computes it
-        features = {"token_embeddings": out.last_hidden_state,
+        features = {"token_embeddings": out.last_hidden_state.float(),
                     "attention_mask": inputs["attention_mask"]}
         with torch.inference_mode():
             for module in list(self.st)[1:]:

