@@ -115,12 +115,18 @@ def test_clean_download_then_resume_then_repair(server, raw_dir: Path, tmp_path:
                     or "/PT/" in h]
     assert len(fetched_urls) == 1
 
-    # corrupted: detected by its git blob id and fetched again
+    # changed: detected by its git blob id and fetched again; the changed copy (perhaps a
+    # deliberate edit) is kept beside it, byte for byte, never destroyed
     bad = target / fetchable[1].local_path
-    bad.write_bytes(bad.read_bytes()[:-10] + b"corrupted!")
+    edited = bad.read_bytes()[:-10] + b"corrupted!"
+    bad.write_bytes(edited)
     report = sources.download(target, url_template=base, backoff=0)
     assert report.refetched == [fetchable[1].local_path]
     assert bad.read_bytes() == (raw_dir / fetchable[1].local_path).read_bytes()
+    assert len(report.kept) == 1 and Path(report.kept[0]).read_bytes() == edited
+    assert Path(report.kept[0]).parent == bad.parent
+    assert Path(report.kept[0]).name.startswith(bad.name + ".modified-")
+    assert report.kept[0] in report.summary()
 
 
 def test_missing_required_file_is_named(server, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable
@@ -131,14 +131,36 @@ class DownloadReport:
     skipped: list[str]
     refetched: list[str]
     missing_optional: list[str]
+    #: where each copy that differed from its pin was moved before the verified file replaced it
+    kept: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        s = (f"{len(self.fetched)} fetched ({len(self.refetched)} of them replaced a corrupt copy), "
-             f"{len(self.skipped)} already verified")
+        s = (f"{len(self.fetched)} fetched ({len(self.refetched)} of them replaced a copy that "
+             f"differed from its pin), {len(self.skipped)} already verified")
+        if self.kept:
+            s += "; the differing copies were kept as " + ", ".join(self.kept)
         if self.missing_optional:
             s += f", {len(self.missing_optional)} optional not available upstream: " + ", ".join(
                 self.missing_optional)
         return s
+
+
+def _keep_aside(path: Path) -> str:
+    """Rename a file that differs from its pin to ``<name>.modified-<UTC time>[-k]``.
+
+    Its content may be a user's deliberate edit: ``download`` restores the pinned file but
+    never destroys another copy. Returns the new path.
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for k in range(1000):
+        aside = path.with_name(f"{path.name}.modified-{stamp}" + (f"-{k}" if k else ""))
+        try:
+            os.link(path, aside)  # fails if the name exists: never overwrite a kept copy
+        except FileExistsError:
+            continue
+        os.unlink(path)
+        return str(aside)
+    raise OSError(f"{path}: no free name to keep the modified copy under")
 
 
 class _NotFound(Exception):
@@ -338,8 +360,8 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
                 progress(f.local_path, "verified")
             continue
         if status == "mismatch":
-            log.warning("%s: present but its git blob id is not %s; fetching it again",
-                        f.local_path, f.git_blob_sha1)
+            log.warning("%s: present but its git blob id is not %s; fetching it again (the "
+                        "present copy is kept beside it)", f.local_path, f.git_blob_sha1)
         url = f.url(template)
         try:
             data = _fetch_with_retries(url, retries=retries, backoff=backoff, timeout=timeout,
@@ -381,6 +403,8 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
                 progress(f.local_path, "BAD CHECKSUM")
             continue
         try:
+            if status == "mismatch":  # maybe edited on purpose: kept, never destroyed
+                report.kept.append(_keep_aside(target / f.local_path))
             atomic_write_bytes(target / f.local_path, data)
         except OSError as e:
             raise DownloadError(f"fetched {f.local_path} from {url} but could not write it to "
