@@ -285,3 +285,26 @@ def test_report_never_replaces_files_it_did_not_write(full, tmp_path, monkeypatc
     assert {p.name for p in rep.iterdir()} == second | {"my-notes.txt", "fig99_old.png",
                                                         ".ncprobe-report.json"}
 
+
+
+def test_a_rerun_of_a_model_named_by_its_path_is_the_same_run(raw_dir, tmp_path,
+                                                              monkeypatch) -> None:
+    # the tables name the vector file ("vec.txt"); the config keeps the path as asked, so the
+    # second identical command is recognised as the same run instead of being refused
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    vec = tmp_path / "vec.txt"
+    vec.write_text("".join(f"{w} {' '.join(f'{x:.3f}' for x in rng.normal(size=4))}\n"
+                           for w in "this is a an the grey matter brain".split()))
+    monkeypatch.setenv("NCPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    argv = ["compute", "--model", str(vec), "--context", "neut", "--n-boot", "0", "--quiet",
+            "--data-dir", str(raw_dir)]
+    assert main(argv) == 0
+    assert main(argv) == 0
+    out = run_dir("results", str(vec), "en", RunConfig(model=str(vec), contexts="neut",
+                                                        n_boot=0))
+    res = Results.from_parquet(out)
+    assert set(res.cosines["model"]) == {"vec.txt"}
+    assert res.meta[0]["config"]["model"] == str(vec)
