@@ -45,6 +45,7 @@ def main() -> None:
         warnings.simplefilter("ignore", ncprobe.SplicedStimuliWarning)
         stim = ncprobe.load_stimuli("en", contexts=args.contexts)
     enc = load_encoder("minilm")
+    enc.st  # weights load lazily at the first encode: load them before any timer starts
     n_stim = len(stim)
 
     with tempfile.TemporaryDirectory() as tmp:

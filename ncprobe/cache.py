@@ -138,7 +138,7 @@ class EmbeddingStore:
         self._index: dict[bytes, tuple[int, int]] = {}
         self._shards: list[dict[str, np.ndarray]] = []
         self._loaded: list[str] = []
-        self._shape: tuple[int, ...] | None = None
+        self._shape: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     def _ensure_dir(self) -> None:
         """Create the entry (again, after a ``cache clear``) with its marker and fingerprint."""
@@ -225,7 +225,7 @@ class EmbeddingStore:
         n = len(self._shards)
         self._shards.append(data)
         self._loaded.append(name)
-        self._shape = self._shape or data["sent"].shape[1:]
+        self._shape = self._shape or (data["sent"].shape[1:], data["span"].shape[1:])
         # keys are stored as (n, 20) uint8: a bytes dtype would strip trailing NUL bytes
         for row, key in enumerate(data["keys"]):
             self._index[key.tobytes()] = (n, row)
@@ -239,16 +239,19 @@ class EmbeddingStore:
         n = len(keys)
         if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != 20:
             return f"keys have shape {keys.shape} and dtype {keys.dtype}, not (n, 20) uint8"
-        if sent.ndim != 3 or sent.shape != span.shape or len(sent) != n:
+        # sentence and span vectors may differ in size (a sentence-transformers Dense layer
+        # maps the sentence embedding to another dimension), never in items or views
+        if sent.ndim != 3 or span.ndim != 3 or sent.shape[:2] != span.shape[:2] or len(sent) != n:
             return f"sent {sent.shape} and span {span.shape} do not match {n} keys"
         if not (np.issubdtype(sent.dtype, np.floating) and np.issubdtype(span.dtype, np.floating)):
             return f"vectors are {sent.dtype}/{span.dtype}, not floating point"
         for k in ("missing", "missing_span"):
             if data[k].shape != (n,) or not np.issubdtype(data[k].dtype, np.integer):
                 return f"{k} has shape {data[k].shape} ({data[k].dtype}), not ({n},) integers"
-        if self._shape is not None and sent.shape[1:] != self._shape:
-            return (f"vectors of shape {sent.shape[1:]} (views, dim), while the other shards "
-                    f"hold {self._shape}")
+        shape = (sent.shape[1:], span.shape[1:])
+        if self._shape is not None and shape != self._shape:
+            return (f"vectors of shape {shape} ((views, dim) of sentences and spans), while the "
+                    f"other shards hold {self._shape}")
         return None
 
     def _discard(self, path: Path, why: str) -> None:

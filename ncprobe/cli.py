@@ -499,7 +499,7 @@ def _info(root, as_json: bool) -> int:
         try:
             # the pins are reported above: count what is there, modified or not
             stim = load_stimuli("all", contexts="nat,neut", data_dir=root, collect=True,
-                                accept_modified=True)
+                                accept_modified=True, cross_check=True)
             check_coverage(stim, contexts="nat,neut", probes="all")
         except DataErrors as e:
             errors += [str(x) for x in e.errors]

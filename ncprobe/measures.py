@@ -52,12 +52,23 @@ RUN_KEYS = ["model", "lang", "space", "layers", "level"]
 CONTEXT_GROUPS = {"S1": "nat", "S2": "nat", "S3": "nat", "N": "neut", "Npl": "neut-pl"}
 
 
-def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cosine (Eq. 2) in float64; NaN where a row has NaN or zero norm."""
+def cosine(a: np.ndarray, b: np.ndarray, *, norm_a: np.ndarray | None = None,
+           norm_b: np.ndarray | None = None) -> np.ndarray:
+    """Row-wise cosine (Eq. 2) in float64; NaN where a row has NaN or zero norm.
+
+    Args:
+        a, b: vectors, one per row.
+        norm_a, norm_b: ``np.linalg.norm(a, axis=-1)`` (and of ``b``) when already known
+            (a vector compared with many probes is then normed once).
+    """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     num = np.einsum("...d,...d->...", a, b)
-    den = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    if norm_a is None:
+        norm_a = np.linalg.norm(a, axis=-1)
+    if norm_b is None:
+        norm_b = np.linalg.norm(b, axis=-1)
+    den = norm_a * norm_b
     with np.errstate(invalid="ignore", divide="ignore"):
         out = num / den
     out = np.where(den > 0, out, np.nan)

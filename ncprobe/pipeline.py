@@ -73,7 +73,10 @@ def compute(config: RunConfig | None = None, *, stimuli: Stimuli | None = None, 
     # the config names what the user asked for (e.g. a path: run identity compares it); when
     # an encoder object is given, the encoder's own name is the only name there is
     named = cfg.to_dict() if encoder is None else None
-    if encoder is None:  # first: a model that cannot be had here fails before any other work
+    if encoder is None:
+        # first: a model that cannot be had here (unknown, not downloaded, a layer it lacks, a
+        # device not there) fails before any other work; transformer weights load on the
+        # first encode, so a run whose vectors are all cached never loads them
         encoder = load_encoder(cfg.model, cfg.lang, layers=cfg.layers, device=cfg.device,
                                dtype=cfg.dtype, allow_pickle=allow_pickle,
                                allow_gensim_downloader=allow_gensim_downloader)
@@ -153,22 +156,42 @@ def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
     vectors = {"sent": emb.sent, "nc": emb.span}
 
     base = _probe_frame(stimuli, probe_rows, orig_rows, ncs)
+    syn_pos = np.flatnonzero(base["probe"].to_numpy() == "syn")
+    # Without --standardise, the standardised space serves only its rogue dimensions (the
+    # originals) and the P_Syn check (the syn probes and their originals): only those rows
+    # are z-scored, in a compact array (``sub``: its rows of the stimuli). Every value is
+    # computed row by row, so it is the same as when every row is.
+    sub = None
+    if not cfg.standardise:
+        sub = np.union1d(orig_rows, probe_rows[syn_pos])
+        at = np.full(len(stimuli), -1)
+        at[sub] = np.arange(len(sub))
+        sub_groups = {k: (at[rows][at[rows] >= 0], at[originals])
+                      for k, (rows, originals) in groups.items()}
+        sub_syn = (at[probe_rows[syn_pos]], at[orig_rows[syn_pos]])
     parts, syn_check, rogue_rows = [], [], []
     for level in levels:
         for v, layers in enumerate(view_names):
+            # the rogue table's columns, in this order
+            keys = dict(model=model, lang=cfg.lang, space=None, layers=layers, level=level)
             raw = np.asarray(vectors[level][:, v, :], dtype=np.float64)
-            std = _standardised(raw, groups)
-            for space, x in (("raw", raw), ("standardised", std)):
-                cos = cosine(x[probe_rows], x[orig_rows])
-                if space == "raw" or cfg.standardise:
-                    parts.append(base.assign(model=model, space=space, layers=layers,
-                                             level=level, cosine=cos))
-                rogue_rows += _rogue(x, groups, cfg.top_k,
-                                     dict(model=model, lang=cfg.lang, space=space,
-                                          layers=layers, level=level))
-                if space == "raw":
-                    raw_cos = cos
-            syn_check += _syn_before_after(base, raw_cos, cos,
+            raw_cos = _pair_cosines(raw, probe_rows, orig_rows)
+            parts.append(base.assign(model=model, space="raw", layers=layers, level=level,
+                                     cosine=raw_cos))
+            rogue_rows += _rogue(raw, groups, cfg.top_k, {**keys, "space": "raw"})
+            if sub is None:
+                std = _standardised(raw, groups)
+                std_cos = _pair_cosines(std, probe_rows, orig_rows)
+                parts.append(base.assign(model=model, space="standardised", layers=layers,
+                                         level=level, cosine=std_cos))
+                rogue_rows += _rogue(std, groups, cfg.top_k, {**keys, "space": "standardised"})
+            else:  # NaN except for the syn probes: only those are used
+                std = _standardised(raw[sub], sub_groups)
+                std_cos = np.full(len(probe_rows), np.nan)
+                std_cos[syn_pos] = _pair_cosines(std, *sub_syn)
+                rogue_rows += _rogue(std, sub_groups, cfg.top_k,
+                                     {**keys, "space": "standardised"})
+            syn_check += _syn_before_after(base, raw_cos, std_cos,
                                            dict(model=model, layers=layers, level=level))
     cosines = pd.concat(parts, ignore_index=True)[
         RUN_KEYS + ["context", "nc", "cls", "comp", "probe", "variant", "target", "length",
@@ -206,6 +229,32 @@ def _pair_rows(stimuli: Stimuli) -> tuple[np.ndarray, np.ndarray]:
     if not probe_rows:
         raise NcprobeError("no probe stimuli: nothing to compare with the originals")
     return np.array(probe_rows), np.array(orig_rows)
+
+
+def _pair_cosines(x: np.ndarray, rows: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """``cosine(x[rows], x[other])``, with the norm of each row of ``x`` computed once.
+
+    An original is compared with every probe of its context (~17 pairs): norming each
+    row once rather than each pair's copy is the same number (a row's norm does not
+    depend on the rows around it) at a fraction of the cost.
+    """
+    used = np.union1d(rows, other)
+    if len(used) == len(x):
+        norms = np.linalg.norm(x, axis=-1)
+    else:
+        norms = np.empty(len(x))
+        norms[used] = np.linalg.norm(x[used], axis=-1)
+    out = np.empty(len(rows))
+    # in chunks: two gathered copies of every pair's vectors would take 2 x 60 MB for a
+    # 384-d model; each chunk's stays in the CPU cache
+    for s in range(0, len(rows), _CHUNK):
+        r, o = rows[s:s + _CHUNK], other[s:s + _CHUNK]
+        out[s:s + _CHUNK] = cosine(x[r], x[o], norm_a=norms[r], norm_b=norms[o])
+    return out
+
+
+#: Pairs per chunk of :func:`_pair_cosines`.
+_CHUNK = 2048
 
 
 def _context_groups(stimuli: Stimuli) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
@@ -299,11 +348,15 @@ def _correlations(measures, sentences, ncs, cfg: RunConfig) -> pd.DataFrame:
     keys = RUN_KEYS + ["context", "measure"]
     rows = []
     overlap = set(zip(ncs.loc[ncs["syn_overlap"], "lang"], ncs.loc[ncs["syn_overlap"], "nc"]))
-    for key, g in measures.groupby(keys, observed=True, sort=True):
-        rows.append(_corr_row(key, keys, "nc", g["value"], g["comp"], cfg))
-        keep = [(lg, nc) not in overlap for lg, nc in zip(g["lang"], g["nc"])]
-        rows.append(_corr_row(key, keys, "overlap-filtered", g["value"][keep], g["comp"][keep],
-                              cfg))
+    # numpy arrays and group positions instead of a sub-frame per group: a layer-wise run has
+    # hundreds of groups, and pandas indexing per group cost more than the statistics
+    value = measures["value"].to_numpy(dtype=np.float64)
+    gold = measures["comp"].to_numpy(dtype=np.float64)
+    kept = ~pd.MultiIndex.from_frame(measures[["lang", "nc"]].astype(object)).isin(overlap)
+    for key, idx in _groups(measures, keys):
+        rows.append(_corr_row(key, keys, "nc", value[idx], gold[idx], cfg))
+        keep = idx[kept[idx]]
+        rows.append(_corr_row(key, keys, "overlap-filtered", value[keep], gold[keep], cfg))
     if cfg.per_sentence:
         token = ncs.melt(id_vars=["lang", "nc"], value_vars=["s1", "s2", "s3"],
                          var_name="context", value_name="token_score")
@@ -311,9 +364,24 @@ def _correlations(measures, sentences, ncs, cfg: RunConfig) -> pd.DataFrame:
         nat = sentences[sentences["context"].isin(NATURALISTIC)]
         nat = nat.merge(token, on=["lang", "nc", "context"], how="left")
         nat = nat.assign(context="nat")
-        for key, g in nat.groupby(keys, observed=True, sort=True):
-            rows.append(_corr_row(key, keys, "sentence", g["value"], g["token_score"], cfg))
+        value = nat["value"].to_numpy(dtype=np.float64)
+        gold = nat["token_score"].to_numpy(dtype=np.float64)
+        for key, idx in _groups(nat, keys):
+            rows.append(_corr_row(key, keys, "sentence", value[idx], gold[idx], cfg))
     return pd.DataFrame(rows)
+
+
+def _groups(df: pd.DataFrame, keys: list[str]):
+    """``(key, row positions)`` of each group, in the order of ``df.groupby(keys, sort=True)``.
+
+    The positions of a group are ascending, as the rows of ``groupby``'s sub-frames are.
+    """
+    gb = df.groupby(keys, observed=True, sort=True)
+    codes = gb.ngroup().to_numpy()  # group number of each row, in iteration order
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(gb.ngroups + 1))
+    for i, key in enumerate(gb.size().index):
+        yield (key if len(keys) > 1 else (key,)), order[bounds[i]:bounds[i + 1]]
 
 
 def _corr_row(key, keys, analysis, values, gold, cfg: RunConfig) -> dict:
@@ -328,10 +396,12 @@ def _corr_row(key, keys, analysis, values, gold, cfg: RunConfig) -> dict:
 def _distributions(measures: pd.DataFrame, cfg: RunConfig) -> pd.DataFrame:
     keys = RUN_KEYS + ["context", "measure"]
     rows = []
-    for key, g in measures.groupby(keys, observed=True, sort=True):
+    value = measures["value"].to_numpy(dtype=np.float64)
+    cls_of = measures["cls"].to_numpy(dtype=object)
+    for key, idx in _groups(measures, keys):
         for cls in ("all",) + CLASSES:
-            v = g["value"] if cls == "all" else g.loc[g["cls"] == cls, "value"]
-            v = v.dropna().to_numpy(dtype=np.float64)
+            v = value[idx] if cls == "all" else value[idx[cls_of[idx] == cls]]
+            v = v[~np.isnan(v)]
             lo, hi = bootstrap_mean(v, n_boot=cfg.n_boot, seed=cfg.seed)
             rows.append({**dict(zip(keys, key)), "cls": cls, "n": len(v),
                          "mean": float(v.mean()) if len(v) else np.nan,

@@ -87,8 +87,12 @@ def _resample_counts(n: int, n_boot: int, seed: int) -> np.ndarray:
     return counts
 
 
+@lru_cache(maxsize=8)
 def _resamples(n: int, n_boot: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    """The ``(n_boot, n)`` resample indices of ``default_rng(seed)`` (cached, read-only)."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    idx.flags.writeable = False
+    return idx
 
 
 @lru_cache(maxsize=8)

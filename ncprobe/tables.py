@@ -180,37 +180,82 @@ CAPTIONS = {
 }
 
 
-def _flat(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    frame = df.reset_index() if any(n is not None for n in df.index.names) else df
+# The two renderers below are written by hand on purpose (issue 10 weighed pandas'
+# DataFrame.to_markdown, through tabulate, and Styler.to_latex on the real tables):
+# - to_markdown does not escape "|" in a header or cell, so every table with a measure such as
+#   "A_Syn|WordsSyn" has more header cells than delimiter cells and GitHub (and markdown-it's
+#   GFM tables) renders no table at all; by default it also re-formats the display strings
+#   ("0.40" -> "0.4", "1.90" -> "1.9") and prints a MultiIndex row as a tuple
+#   "('glove-6b-50d', 'Sent', 'EN-Nat')". Fixing that takes reset_index, escaping every cell,
+#   disable_numparse and colalign: the code below, plus a dependency (tabulate).
+# - Styler.to_latex(escape="latex") leaves "|", "<" and ">" as they are (an em dash, "¡" and
+#   "¿" in LaTeX's default OT1 font encoding) and does not escape the caption ("P_Syn" stops
+#   pdflatex); it puts the index names on a second header row under the measures, sets every
+#   column "l", needs \usepackage{multirow} for a readable MultiIndex and draws \cline rules
+#   that do not fit booktabs. Fixing that is again as much code as this renderer.
+
+
+def _flat(df: pd.DataFrame) -> tuple[list[str], list[list[str]], int]:
+    """Header, rows of display strings, and how many leading columns label the rows.
+
+    Named index levels become the first columns (the MultiIndex of the tables: model, level,
+    condition); an unnamed index (a plain RangeIndex) is left out, and then the first column
+    labels the rows.
+    """
+    named = any(n is not None for n in df.index.names)
+    frame = df.reset_index() if named else df
     header = [str(c) for c in frame.columns]
     rows = [["" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
              for v in row] for row in frame.itertuples(index=False)]
-    return header, rows
+    n_labels = df.index.nlevels if named else min(1, len(header))
+    return header, rows, n_labels
+
+
+def _one_line(text: str) -> str:
+    # a line break inside a cell would end a Markdown row, and a blank line a LaTeX paragraph
+    return " ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
+
+
+def _md_cell(text: str) -> str:
+    # GFM: "\|" is a literal bar inside a cell; "\" is doubled first so that a backslash in a
+    # name cannot escape the cell's closing bar (it renders as one backslash either way)
+    return _one_line(text).replace("\\", "\\\\").replace("|", "\\|")
 
 
 def to_markdown(df: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table (index levels become the first columns)."""
-    header, rows = _flat(df)
-    esc = [[c.replace("|", "\\|") for c in r] for r in [header] + rows]
+    """A GitHub-flavoured Markdown table (index levels become the first columns).
+
+    Every cell is the table's display string ("-" and blank cells included), with "|" and
+    "\\" escaped and line breaks joined, so that each row has exactly one cell per column.
+    """
+    header, rows, _ = _flat(df)
+    esc = [[_md_cell(c) for c in r] for r in [header] + rows]
     lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
     return "\n".join(lines) + "\n"
 
 
+#: LaTeX text-mode escapes: the ten special characters, plus "|", "<" and ">" (which print as
+#: an em dash, "¡" and "¿" in the default OT1 font encoding) and "±".
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                   "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                  "^": r"\textasciicircum{}", "|": r"\textbar{}", "±": r"$\pm$"}
+                  "^": r"\textasciicircum{}", "|": r"\textbar{}", "<": r"$<$", ">": r"$>$",
+                  "±": r"$\pm$"}
 
 
 def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+    """``text`` as LaTeX text mode prints it (needs only the base packages; one line)."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in _one_line(text))
 
 
 def to_latex(df: pd.DataFrame, caption: str | None = None) -> str:
-    """A booktabs ``tabular`` (inside a ``table`` with the caption, when one is given)."""
-    header, rows = _flat(df)
-    n_index = len([n for n in df.index.names if n is not None])
-    spec = "l" * max(n_index, 1 if not n_index else n_index) + "r" * (len(header) - n_index)
+    """A booktabs ``tabular`` (inside a ``table`` with the caption, when one is given).
+
+    Label columns (the index levels) are ``l``, value columns ``r``; every header, cell and
+    the caption are escaped with :func:`latex_escape`. Needs ``\\usepackage{booktabs}``.
+    """
+    header, rows, n_labels = _flat(df)
+    spec = "l" * n_labels + "r" * (len(header) - n_labels)
     body = [r"\begin{tabular}{" + spec + "}", r"\toprule",
             " & ".join(latex_escape(h) for h in header) + r" \\", r"\midrule"]
     body += [" & ".join(latex_escape(c) for c in r) + r" \\" for r in rows]

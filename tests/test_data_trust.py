@@ -13,7 +13,6 @@ import hashlib
 import io
 import os
 import pathlib
-import random
 import warnings
 from pathlib import Path
 
@@ -30,8 +29,6 @@ NCTTI_PT = "marcospln+nctti/data/data_pt.tsv"
 EN_NEU = NEUTRAL_FILE.format(LANG="EN")
 PT_NEU = NEUTRAL_FILE.format(LANG="PT")
 PT_S2 = NAT_FILE.format(LANG="PT", k=2)
-XLSX = ("risehnhew+Finding-Idiomaticity-in-Word-Representations/dataset/"
-        "human_compositionality scores.xlsx")
 
 
 def _blob(data: bytes) -> str:
@@ -237,20 +234,15 @@ def _extra_field(d: Path) -> str:
     return "row 4"
 
 
-def _random_xlsx(d: Path) -> str:
-    (d / XLSX).write_bytes(random.Random(0).randbytes(4096))
-    return "not a readable Excel workbook"
-
-
+# (a broken scores xlsx: compute does not read it, data info names it; see
+# tests/test_stimuli_loading.py::test_a_broken_xlsx_is_named_by_data_info_and_not_by_compute)
 @pytest.mark.parametrize("corrupt,rel,expect", [
     (_latin1, EN_NEU, "UTF-8"),
     (_unterminated_quote, EN_NEU, "never closed"),
     (_empty, EN_NEU, "ncprobe data download"),
     (_extra_field, EN_NEU, "more than the"),
-    (_random_xlsx, XLSX, "ncprobe data download"),
     (_scores_header_only, NCTTI_EN, "header but no data rows"),
-], ids=["latin-1", "unterminated-quote", "empty", "extra-field", "xlsx-random-bytes",
-        "header-only-scores"])
+], ids=["latin-1", "unterminated-quote", "empty", "extra-field", "header-only-scores"])
 def test_malformed_files_are_named_data_errors(data_copy, tmp_path, capsys, corrupt, rel,
                                                expect):
     where = corrupt(data_copy)

@@ -195,8 +195,9 @@ def test_incomplete_or_mismatched_directories(elmo_dir, tmp_path) -> None:
     opts = json.loads((wrong / "options.json").read_text())
     opts["lstm"]["projection_dim"] = 10
     (wrong / "options.json").write_text(json.dumps(opts))
+    lazy = load_encoder(str(wrong))  # the weights are read on the first encode
     with pytest.raises(NcprobeError, match="belong together"):
-        load_encoder(str(wrong))
+        lazy.encode(SENTS[:1], SPANS[:1])
     # a directory with neither ELMo nor HF files is no model directory
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -212,3 +212,28 @@ def test_two_processes_sharing_a_cache_store_each_item_once(tmp_path) -> None:
     assert sorted([int(a["encoded"]), int(b["encoded"])]) == [0, unique]
     np.testing.assert_array_equal(a["sent"], b["sent"])
     np.testing.assert_array_equal(a["span"], b["span"])
+
+
+def test_sentence_and_span_vectors_of_different_sizes_are_stored_and_read_back(tmp_path):
+    # a sentence-transformers model with a Dense layer: sentence embeddings of one size
+    # (e.g. 512) and token-state span vectors of another (768); both must survive the store
+    from ncprobe.cache import item_key
+    from ncprobe.encoders.base import Encoded
+
+    fp = {"family": "test", "name": "dense", "format": 1}
+    rng = np.random.default_rng(0)
+    keys = [item_key(("a", "b", str(i)), (0, 1)) for i in range(5)]
+    enc = Encoded(rng.normal(size=(5, 1, 6)).astype(np.float32),
+                  rng.normal(size=(5, 1, 4)).astype(np.float32),
+                  np.zeros(5, np.int32), np.zeros(5, np.int32))
+    EmbeddingStore(fp, root=tmp_path).put(keys[:3], Encoded(enc.sent[:3], enc.span[:3],
+                                                            enc.missing_words[:3],
+                                                            enc.missing_span_words[:3]))
+    store = EmbeddingStore(fp, root=tmp_path)
+    store.put(keys[3:], Encoded(enc.sent[3:], enc.span[3:], enc.missing_words[3:],
+                                enc.missing_span_words[3:]))
+    again = EmbeddingStore(fp, root=tmp_path)  # both shards read from disk
+    assert again.problems == [] and len(again) == 5
+    got = again.get(keys)
+    np.testing.assert_array_equal(got.sent, enc.sent)
+    np.testing.assert_array_equal(got.span, enc.span)

@@ -1,5 +1,7 @@
 """The tables of SPEC §4 on a synthetic Results (tests/synthetic.py): every cell against the
-synthetic tables, "-" exactly where p > 0.05, Markdown and LaTeX rendering, write_report's files.
+synthetic tables, "-" exactly where p > 0.05, write_report's files, and the Markdown and LaTeX
+renderings read back with independent parsers (markdown-it-py's GFM tables; a LaTeX text-mode
+reader written in this file).
 """
 
 from __future__ import annotations
@@ -132,30 +134,133 @@ def test_examples_table(res):
     assert none.empty and none.attrs["missing"] == ["no such nc"]
 
 
-def test_markdown_escapes_bars_and_keeps_every_row(res):
-    t = tables.affinity_correlations(res)
-    md = tables.to_markdown(t).splitlines()
-    assert md[0] == "| model | level | condition | A_Syn\\|WordsSyn | A_Syn\\|Rand |"
-    assert len(md) == 2 + len(t)
-    # every body line has the same number of unescaped separators as the header
-    seps = {line.replace("\\|", "").count("|") for line in md}
-    assert seps == {6}
+# --- rendering: properties read back with independent parsers, not byte-for-byte strings ---
+
+def _expected_grid(df: pd.DataFrame) -> list[list[str]]:
+    """Header + rows a renderer must show: named index levels first, every display string."""
+    flat = df.reset_index() if any(n is not None for n in df.index.names) else df
+    return [[str(c) for c in flat.columns]] + [
+        ["" if isinstance(v, float) and np.isnan(v) else str(v) for v in row]
+        for row in flat.itertuples(index=False)]
 
 
-def test_latex_escapes_special_characters():
-    assert tables.latex_escape("A_Syn|Rand & 50% #1 $x$ {a} ~ ^ \\ ±") == (
-        r"A\_Syn\textbar{}Rand \& 50\% \#1 \$x\$ \{a\} \textasciitilde{} "
-        r"\textasciicircum{} \textbackslash{} $\pm$")
-    df = pd.DataFrame({"Sim_R|Syn": ["0.50 ± 0.10"], "x&y": ["-"]},
-                      index=pd.Index(["m_1"], name="model"))
-    tex = tables.to_latex(df, caption="rho_s, 5% level")
-    assert r"\begin{tabular}{lrr}" in tex and r"\toprule" in tex and r"\bottomrule" in tex
-    assert r"model & Sim\_R\textbar{}Syn & x\&y \\" in tex
-    assert r"m\_1 & 0.50 $\pm$ 0.10 & - \\" in tex
-    assert r"\caption{rho\_s, 5\% level}" in tex
-    # every body row has one "&" fewer than its number of columns
-    body = [ln for ln in tex.splitlines() if ln.endswith(r"\\")]
-    assert all(ln.replace(r"\&", "").count("&") == 2 for ln in body)
+def _gfm_grid(text: str) -> list[list[str]]:
+    """The cells of the GFM table(s) in ``text`` as rendered text, read by markdown-it-py."""
+    from markdown_it import MarkdownIt
+
+    rows, row = [], None
+    for tok in MarkdownIt("commonmark").enable("table").parse(text):
+        if tok.type == "tr_open":
+            row = []
+        elif tok.type == "inline" and row is not None:
+            # the children hold the rendered text: backslash escapes resolved
+            row.append("".join(c.content for c in tok.children or [] if c.type.startswith(
+                "text")))
+        elif tok.type == "tr_close":
+            rows.append(row)
+            row = None
+    return rows
+
+
+#: LaTeX text mode, written out here independently of ncprobe: how each character that LaTeX
+#: treats specially (or prints wrongly in the default OT1 encoding: | < >) may be written.
+_LATEX_READ = {r"\textbackslash{}": "\\", r"\&": "&", r"\%": "%", r"\$": "$", r"\#": "#",
+               r"\_": "_", r"\{": "{", r"\}": "}", r"\textasciitilde{}": "~",
+               r"\textasciicircum{}": "^", r"\textbar{}": "|", r"\textless{}": "<",
+               r"\textgreater{}": ">", r"$<$": "<", r"$>$": ">", r"$\pm$": "±"}
+_LATEX_RAW_FORBIDDEN = set("\\&%$#_{}~^|<>±\n")
+
+
+def _latex_text(tex: str) -> str:
+    """What LaTeX prints for one escaped cell; fails on an unescaped special character."""
+    out, i = [], 0
+    while i < len(tex):
+        for seq, ch in _LATEX_READ.items():
+            if tex.startswith(seq, i):
+                out.append(ch)
+                i += len(seq)
+                break
+        else:
+            assert tex[i] not in _LATEX_RAW_FORBIDDEN, f"unescaped {tex[i]!r} in {tex!r}"
+            out.append(tex[i])
+            i += 1
+    return "".join(out)
+
+
+def _latex_grid(tex: str) -> tuple[str, list[list[str]], str | None]:
+    """(column spec, cells of the booktabs tabular as printed, caption as printed)."""
+    import re
+
+    lines = tex.splitlines()
+    spec = re.fullmatch(r"\\begin\{tabular\}\{([lrc]*)\}", lines[lines.index(r"\toprule") - 1])
+    assert spec, tex
+    top, mid, bottom = (lines.index(r) for r in (r"\toprule", r"\midrule", r"\bottomrule"))
+    assert top < mid < bottom and mid == top + 2      # one header row, between the rules
+    rows = []
+    for line in lines[top + 1:mid] + lines[mid + 1:bottom]:
+        assert line.endswith(r" \\") and not line[:-3].endswith("\\"), line
+        # split at "&" not preceded by a backslash: "\&" is an escaped ampersand
+        rows.append([_latex_text(c) for c in re.split(r"(?<!\\) & ", line[:-3])])
+    caps = [ln for ln in lines if ln.startswith(r"\caption{")]
+    caption = _latex_text(caps[0][len(r"\caption{"):-1]) if caps else None
+    return spec.group(1), rows, caption
+
+
+def _adversarial() -> pd.DataFrame:
+    """Names and cells with every character a renderer must escape, blanks and dashes."""
+    idx = pd.MultiIndex.from_tuples(
+        [("m_1|x", "Sent", "EN-Nat"), ("C:\\models\\", "NC", "PT-Neut"),
+         ("a&b 50% #1 $x$ {y} ~z^", "NC", "EN-Neut")], names=["model", "level", "condition"])
+    return pd.DataFrame({"Sim_R|Syn": ["0.50 ± 0.10", "-", ""],
+                         "p < 0.05 > q": ["two\nlines", "x\\|y", "-0.19"],
+                         "A_Syn|Rand": [float("nan"), "end\\", "|"]}, index=idx)
+
+
+@pytest.mark.parametrize("name", list(tables.TABLES))
+def test_markdown_is_a_gfm_table_with_every_cell(res, name):
+    pytest.importorskip("markdown_it")
+    df = tables.TABLES[name](res)
+    # a GitHub table: one header, one row per table row, every cell as shown (index levels
+    # first, "|" in measure names kept, "-" and blanks as they are)
+    assert _gfm_grid(tables.to_markdown(df)) == _expected_grid(df)
+    assert len(_expected_grid(df)[0]) == df.index.nlevels + df.shape[1]
+
+
+def test_markdown_escapes_what_would_break_a_row():
+    pytest.importorskip("markdown_it")
+    df = _adversarial()
+    want = [[c.replace("\n", " ") for c in row] for row in _expected_grid(df)]
+    assert _gfm_grid(tables.to_markdown(df)) == want
+    # no named index: the index is left out, the columns are shown as they are
+    flat = df.reset_index(drop=True)
+    assert _gfm_grid(tables.to_markdown(flat)) == [
+        [c.replace("\n", " ") for c in row] for row in _expected_grid(flat)]
+
+
+@pytest.mark.parametrize("name", list(tables.TABLES))
+def test_latex_is_a_booktabs_table_with_every_cell(res, name):
+    df = tables.TABLES[name](res)
+    spec, grid, caption = _latex_grid(tables.to_latex(df, tables.CAPTIONS[name]))
+    assert grid == _expected_grid(df)
+    # index levels are label columns (l), measures value columns (r)
+    assert spec == "l" * df.index.nlevels + "r" * df.shape[1]
+    assert caption == tables.CAPTIONS[name]
+
+
+def test_latex_escapes_every_special_character():
+    df = _adversarial()
+    tex = tables.to_latex(df, caption="rho_s & p > 0.05, 5% {level} | <x>")
+    spec, grid, caption = _latex_grid(tex)
+    assert grid == [[c.replace("\n", " ") for c in row] for row in _expected_grid(df)]
+    assert spec == "lll" + "rrr" and caption == "rho_s & p > 0.05, 5% {level} | <x>"
+    assert tex.startswith("\\begin{table}[ht]\n") and tex.endswith("\\end{table}\n")
+    # without a caption: the bare tabular; without a named index: one label column
+    flat = df.reset_index(drop=True)
+    bare = tables.to_latex(flat)
+    assert bare.startswith("\\begin{tabular}") and bare.endswith("\\end{tabular}\n")
+    spec, grid, caption = _latex_grid(bare)
+    assert spec == "lrr" and caption is None
+    assert grid == [[c.replace("\n", " ") for c in row] for row in _expected_grid(flat)]
 
 
 def test_write_report_writes_the_expected_files(res, tmp_path):

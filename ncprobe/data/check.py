@@ -32,6 +32,9 @@ class CheckReport:
 def check(data_dir: str | Path | None = None) -> CheckReport:
     """Verify every pinned file, parse every tag column, load every stimulus, check coverage.
 
+    The scores xlsx, which ``compute`` does not read, is parsed and cross-checked against
+    the NCTTI scores here (its disagreements are notes; a value that is no score is an error).
+
     Every problem is listed, not only the first: a file that differs from its pin is
     reported and still parsed (so its bad rows are named too), a file that cannot be
     read or parsed is reported and the other files are checked all the same.
@@ -65,7 +68,7 @@ def check(data_dir: str | Path | None = None) -> CheckReport:
     found = list(ctx.sink.errors)
     try:
         stim = load_stimuli("all", contexts="all", probes="all", wordssyn="all", data_dir=root,
-                            collect=True, accept_modified=True)
+                            collect=True, accept_modified=True, cross_check=True)
         report.notes = [n for n in stim.notes if not n.startswith("MODIFIED DATA")]
         check_coverage(stim, contexts="all", probes="all")
     except DataErrors as e:
@@ -103,7 +106,7 @@ def _check_tags(rel: str, ctx: LoadContext, report: CheckReport) -> None:
         known = bool(KNOWN_BAD_TAGS.match(tag_col))
         sink = ErrorSink(collect=True) if known else ctx.sink
         probe = LoadContext(ctx.data_dir, sink)
-        for i, r in enumerate(df.to_dict("records"), start=1):
+        for i, r in enumerate(df.records(), start=1):
             probe.tag_span(r[sent_col], r[tag_col], file=rel, row=i, column=tag_col,
                            key=r.get("compound"))
         if known and sink.errors:

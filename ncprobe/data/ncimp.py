@@ -112,7 +112,7 @@ def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str]
                  probes: str | Iterable[str] = "all", *, wordssyn: str = "first",
                  gold: str = "comp", data_dir: str | Path | None = None,
                  en_naturalistic: str = "auto", collect: bool = False,
-                 accept_modified: bool = False) -> Stimuli:
+                 accept_modified: bool = False, cross_check: bool = False) -> Stimuli:
     """Load NCIMP stimuli for one or both languages.
 
     Args:
@@ -133,6 +133,10 @@ def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str]
             (edited or replaced copies) instead of stopping; they are listed in
             ``Stimuli.modified`` and in a ``MODIFIED DATA`` note. Files must still parse
             and agree with each other (the same NCs in every context).
+        cross_check: also read the scores xlsx (``human_compositionality scores.xlsx``)
+            and note where it disagrees with the NCTTI scores that are used, as ``ncprobe
+            data check`` and ``data info`` do. It changes no score, so it is off by default
+            (and ``compute`` does not read, nor need, the xlsx).
 
     Returns:
         :class:`Stimuli`; ``.to_frame()`` gives one row per stimulus.
@@ -161,7 +165,8 @@ def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str]
         if lg not in LANGS:
             raise ValueError(f"unknown language {lg!r}; NCIMP has {', '.join(LANGS)} "
                              "(use load_pairs() for your own data)")
-        result = result + _load_lang(lg, ctx_ids, keep, wordssyn, gold, ctx, en_naturalistic)
+        result = result + _load_lang(lg, ctx_ids, keep, wordssyn, gold, ctx, en_naturalistic,
+                                     cross_check=cross_check)
     ctx.sink.raise_if_any()
     ctx.flush_tolerated()
     for rel, m in ctx.modified.items():
@@ -182,7 +187,7 @@ def modified_note(rel: str, m: dict) -> str:
 
 
 def _load_lang(lang: str, ctx_ids, keep, wordssyn, gold, ctx: LoadContext,
-               en_naturalistic: str) -> Stimuli:
+               en_naturalistic: str, *, cross_check: bool = False) -> Stimuli:
     neutral = _NeutralFile(lang, ctx)
     items: list[Stimulus] = []
     #: (context, file) -> the NC keys that file holds for that context
@@ -214,7 +219,7 @@ def _load_lang(lang: str, ctx_ids, keep, wordssyn, gold, ctx: LoadContext,
     if NEUTRAL_PLURAL in ctx_ids:
         ctx.notes.append(f"{lang} Npl: the plural pattern has no comp-mod and no rand probes "
                          "upstream")
-    scores = load_scores(lang, ctx)
+    scores = load_scores(lang, ctx, cross_check=cross_check)
     if neutral.df is not None and scores:
         known = {k.lower() for k in neutral.keys}
         stray = sorted(k for k in scores if k not in known)
@@ -310,10 +315,12 @@ class _NeutralFile:
         self.keys: list[str] = []
         self.head_mod: dict[str, tuple[str, str]] = {}
         self.head_pos: dict[str, int] = {}
+        self.records: list[dict[str, str]] = []
         if self.df is None:
             return
         self.keys = _unique_keys(self.df, self.rel, ctx.sink)
-        for i, r in enumerate(self.df.to_dict("records"), start=1):
+        self.records = self.df.records()
+        for i, r in enumerate(self.records, start=1):
             nc, head, mod = r["compound"], r["compound noun head"], r["compound noun modifier"]
             self.head_mod[nc] = (head, mod)
             parts = _parts(nc)
@@ -334,7 +341,7 @@ class _NeutralFile:
                 if m:
                     cols[("wordssyn", int(m.group(1)) + 1)] = (c, None, f"only {c}")
         out: list[Stimulus] = []
-        records = self.df.to_dict("records")
+        records = self.records
         for (probe, variant), (sent_spec, tag_col, phrase_spec) in cols.items():
             sent_col = _pick(sent_spec, self.lang)
             tag_col = tag_col or f"{sent_col}_tag"
@@ -357,7 +364,7 @@ class _NeutralFile:
 
 def _unique_keys(df, rel: str, sink: ErrorSink) -> list[str]:
     first: dict[str, int] = {}
-    for i, nc in enumerate(df["compound"], start=1):
+    for i, nc in enumerate(df.column("compound"), start=1):
         if not nc.strip():
             sink.error("empty NC key", file=rel, row=i, column="compound")
         elif nc in first:
@@ -443,7 +450,7 @@ def _naturalistic(lang: str, context: str, wordssyn: str, neutral: _NeutralFile,
                 cols[("wordssyn", int(m.group(1)) + 1)] = c
     out: list[Stimulus] = []
     swaps = []
-    for i, r in enumerate(df.to_dict("records"), start=1):
+    for i, r in enumerate(df.records(), start=1):
         orig = _tagged(ctx, lang, r, i, rel, context, "original", 1, "original sentence",
                        "original sentence_tag", "compound noun")
         if orig is None:
@@ -476,7 +483,7 @@ def _reference_naturalistic(lang: str, nat_ids, wordssyn: str, neutral: _Neutral
     surface: dict[tuple[str, str, str], str] = {}
     for c in nat_ids:
         nat_keys[(c, REF_FILE)] = []
-    for i, r in enumerate(df.to_dict("records"), start=1):
+    for i, r in enumerate(df.records(), start=1):
         nc, slot = r["canonical_form"], r["slot"]
         where = dict(file=REF_FILE, row=i, key=nc)
         # every value used to select rows is checked, so a typo cannot drop rows silently

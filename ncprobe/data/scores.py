@@ -10,8 +10,11 @@
 * Class: NCTTI ``CompScale`` (``NC`` -> ``I``), joined case-insensitively
   (NCTTI lower-cases ``dutch courage``). The xlsx classes are thresholds on the
   type score and are not the paper's classes.
-* The xlsx (``human_compositionality scores.xlsx``) is read to cross-check the
-  token scores; disagreements are counted in the notes, never silently merged.
+* The xlsx (``human_compositionality scores.xlsx``) is read only to cross-check the
+  token and type scores, by ``ncprobe data check`` and ``data info``
+  (``load_stimuli(cross_check=True)``): disagreements are counted in the notes, never
+  merged. No score comes from it, so ``compute`` neither reads nor verifies it (parsing the
+  workbook cost about a third of a second on every run).
 """
 
 from __future__ import annotations
@@ -35,8 +38,12 @@ class Score:
     cls: str | None
 
 
-def load_scores(lang: str, ctx: LoadContext) -> dict[str, Score]:
-    """Scores per NC, keyed by the lower-cased compound (the join is case-insensitive)."""
+def load_scores(lang: str, ctx: LoadContext, *, cross_check: bool = False) -> dict[str, Score]:
+    """Scores per NC, keyed by the lower-cased compound (the join is case-insensitive).
+
+    With ``cross_check``, the xlsx is read too and its disagreements with NCTTI are noted
+    (see the module doc); the scores are the same either way.
+    """
     rel = NCTTI.format(lang=lang)
     df = ctx.table(rel, sep="\t", columns=["compound", "CompScale", "CompType", "MeanS1",
                                            "MeanS2", "MeanS3"])
@@ -45,7 +52,7 @@ def load_scores(lang: str, ctx: LoadContext) -> dict[str, Score]:
     type_fallback = _ncs_type_scores(lang, ctx)
     out: dict[str, Score] = {}
     fell_back = []
-    for i, r in enumerate(df.to_dict("records"), start=1):
+    for i, r in enumerate(df.records(), start=1):
         key = r["compound"].strip().lower()
         where = dict(file=rel, row=i, key=r["compound"])
         if key in out:
@@ -69,7 +76,8 @@ def load_scores(lang: str, ctx: LoadContext) -> dict[str, Score]:
         ctx.notes.append(f"{lang}: type-level score taken from {NCS_IDS.format(lang=lang)} for "
                          f"{len(fell_back)} NC(s) that NCTTI lacks or leaves empty: "
                          + ", ".join(sorted(fell_back)))
-    _cross_check_xlsx(lang, ctx, out)
+    if cross_check:
+        _cross_check_xlsx(lang, ctx, out)
     return out
 
 
@@ -83,7 +91,7 @@ def _ncs_type_scores(lang: str, ctx: LoadContext) -> dict[str, float]:
         return {}
     return {r["compound"].strip().lower(): ctx.score(
         r["compositionality"], file=rel, row=i, column="compositionality", key=r["compound"])
-        for i, r in enumerate(df.to_dict("records"), start=1)}
+        for i, r in enumerate(df.records(), start=1)}
 
 
 def _cross_check_xlsx(lang: str, ctx: LoadContext, scores: dict[str, Score]) -> None:
@@ -92,7 +100,7 @@ def _cross_check_xlsx(lang: str, ctx: LoadContext, scores: dict[str, Score]) -> 
     if df is None:
         return
     token_diff, type_diff, absent = [], 0, set()
-    for i, r in enumerate(df.to_dict("records"), start=2):  # row 1 is the header
+    for i, r in enumerate(df.records(), start=2):  # row 1 is the header
         if r["language"] != lang:
             continue
         key = r["compound"].strip().lower()

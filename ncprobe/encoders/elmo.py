@@ -132,6 +132,20 @@ def _check_options(options: dict, path: Path) -> None:
                            "residual connections (all published ELMo models) are supported")
 
 
+def _missing_package() -> str | None:
+    """The first package ELMo needs that is not installed (found without importing it:
+    importing torch costs seconds, and a run whose vectors are cached never needs it)."""
+    import importlib.util
+
+    for name in ("h5py", "torch", "simple_elmo_pytorch"):
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):  # a broken or blocked package
+            return name
+    return None
+
+
 class ElmoEncoder:
     """ELMo word vectors (all layers concatenated), pooled to spans and sentences.
 
@@ -152,14 +166,10 @@ class ElmoEncoder:
 
     def __init__(self, model_dir_or_files, *, name: str | None = None,
                  device: str | None = None) -> None:
-        try:
-            import h5py  # noqa: F401  (the loader needs it; check it with a clear hint)
-            import torch  # noqa: F401
-            from simple_elmo_pytorch import ElmoBiLmSentence
-            from simple_elmo_pytorch.checks import ConfigurationError
-        except ImportError as e:
+        missing = _missing_package()
+        if missing:
             raise ModelUnavailableError(f"ELMo needs the packages simple-elmo-pytorch and h5py "
-                                        f"({e.name or e} is missing): {INSTALL_HINT}") from e
+                                        f"({missing} is missing): {INSTALL_HINT}")
         if isinstance(model_dir_or_files, (str, Path)):
             options_path, weights_path = find_elmo_files(model_dir_or_files)
             default_name = Path(model_dir_or_files).expanduser().resolve().name
@@ -180,7 +190,47 @@ class ElmoEncoder:
         _check_options(options, self.options_path)
         self.n_lstm_layers = int(options["lstm"]["n_layers"])
         self.projection_dim = int(options["lstm"]["projection_dim"])
-        self.device = torch_device(device, self.name)
+        self._device_arg, self._device, self._bilm = device, None, None
+        if device is not None and device != "cpu":  # asked for: a missing device fails now
+            self._device = torch_device(device, self.name)
+        # the biLM is loaded on the first encode; its shape follows from the options: the
+        # character CNN (layer 0) and each biLSTM layer, each 2 x projection_dim wide
+        n_layers = self.n_lstm_layers + 1
+        #: one view: all layers (0 = character CNN, 1.. = biLSTM layers), concatenated
+        self.views = (tuple(range(n_layers)),)
+        #: results-table label: concatenated, unlike the "+"-joined (averaged) HF views
+        self.view_names = ("concat:" + ",".join(str(i) for i in range(n_layers)),)
+        self.dim = n_layers * 2 * self.projection_dim
+        self._hashes: tuple[str, str] | None = None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the biLM is in memory."""
+        return self._bilm is not None
+
+    @property
+    def device(self):
+        """The ``torch.device`` the biLM runs on (resolving it imports torch)."""
+        if self._device is None:
+            self._device = torch_device(self._device_arg, self.name)
+        return self._device
+
+    @property
+    def bilm(self):
+        """The ``simple_elmo_pytorch`` biLM (loaded on first use)."""
+        if self._bilm is None:
+            self._load()
+        return self._bilm
+
+    def _load(self) -> None:
+        """Load the weights; they must match the options the fingerprint was made from."""
+        try:
+            from simple_elmo_pytorch import ElmoBiLmSentence
+            from simple_elmo_pytorch.checks import ConfigurationError
+        except ImportError as e:
+            raise ModelUnavailableError(f"ELMo needs the packages simple-elmo-pytorch and h5py "
+                                        f"({e.name or e} is missing): {INSTALL_HINT}") from e
+        device = self.device
         try:
             bilm = ElmoBiLmSentence(str(self.options_path), str(self.weights_path),
                                     requires_grad=False)
@@ -193,19 +243,17 @@ class ElmoEncoder:
         if n_chars < 262:  # character ids 1..261 (0 is padding)
             raise NcprobeError(f"{self.weights_path}: char_embed has {n_chars - 1} rows; ELMo's "
                                "character ids need 261")
+        shape = (bilm.num_layers, bilm.num_layers * bilm.get_output_dim())
+        if shape != (len(self.views[0]), self.dim):  # what the fingerprint says must run
+            raise NcprobeError(f"{self.weights_path}: the biLM has {shape[0]} layers of "
+                               f"{shape[1]} components in all; its options say "
+                               f"{len(self.views[0])} and {self.dim}")
         # AllenNLP's biLSTM keeps its final states and starts the next call from them: never
         # read them (stateful off) and clear them around every call (layers()), as the
         # package's state bookkeeping fails on a batch larger than every batch before it
         bilm._elmo_lstm.stateful = False
         bilm._elmo_lstm.reset_states()
-        self.bilm = bilm.to(self.device).eval()
-        n_layers = self.bilm.num_layers  # char CNN + biLSTM layers
-        #: one view: all layers (0 = character CNN, 1.. = biLSTM layers), concatenated
-        self.views = (tuple(range(n_layers)),)
-        #: results-table label: concatenated, unlike the "+"-joined (averaged) HF views
-        self.view_names = ("concat:" + ",".join(str(i) for i in range(n_layers)),)
-        self.dim = n_layers * self.bilm.get_output_dim()
-        self._hashes: tuple[str, str] | None = None
+        self._bilm = bilm.to(device).eval()
 
     def fingerprint(self) -> dict:
         if self._hashes is None:  # ELMo reads these two files and nothing else
@@ -231,12 +279,13 @@ class ElmoEncoder:
 
         if any(len(s) == 0 for s in sentences):
             raise NcprobeError("ELMo cannot encode an empty sentence")
+        bilm = self.bilm
         ids = batch_to_ids([[str(w) for w in s] for s in sentences]).to(self.device)
-        lstm = self.bilm._elmo_lstm
+        lstm = bilm._elmo_lstm
         with torch.inference_mode():
             lstm.reset_states()
             try:
-                out = self.bilm(ids)
+                out = bilm(ids)
             finally:
                 lstm.reset_states()  # nothing carries over to the next batch
         return out["activations"], out["mask"]

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Sequence
 
@@ -81,6 +82,15 @@ def parse_layers(layers, n_layers: int) -> tuple[tuple[int, ...], ...]:
 class HFEncoder:
     """Any ``AutoModel`` with a fast tokenizer: encoders and decoder-only LLMs.
 
+    The weights are loaded on the first :meth:`encode` (or first use of ``model``,
+    ``tokenizer``, ``max_length``), not at construction: ``name``, ``dim``, ``views``
+    and :meth:`fingerprint` come from the model's ``config.json`` and the identity of
+    its files (see :func:`describe_model`), so a run whose vectors are all cached never
+    imports torch or transformers. What can be checked without the weights (dtype,
+    layers, an explicitly asked device) is checked here; what needs them (the
+    tokenizer, the weights) fails on the first encode, with the same error. A model
+    that cannot be described from its files is loaded here, as before.
+
     Args:
         model_id: HuggingFace id or local directory (``save_pretrained`` layout).
         layers: layer views (see :func:`parse_layers`).
@@ -89,6 +99,7 @@ class HFEncoder:
         revision: git revision on the hub (recorded in the fingerprint).
         device_map: ``auto`` to spread a large model over GPUs (needs accelerate).
         name: the user-facing name (default: ``model_id``).
+        tokenizer, model: already loaded parts (sentence-transformers); loaded now.
     """
 
     levels = ("sent", "nc")
@@ -101,20 +112,97 @@ class HFEncoder:
                  dtype: str | None = None, revision: str | None = None,
                  device_map: str | None = None, name: str | None = None,
                  tokenizer=None, model=None) -> None:
-        import torch
-        from transformers import AutoConfig, AutoModel, AutoTokenizer
-
         self.name = name or model_id
         self.model_id, self.revision = model_id, revision
         self.dtype = _DTYPES.get(dtype or "float32")
         if self.dtype is None:
             raise UsageError(f"--dtype {dtype!r} is not a dtype; use float32, float16 or "
                              "bfloat16")
-        self.device = torch_device(device, self.name)
-        if self.dtype != "float32" and self.device.type == "cpu" and device_map is None:
+        self.device_map, self._layers = device_map, layers
+        self._device_arg, self._device = device, None
+        self._tokenizer, self._model = None, None
+        self._identity: str | None = None
+        self._commit: str | None = None  # the hub snapshot the lazy fingerprint names
+        self._half_warned = False
+        if device == "cpu":  # always there: no need to import torch to check it
+            self._warn_half("cpu")
+        elif device is not None:
+            # asked for explicitly: a missing device fails now, not after the stimuli
+            self._resolve_device()
+        given = tokenizer is not None or model is not None
+        desc = None if given else describe_model(model_id, revision)
+        self._commit = desc.commit if desc is not None else None
+        if desc is None or desc.config is None:
+            # parts given, or a config ncprobe cannot read: load now, as before
+            self._load(tokenizer, model)
+            return
+        self._set_shape(desc.config_get, where=desc.config_path)
+
+    # --- what the config says -------------------------------------------------------------
+
+    def _set_shape(self, get, where: str) -> None:
+        """``n_layers``, ``dim``, ``causal`` and ``views`` from a config (raw or loaded)."""
+        self.n_layers, self.dim, self.causal, self.views = _shape(get, self._layers)
+        self._shape_from = where
+
+    # --- loading ----------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the tokenizer and weights are in memory."""
+        return self._model is not None
+
+    @property
+    def device(self):
+        """The ``torch.device`` the model runs on (resolving it imports torch)."""
+        return self._resolve_device()
+
+    def _resolve_device(self):
+        if self._device is None:
+            self._device = torch_device(self._device_arg, self.name)
+            self._warn_half(self._device.type)
+        return self._device
+
+    def _warn_half(self, device_type: str) -> None:
+        if (self.dtype != "float32" and device_type == "cpu" and self.device_map is None
+                and not self._half_warned):
+            self._half_warned = True
             log.warning("%s on CPU: half precision is slow and imprecise there", self.dtype)
-        kw = {"revision": revision} if revision else {}
+
+    @property
+    def model(self):
+        """The transformers model (loaded on first use)."""
+        if self._model is None:
+            self._load()
+        return self._model
+
+    @property
+    def tokenizer(self):
+        """The fast tokenizer (loaded with the model, on first use)."""
+        if self._model is None:
+            self._load()
+        return self._tokenizer
+
+    @property
+    def max_length(self) -> int:
+        """The most tokens a sentence may have (tokenizer and position limits)."""
+        if self._model is None:
+            self._load()
+        return self._max_length
+
+    def _load(self, tokenizer=None, model=None) -> None:
+        """Load the tokenizer and the weights, and check them against what the config said."""
+        import torch
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        model_id, lazy = self.model_id, hasattr(self, "views")
+        device = self._resolve_device()
+        # a lazily made fingerprint names one hub commit: load exactly that snapshot, even if
+        # the branch moved since
+        rev = self._commit or self.revision
+        kw = {"revision": rev} if rev else {}
         given = model is not None
+        log.info("loading %s", model_id)
         try:
             if tokenizer is None:
                 tokenizer = AutoTokenizer.from_pretrained(model_id, use_fast=True, **kw)
@@ -125,46 +213,46 @@ class HFEncoder:
             if model is None:
                 config = AutoConfig.from_pretrained(model_id, **kw)
                 model = AutoModel.from_pretrained(
-                    model_id, dtype=getattr(torch, self.dtype), device_map=device_map,
+                    model_id, dtype=getattr(torch, self.dtype), device_map=self.device_map,
                     config=config, **kw)
         except OSError as e:
             raise ModelUnavailableError(f"could not load {model_id!r}: {e}") from e
         if not getattr(tokenizer, "is_fast", False):
             raise NcprobeError(f"{model_id}: ncprobe needs a fast tokenizer (word alignment)")
-        self.tokenizer = tokenizer
-        self.tokenizer.padding_side = "right"
-        if self.tokenizer.pad_token is None:
-            fallback = self.tokenizer.eos_token or self.tokenizer.unk_token
+        tokenizer.padding_side = "right"
+        if tokenizer.pad_token is None:
+            fallback = tokenizer.eos_token or tokenizer.unk_token
             if fallback is None:
                 raise NcprobeError(f"{model_id}: the tokenizer has no pad, eos or unk token")
-            self.tokenizer.pad_token = fallback  # padded positions are masked and never pooled
-        self.model = model
+            tokenizer.pad_token = fallback  # padded positions are masked and never pooled
         if given:
             # a model loaded by the caller (sentence-transformers) is cast here, so that its
             # weights are in the dtype the fingerprint records
-            self.model.to(dtype=getattr(torch, self.dtype))
-        if device_map is None:
-            self.model.to(self.device)
-        self.model.eval()
-        weights = next(p for p in self.model.parameters() if p.is_floating_point())
+            model.to(dtype=getattr(torch, self.dtype))
+        if self.device_map is None:
+            model.to(device)
+        model.eval()
+        weights = next(p for p in model.parameters() if p.is_floating_point())
         ran = str(weights.dtype).removeprefix("torch.")
         if ran != self.dtype:  # what is recorded must be what runs
             raise NcprobeError(f"{model_id}: asked for {self.dtype} weights, the model holds "
                                f"{ran}")
-        cfg = self.model.config
-        self.causal = bool(getattr(cfg, "is_decoder", False)) or any(
-            a.endswith("ForCausalLM") for a in (getattr(cfg, "architectures", None) or []))
-        n_layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
-        self.n_layers = n_layers
-        self.views = parse_layers(layers, n_layers)
-        self.dim = int(getattr(cfg, "hidden_size", 0) or getattr(cfg, "n_embd", 0))
-        self.max_length = min(int(getattr(tokenizer, "model_max_length", 512) or 512),
-                              int(getattr(cfg, "max_position_embeddings", 10**6) or 10**6))
+        cfg = model.config
+        get = attr_getter(cfg)
+        if lazy:  # the fingerprint was made from the files: they must describe this model
+            check_loaded(model_id, (self.n_layers, self.dim, self.causal), _sizes(get),
+                         self._shape_from, self._commit, getattr(cfg, "_commit_hash", None))
+        else:
+            self._set_shape(get, where="the loaded model")
+        if self._commit is None:  # transformers 4 records the snapshot it loaded
+            self._commit = getattr(cfg, "_commit_hash", None)
+        self._max_length = min(int(getattr(tokenizer, "model_max_length", 512) or 512),
+                               int(getattr(cfg, "max_position_embeddings", 10**6) or 10**6))
+        self._tokenizer, self._model = tokenizer, model
 
     def fingerprint(self) -> dict:
-        if getattr(self, "_identity", None) is None:  # hashing a large directory: once
-            self._identity = self.revision or _weights_identity(self.model_id,
-                                                                self.model.config)
+        if self._identity is None:  # hashing a large directory: once
+            self._identity = self.revision or _weights_identity(self.model_id, self._commit)
         return {"family": "hf", "model": self.model_id, "revision": self._identity,
                 "views": self.views, "dtype": self.dtype,
                 "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
@@ -173,18 +261,19 @@ class HFEncoder:
         """Tokenise pre-split words and run the model: ``(batch encoding, word ids, output)``."""
         import torch
 
-        batch = self.tokenizer([list(s) for s in sentences], is_split_into_words=True,
-                               padding=True, truncation=False, return_tensors="pt")
+        model, tokenizer, limit = self.model, self.tokenizer, self.max_length
+        batch = tokenizer([list(s) for s in sentences], is_split_into_words=True,
+                          padding=True, truncation=False, return_tensors="pt")
         lengths = batch["attention_mask"].sum(1).tolist()
         for i, n_tok in enumerate(lengths):
-            if n_tok > self.max_length:  # ncprobe.embed names the stimulus
-                raise SentenceTooLongError(self.name, i, int(n_tok), self.max_length)
+            if n_tok > limit:  # ncprobe.embed names the stimulus
+                raise SentenceTooLongError(self.name, i, int(n_tok), limit)
         word_ids = torch.tensor([[-1 if w is None else w for w in batch.word_ids(i)]
                                  for i in range(len(sentences))])
-        inputs = {k: v.to(self.model.device) for k, v in batch.items()
+        inputs = {k: v.to(model.device) for k, v in batch.items()
                   if k in ("input_ids", "attention_mask", "token_type_ids")}
         with torch.inference_mode():
-            out = self.model(**inputs, output_hidden_states=True)
+            out = model(**inputs, output_hidden_states=True)
         return inputs, word_ids, out
 
     def pool(self, out, word_ids, sentences: Sequence[Sequence[str]],
@@ -205,10 +294,165 @@ class HFEncoder:
         return self.pool(out, word_ids, sentences, spans)
 
 
-def _weights_identity(model_id: str, config) -> str:
+def attr_getter(config):
+    """``get(*names)``: the first of the names a loaded config sets (to a true value)."""
+    return lambda *names: next((v for v in (getattr(config, n, None) for n in names) if v),
+                               None)
+
+
+def _sizes(get) -> tuple[int, int, bool]:
+    """``(n_layers, dim, causal)`` of a config; ``get(*names)`` gives the first of the
+    names the config sets (``config.json`` keys or attributes of a loaded config)."""
+    n_layers = int(get("num_hidden_layers", "n_layer", "n_layers", "num_layers") or 0)
+    dim = int(get("hidden_size", "n_embd", "dim", "d_model") or 0)
+    causal = bool(get("is_decoder")) or any(
+        str(a).endswith("ForCausalLM") for a in (get("architectures") or []))
+    return n_layers, dim, causal
+
+
+def _shape(get, layers) -> tuple[int, int, bool, tuple[tuple[int, ...], ...]]:
+    """``(n_layers, dim, causal, views)`` of a config (see :func:`_sizes`)."""
+    n_layers, dim, causal = _sizes(get)
+    return n_layers, dim, causal, parse_layers(layers, n_layers)
+
+
+def check_loaded(model_id: str, said: tuple, loaded: tuple, source: str, commit: str | None,
+                 loaded_commit: str | None) -> None:
+    """Refuse a loaded model that differs from what its files said when it was fingerprinted.
+
+    The fingerprint (and so the cache entry) was made before loading, from ``config.json``
+    and the hub snapshot; vectors stored under it must come from exactly that model.
+
+    Args:
+        said, loaded: ``(n_layers, dim, causal)`` read from ``source`` and of the loaded
+            model (the layer views follow from the layer count).
+        commit, loaded_commit: the hub snapshot fingerprinted and the one loaded (which
+            transformers 4 records as ``config._commit_hash``; 5 does not).
+    """
+    if tuple(said) != tuple(loaded) or (None not in (commit, loaded_commit)
+                                        and loaded_commit != commit):
+        raise NcprobeError(
+            f"{model_id}: the loaded model is not what {source} said when ncprobe "
+            f"fingerprinted it ((layers, hidden size, decoder), snapshot: {said}, "
+            f"{commit} before loading; {tuple(loaded)}, {loaded_commit} loaded); nothing was "
+            "encoded. The model's files changed while ncprobe ran, or its config.json uses "
+            "keys ncprobe does not know: please report it")
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """What identifies a transformers model without loading it (see :func:`describe_model`).
+
+    Attributes:
+        config: the model's ``config.json``, parsed; ``None`` when it does not state the
+            layer count and hidden size (then the model is loaded to know them).
+        config_path: where it was read (for messages).
+        commit: the hub snapshot (commit hash) the files come from; ``None`` for a local
+            directory (its files are hashed instead).
+    """
+
+    config: dict
+    config_path: str
+    commit: str | None
+
+    def config_get(self, *names):
+        """The first of ``names`` that the config sets (to a true value), else ``None``."""
+        return next((self.config[n] for n in names if (self.config or {}).get(n)), None)
+
+
+def _read_config(path: str | Path) -> dict | None:
+    """A ``config.json`` that states the layer count and hidden size, else ``None``.
+
+    Only top-level keys are read; a config whose sizes live elsewhere (nested text
+    configs, class defaults left out of the file) is loaded with transformers instead.
+    """
+    import json
+
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # the loader says what is wrong with it
+    if not isinstance(raw, dict):
+        return None
+
+    def size(names) -> bool:
+        v = next((raw[n] for n in names if raw.get(n)), None)
+        return isinstance(v, int) and not isinstance(v, bool) and v > 0
+    if not (size(("num_hidden_layers", "n_layer", "n_layers", "num_layers"))
+            and size(("hidden_size", "n_embd", "dim", "d_model"))):
+        return None
+    return raw
+
+
+def hub_file(model_id: str, filename: str, revision: str | None) -> Path | None:
+    """A file of a hub model as transformers would resolve it, without loading the model.
+
+    ``huggingface_hub.hf_hub_download`` is what transformers calls for each file: with
+    the network it checks the branch's current commit (one HEAD request; a new commit's
+    file is downloaded), offline or with ``HF_HUB_OFFLINE=1`` it takes the local cache.
+    Returns ``None`` when the file cannot be had (the loader then reports why).
+    """
+    import os
+
+    from .registry import _truthy
+
+    if Path(model_id).expanduser().exists() or model_id.count("/") != 1:
+        return None
+    offline = any(_truthy(os.environ.get(v)) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    try:
+        from huggingface_hub import hf_hub_download
+
+        path = hf_hub_download(model_id, filename, revision=revision,
+                               local_files_only=offline)
+    except Exception as e:  # noqa: BLE001 - any failure: load as before, which explains it
+        log.debug("%s: %s not resolved without loading: %s", model_id, filename, e)
+        return None
+    return Path(path)
+
+
+def _snapshot_commit(path: Path, filename: str) -> str | None:
+    """The commit of a file in the HuggingFace cache layout ``.../snapshots/<commit>/<file>``."""
+    import re
+
+    snapshot = path
+    for _ in Path(filename).parts:
+        snapshot = snapshot.parent
+    if snapshot.parent.name == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", snapshot.name):
+        return snapshot.name
+    return None
+
+
+def describe_model(model_id: str, revision: str | None = None, subfolder: str = ""
+                   ) -> ModelFiles | None:
+    """The config and snapshot of a model, read from its files (nothing is loaded).
+
+    A local directory: its ``config.json``. A hub id: ``config.json`` of the snapshot
+    transformers would load (see :func:`hub_file`) and that snapshot's commit (the
+    snapshot is then loaded by that commit, so that the weights are the fingerprinted
+    ones). ``None`` when a hub file cannot be had (the loader then says why).
+
+    Args:
+        model_id: HuggingFace id or local directory.
+        revision: hub revision.
+        subfolder: where the config lies inside the model (sentence-transformers modules).
+    """
+    rel = f"{subfolder}/config.json" if subfolder else "config.json"
+    local = Path(model_id).expanduser()
+    if local.is_dir():
+        return ModelFiles(_read_config(local / rel), str(local / rel), None)
+    path = hub_file(model_id, rel, revision)
+    commit = _snapshot_commit(path, rel) if path is not None else None
+    if commit is None:
+        return None
+    return ModelFiles(_read_config(path), f"{model_id}@{commit}/{rel}", commit)
+
+
+def _weights_identity(model_id: str, commit: str | None) -> str:
     """What identifies the weights when no revision was given.
 
-    A hub model: the commit transformers resolved (``config._commit_hash``).
+    A hub model: the snapshot commit (see :func:`describe_model`): the model is loaded
+    by that commit, so it names exactly the weights that ran. (transformers 5 no longer
+    records it as ``config._commit_hash``; without a commit the id alone is recorded.)
     A local directory: the SHA-256 of the content of every file under it, subfolders
     (a sentence-transformers ``2_Dense/``) included, so that any changed byte changes the
     fingerprint (per-file digests are cached by path, size and times: see
@@ -225,4 +469,4 @@ def _weights_identity(model_id: str, config) -> str:
         finally:
             cache.save()
         return "dir-sha256:" + digest
-    return getattr(config, "_commit_hash", None) or "hub:" + model_id
+    return commit or "hub:" + model_id

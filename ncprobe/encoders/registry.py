@@ -141,6 +141,10 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
                  allow_gensim_downloader: bool = False):
     """An encoder for a model name: an alias, a HF id, a local directory or a vector file.
 
+    Transformer, sentence-transformers and ELMo encoders read their config here and load
+    their weights on the first ``encode`` (see :class:`~ncprobe.encoders.hf.HFEncoder`):
+    a run whose vectors are all cached never loads them.
+
     Args:
         name: an alias of :data:`MODELS`, a HuggingFace id (``org/name``), a model
             directory (HF, sentence-transformers or ELMo) or a vector file.

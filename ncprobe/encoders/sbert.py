@@ -9,20 +9,34 @@
 * ``dtype``: the transformer module's weights are cast to it (``float16``/``bfloat16``);
   the modules after it (pooling, Dense, normalisation) stay float32 and get float32
   token states, as every pooling of ncprobe is float32.
+* The model is loaded on the first encode: its name, size, views and fingerprint come
+  from ``modules.json``, the transformer's ``config.json`` and the files' identity, so
+  a run whose vectors are all cached loads nothing (as :class:`~ncprobe.encoders.hf.HFEncoder`).
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import ClassVar, Sequence
 
 import numpy as np
 
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
 from .base import Encoded, torch_device
-from .hf import _DTYPES, FORMAT_VERSION, HFEncoder, _weights_identity
+from .hf import (_DTYPES, FORMAT_VERSION, HFEncoder, ModelFiles, _shape, _sizes,
+                 _snapshot_commit, _weights_identity, attr_getter, check_loaded,
+                 describe_model, hub_file)
 
 
 class SBertEncoder:
+    """A sentence-transformers model whose first module is a transformer.
+
+    Args:
+        model_id: a sentence-transformers directory or hub id.
+        layers, device, dtype, revision, name: as in :class:`~ncprobe.encoders.hf.HFEncoder`.
+    """
+
     levels = ("sent", "nc")
     #: the load_encoder options that change the vectors (see HFEncoder.OPTIONS)
     OPTIONS: ClassVar[dict] = {"layers": None, "device": None, "dtype": None, "revision": None}
@@ -31,55 +45,144 @@ class SBertEncoder:
     def __init__(self, model_id: str, *, layers=None, device: str | None = None,
                  dtype: str | None = None, name: str | None = None,
                  revision: str | None = None) -> None:
-        if _DTYPES.get(dtype or "float32") is None:
+        self.dtype = _DTYPES.get(dtype or "float32")
+        if self.dtype is None:
             raise UsageError(f"--dtype {dtype!r} is not a dtype; use float32, float16 or "
                              "bfloat16")
-        device = str(torch_device(device, name or model_id))  # before the slow import
+        self.name = name or model_id
+        self.model_id, self.revision = model_id, revision
+        self._layers, self._dtype_arg = layers, dtype
+        self._device_arg, self._device = device, None
+        if device is not None and device != "cpu":  # asked for: a missing device fails now
+            self._device = str(torch_device(device, self.name))
+        self._st, self._tokens = None, None
+        self._identity: str | None = None
+        desc = describe_st(model_id, revision)
+        self._desc = desc
+        if desc is None or desc.config is None:  # files ncprobe cannot read: load now
+            self._load()
+            return
+        _, self.dim, _, self.views = _shape(desc.config_get, layers)
+
+    # --- loading ----------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory."""
+        return self._st is not None
+
+    @property
+    def st(self):
+        """The ``SentenceTransformer`` (loaded on first use)."""
+        if self._st is None:
+            self._load()
+        return self._st
+
+    @property
+    def tokens(self) -> HFEncoder:
+        """The transformer module as an :class:`HFEncoder` (loaded on first use)."""
+        if self._st is None:
+            self._load()
+        return self._tokens
+
+    @property
+    def sent_dim(self) -> int:
+        """Size of the model's own sentence embedding."""
+        st = self.st
+        get_dim = getattr(st, "get_embedding_dimension", None) or \
+            st.get_sentence_embedding_dimension
+        return int(get_dim() or self.dim)
+
+    def _load(self) -> None:
+        if self._device is None:
+            self._device = str(torch_device(self._device_arg, self.name))
+        device = self._device
         from sentence_transformers import SentenceTransformer
 
+        desc, model_id = self._desc, self.model_id
+        # a lazily made fingerprint names one hub commit: load exactly that snapshot
+        revision = (desc.commit if desc is not None else None) or self.revision
         try:
-            self.st = SentenceTransformer(model_id, device=device, revision=revision,
-                                          trust_remote_code=False)
+            st = SentenceTransformer(model_id, device=device, revision=revision,
+                                     trust_remote_code=False)
         except OSError as e:
             raise ModelUnavailableError(f"could not load sentence-transformers model "
                                         f"{model_id!r}: {e}") from e
-        module = self.st[0]
+        module = st[0]
         auto_model = getattr(module, "auto_model", None) or getattr(module, "model", None)
         if auto_model is None or not hasattr(module, "tokenizer"):
             raise NcprobeError(f"{model_id}: the first module is not a transformer; NC-level "
                                "vectors need token states")
-        self.tokens = HFEncoder(model_id, layers=layers, device=device, dtype=dtype,
-                                tokenizer=module.tokenizer, model=auto_model, name=name)
-        self.name = name or model_id
-        self.model_id, self.revision = model_id, revision
-        self.views = self.tokens.views
-        self.dim = self.tokens.dim
-        get_dim = getattr(self.st, "get_embedding_dimension", None) or \
-            self.st.get_sentence_embedding_dimension
-        self.sent_dim = int(get_dim() or self.dim)
+        if desc is not None and desc.config is not None:
+            # the fingerprint came from the files: they must describe what was loaded
+            cfg = auto_model.config
+            check_loaded(model_id, _sizes(desc.config_get), _sizes(attr_getter(cfg)),
+                         desc.config_path, desc.commit, getattr(cfg, "_commit_hash", None))
+        tokens = HFEncoder(model_id, layers=self._layers, device=device, dtype=self._dtype_arg,
+                           tokenizer=module.tokenizer, model=auto_model, name=self.name)
+        if desc is None or desc.config is None:
+            self.views, self.dim = tokens.views, tokens.dim
+        if desc is None:  # transformers 4 records the snapshot it loaded
+            self._desc = ModelFiles(None, model_id,
+                                    getattr(auto_model.config, "_commit_hash", None))
+        self._st, self._tokens = st, tokens
 
     def fingerprint(self) -> dict:
-        if getattr(self, "_identity", None) is None:  # hashing a large directory: once
-            self._identity = self.revision or _weights_identity(self.model_id,
-                                                                self.tokens.model.config)
+        if self._identity is None:  # hashing a large directory: once
+            commit = self._desc.commit if self._desc is not None else None
+            self._identity = self.revision or _weights_identity(self.model_id, commit)
         return {"family": "sbert", "model": self.model_id, "name": self.name,
                 "revision": self._identity,
-                "views": self.views, "dtype": self.tokens.dtype,
+                "views": self.views, "dtype": self.dtype,
                 "pooling": "st-sentence/subtoken-mean-span", "format": FORMAT_VERSION}
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:
         import torch
 
-        inputs, word_ids, out = self.tokens.forward(sentences)
-        enc = self.tokens.pool(out, word_ids, sentences, spans)
+        st, tokens = self.st, self.tokens
+        inputs, word_ids, out = tokens.forward(sentences)
+        enc = tokens.pool(out, word_ids, sentences, spans)
         # the sentence embedding: the model's own modules after the transformer (pooling,
         # dense, normalise) on the same forward pass, as SentenceTransformer.encode computes it
         features = {"token_embeddings": out.last_hidden_state.float(),
                     "attention_mask": inputs["attention_mask"]}
         with torch.inference_mode():
-            for module in list(self.st)[1:]:
+            for module in list(st)[1:]:
                 features = module(features)
         sent = features["sentence_embedding"].float().cpu().numpy()
         sent = np.repeat(sent[:, None, :], len(self.views), axis=1)
         return Encoded(sent, enc.span, enc.missing_words, enc.missing_span_words)
+
+
+def describe_st(model_id: str, revision: str | None = None) -> ModelFiles | None:
+    """The transformer config and snapshot of a sentence-transformers model, from its files.
+
+    ``modules.json`` names the modules; the first must be a ``Transformer`` module, whose
+    ``config.json`` lies in its ``path`` (``""``: the model's root). ``None`` when the
+    files cannot be had, ``config=None`` when they do not say enough (then the model is
+    loaded, and reports what is wrong).
+    """
+    local = Path(model_id).expanduser()
+    if local.is_dir():
+        modules_path, commit = local / "modules.json", None
+    else:
+        modules_path = hub_file(model_id, "modules.json", revision)
+        if modules_path is None:
+            return None
+        commit = _snapshot_commit(modules_path, "modules.json")
+        if commit is None:
+            return None
+    unknown = ModelFiles(None, str(modules_path), commit)
+    try:
+        modules = json.loads(modules_path.read_text(encoding="utf-8"))
+        first = modules[0]
+        kind, sub = str(first["type"]), str(first.get("path") or "")
+    except (OSError, UnicodeDecodeError, ValueError, LookupError, TypeError, AttributeError):
+        return unknown
+    if kind.rsplit(".", 1)[-1] != "Transformer" or sub.startswith(("/", ".")) or ".." in sub:
+        return unknown
+    desc = describe_model(model_id, commit or revision, subfolder=sub.strip("/"))
+    if desc is None or desc.commit != commit:
+        return unknown
+    return desc

