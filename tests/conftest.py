@@ -92,3 +92,12 @@ def stimuli_all(raw_dir: Path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ncprobe.SplicedStimuliWarning)
         return ncprobe.load_stimuli("all", contexts="all", wordssyn="all", data_dir=raw_dir)
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch) -> Path:
+    """An embedding cache of the test's own: fingerprints also write the per-file hash cache
+    under the cache root, which must never be the user's."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("NCPROBE_CACHE", str(root))
+    return root

@@ -30,9 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 SENTS, SPANS = [["one", "w1", "x1", "is", "here"], ["vinho", "branco"]], [(1, 3), (0, 2)]
 
 
-@pytest.fixture(autouse=True)
-def _own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("NCPROBE_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 @pytest.fixture(scope="module")

@@ -23,10 +23,7 @@ from .tiny_models import tiny_bert
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _own_cache(tmp_path, monkeypatch):
-    """Fingerprints may write the per-file hash cache under the cache root: keep it here."""
-    monkeypatch.setenv("NCPROBE_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 @pytest.fixture(scope="module")
