@@ -484,11 +484,10 @@ def _info(root, as_json: bool) -> int:
     they are (modified ones included), and every problem is listed as an error.
     """
     from .data import check_coverage, load_stimuli, sources
-    from .data.reading import pin_status
     from .errors import DataError
 
     files = {f.local_path: {"need": f.need,
-                            "status": pin_status(root, f.local_path, f.git_blob_sha1)}
+                            "status": sources.file_status(root, f)}
              for f in sources.upstream_files()}
     errors = [f"{path}: {_FILE_PROBLEM[f['status']]}" for path, f in files.items()
               if f["status"] in ("mismatch", "unreadable")

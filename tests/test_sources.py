@@ -412,3 +412,27 @@ def test_bad_download_arguments_raise_usage_error(kwargs, message, tmp_path: Pat
         with pytest.raises(UsageError, match=re.escape(message)):
             sources.download(tmp_path, files=[PIN], **kwargs)
     assert handler.hits == []
+
+
+def test_an_unreadable_copy_is_kept_aside_and_fetched_again(server, raw_dir: Path,
+                                                              tmp_path: Path, monkeypatch) -> None:
+    # root reads any file whatever its mode, so the failed read is simulated
+    base, _ = server
+    f = sources.upstream_file("marcospln+nctti/data/data_pt.tsv")
+    target = tmp_path / "d"
+    local = target / f.local_path
+    local.parent.mkdir(parents=True)
+    local.write_bytes(b"locked")
+    real = Path.read_bytes
+
+    def read_bytes(self):
+        if self == local and real(self) == b"locked":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    assert sources.file_status(target, f) == "unreadable"
+    report = sources.download(target, url_template=base, files=[f], backoff=0)
+    assert report.refetched == [f.local_path] and len(report.kept) == 1
+    assert Path(report.kept[0]).read_text() == "locked"
+    assert real(local) == (raw_dir / f.local_path).read_bytes()
+    assert sources.file_status(target, f) == "verified"

@@ -9,8 +9,8 @@ from pathlib import Path
 from ..errors import DataError, DataErrors, ErrorSink
 from .coverage import check_coverage
 from .ncimp import NAT_FILE, NEUTRAL_FILE, load_stimuli
-from .reading import RESTORE, LoadContext, pin_status
-from .sources import resolve_data_dir, upstream_files
+from .reading import RESTORE, LoadContext
+from .sources import file_status, resolve_data_dir, upstream_files
 
 #: Tag columns known to be wrong upstream (SCHEMA section 7.7): the article was dropped
 #: from the sentence but the tag kept its entry. Not read by ncprobe; reported, not failed.
@@ -44,7 +44,7 @@ def check(data_dir: str | Path | None = None) -> CheckReport:
     root = resolve_data_dir(data_dir)
     report = CheckReport()
     for f in upstream_files():
-        status = pin_status(root, f.local_path, f.git_blob_sha1)
+        status = file_status(root, f)
         report.files[f.local_path] = status
         if status == "mismatch":
             report.errors.append(DataError(

@@ -33,22 +33,6 @@ def pinned_blobs() -> dict[str, str]:
     return {f.local_path: f.git_blob_sha1 for f in upstream_files()}
 
 
-def pin_status(data_dir: Path, local_path: str, pinned: str) -> str:
-    """``verified``, ``missing``, ``mismatch`` or ``unreadable`` (e.g. no read permission).
-
-    Like :func:`ncprobe.data.sources.file_status`, but a file that cannot be read is a
-    status to report, not an exception.
-    """
-    p = Path(data_dir) / local_path
-    if not p.is_file():
-        return "missing"
-    try:
-        data = p.read_bytes()
-    except OSError:
-        return "unreadable"
-    return "verified" if git_blob_sha1(data) == pinned else "mismatch"
-
-
 def parse_table(data: bytes, name: str, *, sep: str = ",", excel: bool = False,
                 remedy: str = RESTORE) -> pd.DataFrame:
     """Parse a CSV/TSV (UTF-8) or xlsx file's bytes into a frame of strings.

@@ -118,11 +118,16 @@ def git_blob_sha1(data: bytes) -> str:
 
 
 def file_status(data_dir: Path, f: UpstreamFile) -> str:
-    """``verified``, ``missing`` or ``mismatch`` (present with other content)."""
-    p = data_dir / f.local_path
+    """``verified``, ``missing``, ``mismatch`` (present with other content) or ``unreadable``
+    (present but cannot be read, e.g. no read permission: a status to report, not a crash)."""
+    p = Path(data_dir) / f.local_path
     if not p.is_file():
         return "missing"
-    return "verified" if git_blob_sha1(p.read_bytes()) == f.git_blob_sha1 else "mismatch"
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return "unreadable"
+    return "verified" if git_blob_sha1(data) == f.git_blob_sha1 else "mismatch"
 
 
 @dataclass
@@ -359,9 +364,10 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
             if progress:
                 progress(f.local_path, "verified")
             continue
-        if status == "mismatch":
-            log.warning("%s: present but its git blob id is not %s; fetching it again (the "
-                        "present copy is kept beside it)", f.local_path, f.git_blob_sha1)
+        if status in ("mismatch", "unreadable"):
+            log.warning("%s: present but %s; fetching it again (the present copy is kept "
+                        "beside it)", f.local_path, "unreadable" if status == "unreadable"
+                        else f"its git blob id is not {f.git_blob_sha1}")
         url = f.url(template)
         try:
             data = _fetch_with_retries(url, retries=retries, backoff=backoff, timeout=timeout,
@@ -403,7 +409,7 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
                 progress(f.local_path, "BAD CHECKSUM")
             continue
         try:
-            if status == "mismatch":  # maybe edited on purpose: kept, never destroyed
+            if status in ("mismatch", "unreadable"):  # maybe edited on purpose: kept
                 report.kept.append(_keep_aside(target / f.local_path))
             atomic_write_bytes(target / f.local_path, data)
         except OSError as e:
@@ -412,7 +418,7 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
                                 "data directory is writable, or choose another with "
                                 "--data-dir.") from e
         report.fetched.append(f.local_path)
-        if status == "mismatch":
+        if status in ("mismatch", "unreadable"):
             report.refetched.append(f.local_path)
         if progress:
             progress(f.local_path, "fetched")
