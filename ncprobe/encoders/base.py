@@ -18,6 +18,7 @@ reported, never silently replaced by zeros or by the sentence vector.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -133,8 +134,10 @@ def torch_device(device: str | None, model: str):
     return dev
 
 
+@contextlib.contextmanager
 def hash_cache():
-    """The per-file hash cache of model weights, ``<cache root>/file-sha256.json``.
+    """The per-file hash cache of model weights, ``<cache root>/file-sha256.json``, saved
+    when the block ends (whether or not hashing succeeded).
 
     Fingerprints hash the content of every weight file; remembering each file's digest
     (by path, size and times) keeps that to one read per changed file.
@@ -142,7 +145,11 @@ def hash_cache():
     from .._io import HASH_CACHE_NAME, FileHashCache
     from ..cache import cache_root
 
-    return FileHashCache(cache_root() / HASH_CACHE_NAME)
+    cache = FileHashCache(cache_root() / HASH_CACHE_NAME)
+    try:
+        yield cache
+    finally:
+        cache.save()
 
 
 def pool_batch(states, word_ids, n_words: Sequence[int], spans: Sequence[tuple[int, int]]

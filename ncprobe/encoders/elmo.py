@@ -257,11 +257,8 @@ class ElmoEncoder:
 
     def fingerprint(self) -> dict:
         if self._hashes is None:  # ELMo reads these two files and nothing else
-            cache = hash_cache()
-            try:
+            with hash_cache() as cache:
                 self._hashes = (cache.sha256(self.options_path), cache.sha256(self.weights_path))
-            finally:
-                cache.save()
         return {"family": "elmo", "name": self.name, "options_sha256": self._hashes[0],
                 "weights_sha256": self._hashes[1], "views": self.views,
                 "layers": "concatenated", "pooling": "word-mean (one token per word)",

@@ -460,13 +460,11 @@ def _weights_identity(model_id: str, commit: str | None) -> str:
     """
     p = Path(model_id).expanduser()
     if p.is_dir():
-        cache = hash_cache()
         try:
-            digest, _ = tree_sha256(p, hash_cache=cache)
+            with hash_cache() as cache:
+                digest, _ = tree_sha256(p, hash_cache=cache)
         except OSError as e:
             raise NcprobeError(f"{p}: cannot read the model directory to fingerprint it: "
                                f"{e}") from e
-        finally:
-            cache.save()
         return "dir-sha256:" + digest
     return commit or "hub:" + model_id

@@ -111,11 +111,8 @@ def _files_hash(paths: Sequence[Path]) -> str:
     """SHA-256 of the files' contents (per-file digests cached by path, size and times)."""
     import hashlib
 
-    cache = hash_cache()
-    try:
+    with hash_cache() as cache:
         digests = [cache.sha256(p) for p in paths]
-    finally:
-        cache.save()
     if len(digests) == 1:
         return digests[0][:16]
     return hashlib.sha256("".join(digests).encode()).hexdigest()[:16]
