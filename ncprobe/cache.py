@@ -269,8 +269,17 @@ class EmbeddingStore:
 
     def get(self, keys: Sequence[bytes]) -> Encoded:
         """Vectors of stored keys (every key must be present)."""
-        locs = [self._index[k] for k in keys]
-        take = lambda name: np.stack([self._shards[s][name][r] for s, r in locs])  # noqa: E731
+        locs = np.array([self._index[k] for k in keys], dtype=np.intp).reshape(len(keys), 2)
+        shards = np.unique(locs[:, 0])
+
+        def take(name: str) -> np.ndarray:  # one fancy-indexing copy per shard
+            like = self._shards[int(shards[0])][name] if len(shards) else np.zeros((0,))
+            out = np.empty((len(keys), *like.shape[1:]), dtype=like.dtype)
+            for s in shards:
+                sel = locs[:, 0] == s
+                out[sel] = self._shards[int(s)][name][locs[sel, 1]]
+            return out
+
         return Encoded(take("sent"), take("span"), take("missing"), take("missing_span"))
 
     def put(self, keys: Sequence[bytes], enc: Encoded) -> None:

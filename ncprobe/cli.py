@@ -75,6 +75,23 @@ def _url_template(text: str) -> str:
     return text
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return value
+
+
+def _jobs_option(p) -> None:
+    default = min(os.cpu_count() or 1, 4)
+    p.add_argument("--jobs", type=_positive_int, default=default, metavar="N",
+                   help="processes that draw the figures, this one included (default: the "
+                   "CPUs, at most 4; here {default}); the files do not depend on it")
+
+
 def _data_dir_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", metavar="DIR",
                    help="NCIMP data directory (default: $NCPROBE_DATA, else the user cache)")
@@ -198,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="png,pdf", help="figure formats (default: png,pdf)")
     p.add_argument("--examples", default=None, metavar="NCS",
                    help="comma list of NCs for the example table (default: the six of the study)")
+    _jobs_option(p)
 
     p = sub.add_parser(
         "reproduce", help="compute every available model x language, then the report",
@@ -223,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _jobs_option(p)
 
     sub.add_parser("models", help="list the model aliases and what each needs",
                    description="List the model aliases of the study (per language), the two "
@@ -382,7 +401,7 @@ def _report(args) -> int:
     res = Results.concat([Results.from_parquet(p) for p in find_results(args.results)])
     examples = [x.strip() for x in args.examples.split(",")] if args.examples else None
     written = write_report(res, args.out, formats=tuple(args.format.split(",")),
-                           examples=examples)
+                           examples=examples, jobs=args.jobs)
     print(f"{len(written)} files written to {args.out}")
     return 0
 
@@ -391,7 +410,7 @@ def _reproduce(args) -> int:
     import time
 
     from .pipeline import STUDY_MODELS, reproduce
-    from .report import check_out, write_report
+    from .report import FigureWorkers, check_out, write_report
 
     check_out(args.out)  # a report directory it may not write: refused before computing
     t0 = time.perf_counter()
@@ -401,18 +420,21 @@ def _reproduce(args) -> int:
     def on_skip(model, lang, why):
         print(f"skipped {model} ({lang}): {why}", file=sys.stderr)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # each run's notes keep its warnings
-        rep = reproduce(models, langs, results_dir=args.results_dir, data_dir=args.data_dir,
-                        cache=not args.no_cache, cache_dir=args.cache_dir,
-                        progress=not args.quiet, on_skip=on_skip, contexts=args.context,
-                        n_boot=args.n_boot, seed=args.seed, overwrite=args.overwrite)
-    for model, lang, path in rep.ran:
-        print(f"computed {model} ({lang}) -> {path}")
-    if rep.results is None:
-        print("error: no model could run here; nothing to report", file=sys.stderr)
-        return 5
-    written = write_report(rep.results, args.out)
+    # the figure workers start now: their imports overlap the computing
+    with FigureWorkers(args.jobs) as workers:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # each run's notes keep its warnings
+            rep = reproduce(models, langs, results_dir=args.results_dir,
+                            data_dir=args.data_dir, cache=not args.no_cache,
+                            cache_dir=args.cache_dir, progress=not args.quiet,
+                            on_skip=on_skip, contexts=args.context, n_boot=args.n_boot,
+                            seed=args.seed, overwrite=args.overwrite)
+        for model, lang, path in rep.ran:
+            print(f"computed {model} ({lang}) -> {path}")
+        if rep.results is None:
+            print("error: no model could run here; nothing to report", file=sys.stderr)
+            return 5
+        written = write_report(rep.results, args.out, jobs=workers)
     missing = [m for m in STUDY_MODELS if m not in {r[0] for r in rep.ran}]
     with open(f"{args.out}/README.md", "a", encoding="utf-8") as fh:
         fh.write("\n## How these files were made\n\n"

@@ -72,7 +72,6 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
         first.setdefault(k, i)
     todo = [k for k in first if store is None or k not in store]
     todo.sort(key=lambda k: (len(stimuli[first[k]].tokens), k))
-    computed: dict[bytes, tuple] = {}
     bar = None
     if progress and todo:
         from tqdm.auto import tqdm
@@ -89,16 +88,11 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
                 enc = encoder.encode([s.tokens for s in items], [s.span for s in items])
             except SentenceTooLongError as e:
                 raise _too_long(e, items[e.index], encoder) from None
-            if store is None:
-                for j, k in enumerate(chunk):
-                    computed[k] = (enc.sent[j], enc.span[j], enc.missing_words[j],
-                                   enc.missing_span_words[j])
-            else:
-                pending_keys += chunk
-                pending.append(enc)
-                if len(pending_keys) >= flush_every:
-                    store.put(pending_keys, _concat(pending))
-                    pending_keys, pending = [], []
+            pending_keys += chunk
+            pending.append(enc)
+            if store is not None and len(pending_keys) >= flush_every:
+                store.put(pending_keys, _concat(pending))
+                pending_keys, pending = [], []
             if bar is not None:
                 bar.update(len(chunk))
     finally:
@@ -106,19 +100,21 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
             store.put(pending_keys, _concat(pending))
         if bar is not None:
             bar.close()
-    uniq = list(first)
     if store is not None:
-        got = store.get(uniq)
-        rows = {k: (got.sent[j], got.span[j], got.missing_words[j], got.missing_span_words[j])
-                for j, k in enumerate(uniq)}
+        done_keys, got = list(first), store.get(list(first))
+    else:  # everything was encoded now, in ``todo`` order
+        done_keys, got = pending_keys, _concat(pending) if pending else None
+    if keys:
+        row = {k: j for j, k in enumerate(done_keys)}
+        idx = np.fromiter((row[k] for k in keys), dtype=np.intp, count=len(keys))
+        sent, span = got.sent[idx], got.span[idx]
+        miss = got.missing_words[idx].astype(np.int32)
+        miss_span = got.missing_span_words[idx].astype(np.int32)
     else:
-        rows = computed
-    sent = np.stack([rows[k][0] for k in keys]) if keys else np.zeros((0, 1, encoder.dim))
-    span = np.stack([rows[k][1] for k in keys]) if keys else np.zeros((0, 1, encoder.dim))
-    miss = np.array([rows[k][2] for k in keys], dtype=np.int32)
-    miss_span = np.array([rows[k][3] for k in keys], dtype=np.int32)
+        sent = span = np.zeros((0, 1, encoder.dim))
+        miss = miss_span = np.zeros(0, dtype=np.int32)
     return Embeddings(sent.astype(np.float32), span.astype(np.float32), miss, miss_span,
-                      len(todo), len(uniq))
+                      len(todo), len(first))
 
 
 def _concat(parts: list[Encoded]) -> Encoded:

@@ -76,7 +76,7 @@ def model_order(*frames: pd.DataFrame) -> list[str]:
     seen: dict[str, None] = {}
     for df in frames:
         if "model" in df.columns:
-            for m in df["model"].astype(str):
+            for m in pd.unique(df["model"].astype(str)):  # in order of appearance
                 seen.setdefault(m, None)
     return list(seen)
 

@@ -240,7 +240,7 @@ def _short_measure(measure: str, shown: list[str]) -> str:
 
 def _declutter(fig) -> None:
     """Rotate the x tick labels of the panels where they would overlap (30 degrees)."""
-    fig.canvas.draw()
+    fig.draw_without_rendering()  # lays the figure out: text extents, no pixels
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
         labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]

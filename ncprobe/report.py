@@ -26,7 +26,7 @@ from typing import Sequence
 
 from . import __version__
 from ._io import atomic_write_bytes, atomic_write_text, dir_lock
-from .errors import UsageError
+from .errors import NcprobeError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,14 @@ _OLD_REPORT_RE = re.compile(r"^(fig\d\d_\w+\.\w+|table_\w+\.(md|tex)|README\.md)
 
 
 def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
-                 examples: Sequence[str] | None = None, dpi: int = 200) -> list[Path]:
+                 examples: Sequence[str] | None = None, dpi: int = 200,
+                 jobs: int | FigureWorkers = 1) -> list[Path]:
     """Save every figure and table of SPEC §4 for ``results`` into ``out_dir``.
+
+    Args:
+        jobs: processes that draw figures (this one included), or :class:`FigureWorkers`
+            started earlier; workers are fresh processes (``spawn``) given this process's
+            matplotlib settings, so the files are the same whatever ``jobs`` is.
 
     Returns:
         The files written, in order (the index ``README.md`` last).
@@ -46,17 +52,21 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
     import matplotlib
 
     matplotlib.use("Agg")  # files only; never open a window
-    import matplotlib.pyplot as plt
 
     from . import plots, tables
 
+    if not isinstance(jobs, FigureWorkers):
+        check_out(Path(out_dir), formats)  # refused before any worker starts
+        with FigureWorkers(jobs) as workers:
+            return write_report(results, out_dir, formats=formats, examples=examples,
+                                dpi=dpi, jobs=workers)
     out = Path(out_dir)
     check_out(out, formats)
     out.mkdir(parents=True, exist_ok=True)
     with dir_lock(out.resolve()):  # two reports into one directory: one after the other
         ours, listed = _own_files(out)
         _refuse_foreign(out, _planned(formats), ours)
-        written = _write(results, out, formats, examples, dpi, plt, plots, tables)
+        written = _write(results, out, formats, examples, dpi, jobs, plots, tables)
         if listed:  # only files the manifest names as ncprobe's are ever removed
             for name in sorted(ours - {p.name for p in written}):
                 stale = out / name  # written by an earlier report and not by this one
@@ -134,7 +144,141 @@ def _refuse_foreign(out: Path, planned: list[str], ours: set[str]) -> None:
                          "move those files")
 
 
-def _write(results, out: Path, formats, examples, dpi, plt, plots, tables) -> list[Path]:
+def _render(name: str, results, formats: Sequence[str], dpi: int, rc: dict | None = None
+            ) -> tuple[dict[str, bytes] | None, list[str]]:
+    """Draw one figure and save it in every format: ``({format: bytes}, notes)``, or
+    ``(None, [why])`` when the results hold nothing it shows."""
+    import matplotlib
+
+    if rc is not None:  # a worker process: the settings of the process that asked
+        matplotlib.use("Agg")
+        matplotlib.rcParams.update(rc)
+    import matplotlib.pyplot as plt
+
+    from . import plots
+
+    try:
+        fig = plots.FIGURES[name](results)
+    except plots.NoData as e:
+        return None, [str(e)]
+    try:
+        # lay the figure out once, at the saved resolution, and keep that layout for every
+        # format: each savefig would otherwise run the constrained layout twice (once more
+        # for the tight bounding box). Vector formats, which matplotlib would lay out at
+        # 72 dpi, get the positions of the raster ones
+        fig.set_dpi(dpi)
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
+        blobs = {}
+        for fmt in formats:
+            # no creation date in PDFs: the same results give the same files
+            meta = {"CreationDate": None} if fmt == "pdf" else None
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
+            blobs[fmt] = buf.getvalue()
+        return blobs, list(getattr(fig, "ncprobe_notes", []))
+    finally:
+        plt.close(fig)
+
+
+def _warm() -> None:
+    """A worker's first task, run while its parent computes: import what drawing needs and
+    draw one small figure, so that fonts and the renderers are loaded before the first
+    real figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from . import plots
+
+    with plots._style():
+        fig, ax = plt.subplots(figsize=(1, 1), layout="constrained")
+        ax.boxplot([[0.0, 1.0, 2.0]])
+        ax.set_title("A$_{x}$")
+        for fmt in ("png", "pdf"):
+            fig.savefig(io.BytesIO(), format=fmt, bbox_inches="tight")
+        plt.close(fig)
+
+
+def _ignore_interrupt() -> None:
+    """Ctrl-C reaches every process of the terminal: the caller handles it (it stops the
+    workers after their current figure), so a worker ignores it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class FigureWorkers:
+    """Worker processes that draw figures for :func:`write_report`.
+
+    Started on entering the ``with`` block: each imports matplotlib and seaborn at once,
+    so that a caller with other work first (``reproduce`` computes) overlaps the
+    workers' start with it. ``jobs`` counts the calling process too: ``jobs - 1``
+    workers are started, none for ``jobs=1``.
+    """
+
+    def __init__(self, jobs: int) -> None:
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+            raise UsageError(f"jobs={jobs!r}: give a whole number of processes, 1 or more")
+        self.jobs, self.pool = jobs, None
+
+    def __enter__(self) -> "FigureWorkers":
+        if self.jobs > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(max_workers=self.jobs - 1,
+                                            mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_ignore_interrupt)
+            for _ in range(self.jobs - 1):
+                self.pool.submit(_warm)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            # an exception (Ctrl-C included): queued figures are dropped, not drawn
+            self.pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
+            self.pool = None
+
+
+def _figures(results, formats: Sequence[str], dpi: int, workers: FigureWorkers):
+    """``(name, (blobs, notes))`` for every figure, in figure order.
+
+    With workers, they take figures from the front of the list while this process
+    takes them from the back, so no process waits on another while figures remain.
+    """
+    from . import plots
+
+    names = list(plots.FIGURES)
+    if workers.pool is None:
+        for name in names:
+            yield name, _render(name, results, formats, dpi)
+        return
+    import matplotlib
+
+    rc = {k: v for k, v in matplotlib.rcParams.items()
+          if k not in ("backend", "backend_fallback")}
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        futures = {n: workers.pool.submit(_render, n, results, formats, dpi, rc)
+                   for n in names}
+        done: dict[str, tuple] = {}
+        for name in reversed(names):
+            if futures[name].cancel():  # not started by a worker: draw it here
+                done[name] = _render(name, results, formats, dpi)
+        for name in names:
+            yield name, done[name] if name in done else futures[name].result()
+    except BrokenProcessPool as e:
+        raise NcprobeError(
+            f"a figure worker process stopped ({e}). Killed for memory, or a script that "
+            "calls write_report(jobs=...) without `if __name__ == \"__main__\":` around its "
+            "main code (each worker imports the script again); use jobs=1, or add the guard"
+        ) from None
+
+
+def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables) -> list[Path]:
     written: list[Path] = []
     index = [f"# ncprobe report\n\nMade by ncprobe {__version__} from these runs:\n"]
     for m in results.meta:
@@ -142,24 +286,18 @@ def _write(results, out: Path, formats, examples, dpi, plt, plots, tables) -> li
         index.append(f"- {cfg['model']} ({cfg['lang']}): contexts {cfg['contexts']}, layers "
                      f"{cfg.get('layers') or 'default'}, gold {cfg['gold']}")
     index.append("\n## Figures\n")
-    for i, (name, draw) in enumerate(plots.FIGURES.items(), start=1):
+    figures = _figures(results, formats, dpi, jobs)
+    for i, (name, (blobs, notes)) in enumerate(figures, start=1):
         stem = f"fig{i:02d}_{name}"
-        try:
-            fig = draw(results)
-        except plots.NoData as e:
-            index.append(f"- {stem}: not drawn: {e}")
-            log.info("%s not drawn: %s", stem, e)
+        draw = plots.FIGURES[name]
+        if blobs is None:  # NoData: notes holds why
+            index.append(f"- {stem}: not drawn: {notes[0]}")
+            log.info("%s not drawn: %s", stem, notes[0])
             continue
         for fmt in formats:
             path = out / f"{stem}.{fmt}"
-            # no creation date in PDFs: the same results give the same files
-            meta = {"CreationDate": None} if fmt == "pdf" else None
-            buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
-            atomic_write_bytes(path, buf.getvalue())
+            atomic_write_bytes(path, blobs[fmt])
             written.append(path)
-        notes = getattr(fig, "ncprobe_notes", [])
-        plt.close(fig)
         index.append(f"- `{stem}`: {_first_paragraph(draw.__doc__ or name)}"
                      + (f" ({'; '.join(notes)})" if notes else ""))
     index.append("\n## Tables\n")

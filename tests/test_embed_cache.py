@@ -12,6 +12,7 @@ import pytest
 from ncprobe.cache import EmbeddingStore, cache_clear, cache_info
 from ncprobe.data.stimuli import Stimulus
 from ncprobe.embed import embed
+from ncprobe.encoders.base import Encoded
 from ncprobe.encoders import load_encoder
 
 
@@ -237,3 +238,25 @@ def test_sentence_and_span_vectors_of_different_sizes_are_stored_and_read_back(t
     got = again.get(keys)
     np.testing.assert_array_equal(got.sent, enc.sent)
     np.testing.assert_array_equal(got.span, enc.span)
+
+
+def test_get_gathers_rows_from_several_shards_in_the_order_asked(tmp_path) -> None:
+    store = EmbeddingStore({"family": "test", "model": "rows"}, root=tmp_path)
+    rng = np.random.default_rng(0)
+    keys = [bytes([i]) * 20 for i in range(9)]
+    rows = {}
+    for part in (keys[:4], keys[4:7], keys[7:]):  # three shards
+        sent = rng.normal(size=(len(part), 1, 3)).astype(np.float32)
+        span = rng.normal(size=(len(part), 1, 5)).astype(np.float32)  # sizes may differ
+        miss = rng.integers(0, 3, len(part)).astype(np.int32)
+        store.put(part, Encoded(sent, span, miss, miss + 1))
+        rows.update({k: (sent[j], span[j], miss[j]) for j, k in enumerate(part)})
+    ask = [keys[8], keys[0], keys[5], keys[0], keys[3], keys[7]]
+    again = EmbeddingStore({"family": "test", "model": "rows"}, root=tmp_path)
+    with again.lock():  # loads the shards on disk
+        got = again.get(ask)
+    np.testing.assert_array_equal(got.sent, np.stack([rows[k][0] for k in ask]))
+    np.testing.assert_array_equal(got.span, np.stack([rows[k][1] for k in ask]))
+    np.testing.assert_array_equal(got.missing_words, [rows[k][2] for k in ask])
+    np.testing.assert_array_equal(got.missing_span_words, [rows[k][2] + 1 for k in ask])
+    assert got.sent.dtype == np.float32 and got.missing_words.dtype == np.int32

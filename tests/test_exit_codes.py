@@ -100,6 +100,8 @@ def _code(argv: list[str]) -> int:
     ["data", "download", "--retries", "-1"],
     ["data", "download", "--timeout", "0"],
     ["data", "download", "--url", "http://127.0.0.1:9/{branch}/{path}"],
+    ["report", "results", "--jobs", "0"],
+    ["reproduce", "--jobs", "two"],
 ])
 def test_usage_errors_exit_2(argv, capsys) -> None:
     assert _code(argv) == 2

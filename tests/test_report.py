@@ -91,3 +91,37 @@ def test_write_report_writes_every_figure_and_table(results, tmp_path):
     assert {f"table_{t}.tex" for t in tables.TABLES} <= set(names)
     index = (tmp_path / "README.md").read_text()
     assert "model-a (en)" in index and "model-b (pt)" in index
+
+
+@pytest.mark.slow
+def test_figure_workers_write_the_same_files_as_one_process(results, tmp_path):
+    one = write_report(results, tmp_path / "one", formats=("png", "pdf"), dpi=60)
+    two = write_report(results, tmp_path / "two", formats=("png", "pdf"), dpi=60, jobs=2)
+    assert [p.name for p in one] == [p.name for p in two]
+    for a, b in zip(one, two):
+        assert a.read_bytes() == b.read_bytes(), a.name
+
+
+def test_figure_workers_take_the_callers_matplotlib_settings(results, tmp_path):
+    # a worker is a fresh process: without the caller's settings it would draw with the
+    # defaults; the figures' own style sets fonts, sizes and colours, so change the margin
+    from ncprobe.report import FigureWorkers, _figures
+
+    names = list(plots.FIGURES)[:2]
+    with matplotlib.rc_context({"savefig.pad_inches": 0.5}):
+        with FigureWorkers(2) as workers:
+            par = dict(_figures(results, ("png",), 60, workers))
+        alone = dict(_figures(results, ("png",), 60, FigureWorkers(1)))
+    default = dict(_figures(results, ("png",), 60, FigureWorkers(1)))
+    for name in names:
+        assert par[name][0]["png"] == alone[name][0]["png"]
+    assert any(default[n][0]["png"] != alone[n][0]["png"] for n in names)  # settings matter
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True, "2"])
+def test_jobs_must_be_a_whole_number_of_processes(results, tmp_path, jobs):
+    from ncprobe.errors import UsageError
+
+    with pytest.raises(UsageError, match="jobs="):
+        write_report(results, tmp_path / "out", jobs=jobs)
+    assert not (tmp_path / "out").exists()
