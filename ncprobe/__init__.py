@@ -12,7 +12,7 @@ The public API::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import VERSION as __version__
 
 from .data import (CLASSES, CONTEXTS, PROBES, NounCompound, SplicedStimuliWarning, Stimuli,
                    Stimulus, download, load_pairs, load_stimuli, resolve_data_dir)

@@ -18,7 +18,7 @@ import sys
 import warnings
 from typing import Sequence
 
-from . import __version__
+from ._version import VERSION as __version__
 from .config import DEFAULT_MODEL
 from .data.sources import (DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT,
                            check_download_options)

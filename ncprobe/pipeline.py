@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from ._version import VERSION as __version__
 from .config import LEVELS, RunConfig
 from .data.stimuli import CLASSES, NATURALISTIC, Stimuli
 from .embed import Embeddings, embed

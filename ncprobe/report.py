@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import Sequence
 
-from . import __version__
+from ._version import VERSION as __version__
 from ._io import atomic_write_bytes, atomic_write_text, dir_lock
 from .errors import NcprobeError, UsageError
 

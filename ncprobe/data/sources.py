@@ -29,7 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .. import __version__
+from .._version import VERSION as __version__
 from .._io import atomic_write_bytes
 from ..errors import DownloadError, UsageError
 
