@@ -5,8 +5,11 @@ The public API::
     import ncprobe
     stim = ncprobe.load_stimuli("pt", contexts="nat,neut")
     df = stim.to_frame()
-    res = ncprobe.compute(model="glove-6b-50d", lang="en")
+    res = ncprobe.compute(model="glove-6b-50d", lang="en")   # RunConfig fields as keywords
     res.measures            # per-NC measures, a tidy DataFrame
+    res.select(level="nc", context="nat", measure="syn")     # its rows, filtered
+    res.select(analysis="nc")                                 # rows of res.correlations
+    res.wide(level="nc")    # one row per NC, one column per measure (ncprobe.MEASURES)
     print(res.summary())
 """
 
@@ -18,10 +21,11 @@ from .data import (CLASSES, CONTEXTS, PROBES, NounCompound, SplicedStimuliWarnin
                    Stimulus, download, load_pairs, load_stimuli, resolve_data_dir)
 from .config import RunConfig
 from .errors import DataError, DataErrors, DownloadError, ModelUnavailableError, NcprobeError
+from .measures import MEASURES
 from .pipeline import compute
-from .results import Results
+from .results import TABLES, Results
 
-__all__ = ["CLASSES", "CONTEXTS", "PROBES", "DataError", "DataErrors", "DownloadError",
-           "ModelUnavailableError", "NcprobeError", "NounCompound", "Results", "RunConfig",
-           "SplicedStimuliWarning", "Stimuli", "Stimulus", "__version__", "compute",
-           "download", "load_pairs", "load_stimuli", "resolve_data_dir"]
+__all__ = ["CLASSES", "CONTEXTS", "MEASURES", "PROBES", "TABLES", "DataError", "DataErrors",
+           "DownloadError", "ModelUnavailableError", "NcprobeError", "NounCompound", "Results",
+           "RunConfig", "SplicedStimuliWarning", "Stimuli", "Stimulus", "__version__",
+           "compute", "download", "load_pairs", "load_stimuli", "resolve_data_dir"]

@@ -1,19 +1,33 @@
-"""File helpers shared by the data, cache and results code: hashing and atomic writes.
+"""File helpers shared by the data, cache and results code: hashing, atomic writes,
+retries and file names, one implementation each.
 
-One implementation each, so every file ncprobe writes has the same guarantees:
-a temporary name that no other process uses (``tempfile.mkstemp`` in the target
-directory), data flushed to disk before the rename, and the temporary file
-removed on any failure, so the final name only ever holds complete content.
+Atomic writes (:func:`atomic_open`, and :func:`atomic_write_bytes` and
+:func:`atomic_write_text` on top of it) all give the same guarantees: the parent
+directory is created when needed, the content goes to a temporary name that no other
+process uses (``tempfile.mkstemp`` in the target directory), is flushed to disk
+(``fsync``) before the rename, and the temporary file is removed on any failure, so
+the final name only ever holds complete content.
+
+Hashes: :func:`file_sha256` (a file's content), :class:`FileHashCache` (the same,
+remembered between runs), :func:`tree_sha256` (a directory), :func:`git_blob_sha1`
+(the id git gives a file) and :func:`json_sha256` (a JSON-able value).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
+import logging
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Callable, Iterator, TypeVar
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -25,14 +39,61 @@ def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def git_blob_sha1(data: bytes) -> str:
+    """The id git gives a file with this content (``git hash-object``):
+    ``sha1(b"blob <len>\\0" + content)``."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def json_sha256(value: Any, *, default: Callable[[Any], Any] = str) -> str:
+    """SHA-256 hex digest of ``value`` as JSON with sorted keys (equal values, equal digests).
+
+    ``default`` turns what JSON cannot hold (sets, paths...) into what it can, as in
+    :func:`json.dumps`.
+    """
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=default).encode()).hexdigest()
+
+
+def safe_name(text: str, extra: str = "") -> str:
+    """``text`` as a file name: every run of characters other than ASCII letters, digits,
+    ``.``, ``_``, ``-`` and those of ``extra`` becomes one ``_``.
+
+    >>> safe_name("sentence-transformers/all-MiniLM-L6-v2")
+    'sentence-transformers_all-MiniLM-L6-v2'
+    >>> safe_name("layers=1,2", extra="=,")
+    'layers=1,2'
+    """
+    return re.sub(f"[^A-Za-z0-9{re.escape('._-' + extra)}]+", "_", text)
+
+
+def retry(call: Callable[[], T], *, retries: int, backoff: float,
+          retryable: Callable[[BaseException], bool],
+          on_retry: Callable[[BaseException, int, float], None] | None = None) -> T:
+    """``call()``, attempted again after an error that ``retryable`` accepts, with backoff.
+
+    Up to ``retries`` further attempts; the k-th (k = 1, 2...) waits ``backoff * 2**(k-1)``
+    seconds, after ``on_retry(error, k, wait)`` is called. An error that ``retryable``
+    refuses is raised at once, and the last error when every attempt failed.
+    """
+    for attempt in range(retries + 1):
+        try:
+            return call()
+        except Exception as e:
+            if attempt == retries or not retryable(e):
+                raise
+            wait = backoff * 2**attempt
+            if on_retry is not None:
+                on_retry(e, attempt + 1, wait)
+            time.sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover (the loop returns or raises)
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` so that readers see the old content or the new, never a part.
 
-    The parent directory is created when needed. Concurrent writers of the same
-    path never share a temporary file; the last rename wins.
+    Concurrent writers of the same path never share a temporary file; the last rename wins.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_open(path) as fh:
         fh.write(data)
     return path
@@ -77,8 +138,6 @@ class FileHashCache:
         self._dirty = self._corrupt  # a corrupt file is rewritten by save()
 
     def _read(self) -> dict[str, list]:
-        import json
-
         if self.path is None:
             return {}
         try:
@@ -98,8 +157,6 @@ class FileHashCache:
 
     def sha256(self, path: str | os.PathLike) -> str:
         """The SHA-256 hex digest of a file's content (from the cache when still valid)."""
-        import time
-
         key = os.path.abspath(path)
         before = os.stat(key)
         stat = _stat_key(before)
@@ -119,9 +176,6 @@ class FileHashCache:
 
     def save(self) -> None:
         """Write the cache (merged with what other processes wrote meanwhile), atomically."""
-        import json
-        import logging
-
         if self.path is None or not self._dirty:
             return
         merged = {**self._read(), **self._entries}
@@ -137,7 +191,7 @@ class FileHashCache:
             atomic_write_text(self.path, json.dumps({"format": _HASH_CACHE_FORMAT,
                                                      "files": keep}, separators=(",", ":")))
         except OSError as e:  # a read-only cache only costs time
-            logging.getLogger(__name__).debug("could not write %s: %s", self.path, e)
+            log.debug("could not write %s: %s", self.path, e)
         self._entries, self._dirty = keep, False
 
 
@@ -167,8 +221,6 @@ def tree_sha256(root: str | os.PathLike, *, hash_cache: FileHashCache | None = N
     Returns:
         ``(hex digest, number of files hashed)``.
     """
-    import hashlib as _hashlib
-
     root = Path(root)
     cache = hash_cache or FileHashCache(None)
     lines = []
@@ -187,7 +239,7 @@ def tree_sha256(root: str | os.PathLike, *, hash_cache: FileHashCache | None = N
                 continue
             lines.append(f"{rel.as_posix()}\0{cache.sha256(full)}\n")
     lines.sort()
-    h = _hashlib.sha256()
+    h = hashlib.sha256()
     for line in lines:
         h.update(line.encode("utf-8"))
     return h.hexdigest(), len(lines)
@@ -216,13 +268,11 @@ def dir_lock(path: str | os.PathLike, *, blocking: bool = True) -> Iterator[Path
 
     On platforms without ``fcntl`` (Windows) nothing is locked and a warning is logged.
     """
-    import logging
-
     path = Path(path)
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
-        logging.getLogger(__name__).warning(
+        log.warning(
             "%s: no file locking on this platform; do not run two ncprobe commands on the same "
             "cache or output directory at once", path)
         yield path
@@ -253,9 +303,11 @@ def atomic_open(path: str | os.PathLike) -> Iterator[IO[bytes]]:
     """A binary file handle whose content appears at ``path`` only when the block ends cleanly.
 
     The streaming form of :func:`atomic_write_bytes` (same unique temporary name,
-    fsync and rename), for content too large to build in memory first.
+    fsync and rename), for content too large to build in memory first. The parent
+    directory is created when needed.
     """
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

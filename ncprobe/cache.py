@@ -43,7 +43,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ._io import LockBusy, atomic_open, atomic_write_text, dir_lock
+from ._io import LockBusy, atomic_open, atomic_write_text, dir_lock, json_sha256, safe_name
 from .encoders.base import Encoded
 from .errors import NcprobeError, UsageError
 
@@ -84,8 +84,8 @@ def item_key(tokens: Sequence[str], span: tuple[int, int]) -> bytes:
 
 
 def fingerprint_id(fingerprint: dict) -> str:
-    blob = json.dumps({**fingerprint, "store": STORE_FORMAT}, sort_keys=True, default=list)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    """The 16 hex digits that name a fingerprint's store entry (with the store format)."""
+    return json_sha256({**fingerprint, "store": STORE_FORMAT}, default=list)[:16]
 
 
 def _tag_text(what: str) -> str:
@@ -117,8 +117,7 @@ class EmbeddingStore:
     """
 
     def __init__(self, fingerprint: dict, root: str | os.PathLike | None = None) -> None:
-        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", str(fingerprint.get("name") or
-                                                     fingerprint.get("model", "model")))[-60:]
+        safe = safe_name(str(fingerprint.get("name") or fingerprint.get("model", "model")))[-60:]
         self.fingerprint = dict(fingerprint)
         self.root = cache_root(root)
         self.dir = self.root / f"{safe}-{fingerprint_id(fingerprint)}"

@@ -245,8 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("models", help="list the model aliases and what each needs",
                    description="List the model aliases of the study (per language), the two "
-                   "offline models, and what each needs (extra, GPU, API key). Any "
-                   "HuggingFace id, local model directory or vector file works as well.")
+                   "offline models, and what each needs (what to pip install, GPU, API key). "
+                   "Any HuggingFace id, local model directory or vector file works as well.")
 
     cache = sub.add_parser("cache", help="inspect or clear the embedding cache",
                            description="The embedding cache keeps pooled vectors per model "
@@ -409,7 +409,7 @@ def _report(args) -> int:
 def _reproduce(args) -> int:
     import time
 
-    from .pipeline import STUDY_MODELS, reproduce
+    from .reproduce import STUDY_MODELS, reproduce
     from .report import FigureWorkers, check_out, write_report
 
     check_out(args.out)  # a report directory it may not write: refused before computing
@@ -456,11 +456,11 @@ def _reproduce(args) -> int:
 def _models() -> int:
     from .encoders import MODELS
 
-    print(f"{'alias':<14} {'family':<7} {'model (en / pt)':<64} needs")
+    print(f"{'alias':<14} {'family':<7} {'model (en / pt)':<64} {'pip install':<20} needs")
     for spec in MODELS.values():
         ids = " / ".join(dict.fromkeys(spec.ids.get(k, spec.ids.get("*", "-"))
                                        for k in ("en", "pt")))
-        print(f"{spec.alias:<14} {spec.family:<7} {ids:<64} {spec.needs}")
+        print(f"{spec.alias:<14} {spec.family:<7} {ids:<64} {spec.install:<20} {spec.needs}")
     print("\nAlso: any HuggingFace id (org/name), a local model directory, a vector file "
           "(word2vec .bin/.txt, GloVe .txt; gensim .kv with --allow-pickle), or "
           "gensim:<gensim-data name>.\n"
@@ -468,7 +468,9 @@ def _models() -> int:
           "runs Python code\nfrom the gensim-data repository: ncprobe refuses them unless you "
           "pass --allow-gensim-downloader.\n"
           "--layers, --dtype and --device apply to transformer models only (ELMo: --device); "
-          "elsewhere they are refused.")
+          "elsewhere they are refused.\n"
+          "HuggingFace ids and transformer model directories need ncprobe[hf] (install torch "
+          "first: see the README), ELMo directories ncprobe[elmo].")
     return 0
 
 

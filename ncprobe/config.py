@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import Literal, get_args
 
 from .data.stimuli import expand_contexts
 
-LEVELS = ("sent", "nc")
+#: The choices of RunConfig's options, as types (an editor completes them); the values
+#: checked at run time are taken from them (``typing.get_args``).
+Lang = Literal["en", "pt"]
+Level = Literal["sent", "nc"]
+WordsSyn = Literal["first", "all"]
+Gold = Literal["comp", "type"]
+EnNaturalistic = Literal["auto", "official", "reference"]
+Dtype = Literal["float32", "float16", "bfloat16"]
+
+LEVELS: tuple[str, ...] = get_args(Level)
 DEFAULT_MODEL = "glove-6b-50d"
 
 
@@ -22,7 +32,9 @@ class RunConfig:
         levels: ``sent`` and/or ``nc``; ``None``: every level the model provides.
         layers: layer views of transformer models (``None``: mean of the last four;
             ``all``; ``-1``; ``9+10+11+12``; comma lists for several views).
-        device, dtype: where and in which precision the model runs.
+        device, dtype: where and in which precision the model runs (dtype ``float32``,
+            ``float16`` or ``bfloat16``; the encoders also take ``fp32``, ``fp16``, ``half``,
+            ``bf16``).
         batch_size: sentences per forward pass.
         standardise: also compute every measure on z-scored vectors (space ``standardised``).
         wordssyn: ``first`` (the paper's single P_WordsSyn) or ``all`` (every alternative).
@@ -37,21 +49,21 @@ class RunConfig:
     """
 
     model: str = DEFAULT_MODEL
-    lang: str = "en"
+    lang: Lang = "en"
     contexts: str = "nat,neut"
-    levels: tuple[str, ...] | None = None
+    levels: tuple[Level, ...] | None = None
     layers: str | None = None
     device: str | None = None
-    dtype: str | None = None
+    dtype: Dtype | None = None
     batch_size: int = 32
     standardise: bool = False
-    wordssyn: str = "first"
-    gold: str = "comp"
+    wordssyn: WordsSyn = "first"
+    gold: Gold = "comp"
     per_sentence: bool = False
     n_boot: int = 1000
     seed: int = 0
     top_k: int = 5
-    en_naturalistic: str = "auto"
+    en_naturalistic: EnNaturalistic = "auto"
     accept_modified_data: bool = False
 
     def __post_init__(self) -> None:
@@ -66,9 +78,9 @@ class RunConfig:
             raise ValueError("batch_size must be at least 1")
         if self.n_boot < 0:
             raise ValueError("n_boot must be 0 (no intervals) or more")
-        if self.wordssyn not in ("first", "all"):
+        if self.wordssyn not in get_args(WordsSyn):
             raise ValueError("wordssyn must be 'first' or 'all'")
-        if self.gold not in ("comp", "type"):
+        if self.gold not in get_args(Gold):
             raise ValueError("gold must be 'comp' or 'type'")
 
     def to_dict(self) -> dict:

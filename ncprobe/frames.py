@@ -48,7 +48,7 @@ LABELS = {
 
 __all__ = ["AFFINITIES", "CLASSES", "CONDITIONS", "DEFAULT_CONTEXTS", "LABELS", "LEVEL_NAMES",
            "MEASURES", "PROBES", "PROBE_MEASURES", "RATIO", "SCALED", "condition",
-           "contexts_of", "model_order", "present_conditions", "select"]
+           "contexts_of", "model_order", "select"]
 
 
 def condition(lang: str, context: str) -> str:
@@ -138,9 +138,3 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
         cond = [condition(lg, ctx) for lg, ctx in zip(out["lang"], out["context"])]
         out["condition"] = pd.Categorical(cond, categories=list(CONDITIONS), ordered=True)
     return out.reset_index(drop=True)
-
-
-def present_conditions(df: pd.DataFrame) -> list[str]:
-    """The conditions that have rows in ``df``, in display order."""
-    have = set(df["condition"].astype(str)) if "condition" in df.columns and len(df) else set()
-    return [c for c in CONDITIONS if c in have]

@@ -1,10 +1,16 @@
 """The ten figures of the study (SPEC §4), one function each, from a Results.
 
-Every function takes a Results holding one or many models and one or both
-languages, and returns a :class:`matplotlib.figure.Figure` (its panels are
+Every figure function (named ``fig_*``, not to be taken for the formulas of
+:mod:`ncprobe.measures`) takes a Results holding one or many models and one or
+both languages, and returns a :class:`matplotlib.figure.Figure` (its panels are
 ``fig.axes``). :data:`FIGURES` maps the figure names to the functions, in
 figure order. Nothing is shown or saved here; :func:`ncprobe.report.write_report`
 saves them.
+
+The figures are built without pyplot: nothing is registered in pyplot's list of
+figures and the caller's backend is never changed; they are drawn with Agg. In
+Jupyter, a figure function as the last line of a cell shows its figure once; in
+a script, ``fig.savefig(...)``.
 
 Layout and style, shared by all figures:
 
@@ -23,25 +29,35 @@ Layout and style, shared by all figures:
   naturalistic and neutral contexts (``contexts="nat,neut,neut-pl"`` adds the
   plural neutral sentences).
 
+A figure that is one panel (one model and no ideal panel; one condition for the
+correlogram) can be drawn into an Axes of the caller's own figure: ``ax=`` (as in
+seaborn: the function draws into it and returns its figure, with the legend inside
+the Axes and no figure title). Each function's docstring says whether it takes ``ax``.
+
 A model without values for a figure (e.g. a sentence-level-only API model in an
-NC-level figure) is left out, and a note saying so is kept in
-``fig.ncprobe_notes``; a figure with no values at all raises :class:`NoData`.
+NC-level figure) is left out, with a note saying so: ``return_notes=True`` returns
+``(fig, notes)``, the notes a list of strings. A figure with no values at all
+raises :class:`NoData`.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from contextlib import contextmanager
 from typing import Callable
 
-import matplotlib.pyplot as plt
+import matplotlib
 import matplotlib.ticker
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
+from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from .errors import NcprobeError
+from .errors import NcprobeError, UsageError
 from .frames import (CLASSES, LABELS, LEVEL_NAMES, PROBES, RATIO, select)
 from .measures import AFFINITIES, SCALED
 from .stats import ALPHA, spearman
@@ -98,8 +114,62 @@ def _style():
     import seaborn as sns
 
     with sns.axes_style("whitegrid", {"grid.linewidth": 0.5, "grid.color": "#dddddd"}), \
-            plt.rc_context(_RC):
+            matplotlib.rc_context(_RC):
         yield
+
+
+def _new_figure(**kwargs) -> Figure:
+    """A Figure of its own, unknown to pyplot, drawn with Agg whatever the caller's backend."""
+    _inline_display()
+    fig = Figure(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _inline_display() -> None:
+    """In a Jupyter kernel with matplotlib's inline backend, make sure a Figure shown as a
+    cell's value is drawn.
+
+    ipykernel names the inline backend (``MPLBACKEND``) but loads it, and with it the
+    display of figures, only when pyplot first needs it: a Figure made without pyplot
+    would otherwise show as text. The backend that is named is loaded, as pyplot would
+    load it; nothing is loaded or changed anywhere else.
+    """
+    if "IPython" not in sys.modules:
+        return
+    try:
+        backend = matplotlib.get_backend(auto_select=False)
+    except TypeError:  # matplotlib < 3.10
+        backend = matplotlib.rcParams._get("backend")
+    if backend in ("inline", "module://matplotlib_inline.backend_inline"):
+        import matplotlib_inline.backend_inline  # noqa: F401  (sets up the display on import)
+
+
+def _root_figure(ax: Axes) -> Figure:
+    try:
+        return ax.get_figure(root=True)
+    except TypeError:  # matplotlib < 3.10: a subfigure's .figure is the root figure
+        return ax.figure.figure
+
+
+def _one_panel(ax: Axes | None, ideal: bool | None, panels: int, what: str) -> bool:
+    """Whether to draw the ideal panel; refuses an ``ax`` for a figure of several panels."""
+    if ax is None:
+        return True if ideal is None else bool(ideal)
+    if not isinstance(ax, Axes):
+        raise UsageError(f"ax={ax!r}: give a matplotlib Axes, or leave it out")
+    if ideal:
+        raise UsageError("ax= draws one panel, without the ideal values panel: leave out "
+                         "ideal=True, or leave out ax to draw the whole figure")
+    if panels != 1:
+        raise UsageError(f"ax= draws one panel, and these results make {panels} ({what}): "
+                         "give results of one model (and one condition for the correlogram), "
+                         "or leave out ax to draw the whole figure")
+    return False
+
+
+def _returned(fig: Figure, notes: list[str], return_notes: bool):
+    return (fig, list(notes)) if return_notes else fig
 
 
 def _short(model: str) -> str:
@@ -136,19 +206,25 @@ class _Grid:
 
     def __init__(self, models: list[str], *, ideal: bool, blocks: int = 1, sharey: bool = True,
                  panel_width: float = PANEL_WIDTH, panel_height: float = PANEL_HEIGHT,
-                 legend_rows: int = 1):
+                 legend_rows: int = 1, ax: Axes | None = None):
         self.models = models
+        self.ax = ax    # the caller's Axes: the one panel (checked by _one_panel)
+        if ax is not None:
+            self.fig = _root_figure(ax)
+            self.axes: list[list] = [[ax]]
+            self.ideal: list = []
+            return
         ncols = min(len(models), MAX_COLUMNS)
         self.model_rows = math.ceil(len(models) / ncols)
         nrows = blocks * self.model_rows
         widths = ([IDEAL_WIDTH] if ideal else []) + [panel_width] * ncols
         height = panel_height * nrows + 0.45 + 0.22 * legend_rows
-        self.fig = plt.figure(figsize=(sum(widths) + 0.4, height), layout="constrained")
+        self.fig = _new_figure(figsize=(sum(widths) + 0.4, height), layout="constrained")
         self.fig.get_layout_engine().set(w_pad=0.04, h_pad=0.04, wspace=0.03, hspace=0.04)
         gs = self.fig.add_gridspec(nrows, len(widths), width_ratios=widths)
         off = 1 if ideal else 0
-        self.axes: list[list] = []      # [block][model index]
-        self.ideal: list = []           # [block]
+        self.axes = []      # [block][model index]
+        self.ideal = []     # [block]
         for b in range(blocks):
             row0 = b * self.model_rows
             first = None
@@ -164,22 +240,39 @@ class _Grid:
             self.axes.append(panels)
             if ideal:
                 self.ideal.append(self.fig.add_subplot(gs[row0, 0]))
-        self.fig.ncprobe_notes = []
 
     def first_column(self, b: int, i: int) -> bool:
         return i % min(len(self.models), MAX_COLUMNS) == 0
 
+    @property
+    def legend_on(self):
+        """Where the legends go: the figure, or the caller's Axes."""
+        return self.fig if self.ax is None else self.ax
 
-def _legend(fig, handles: list, *, title: str | None = None, loc: str = "outside lower center",
-            ncols: int | None = None) -> None:
+    def finish(self, title: str) -> None:
+        """The figure's title (not on the caller's figure) and readable tick labels."""
+        if self.ax is None:
+            _finish(self.fig, title)
+        else:
+            _declutter(self.fig, [self.ax])
+
+
+def _legend(where, handles: list, *, title: str | None = None,
+            loc: str = "outside lower center", ncols: int | None = None) -> None:
+    """A legend below the panels of a figure, or inside an Axes (``where``)."""
     if not handles:
         return
-    fig.legend(handles=handles, loc=loc, ncols=ncols or len(handles), frameon=False,
-               title=title, handlelength=1.2, columnspacing=1.0, handletextpad=0.4,
-               borderaxespad=0.2)
+    if isinstance(where, Axes):  # one column, unless a grid is asked for (the conditions)
+        where.legend(handles=handles, loc="best", ncols=ncols or 1, title=title,
+                     handlelength=1.2, columnspacing=1.0, handletextpad=0.4)
+        return
+    where.legend(handles=handles, loc=loc, ncols=ncols or len(handles), frameon=False,
+                 title=title, handlelength=1.2, columnspacing=1.0, handletextpad=0.4,
+                 borderaxespad=0.2)
 
 
-def _condition_legend(fig, conditions: list[str], *, loc: str = "outside lower center") -> None:
+def _condition_legend(where, conditions: list[str], *, loc: str = "outside lower center"
+                      ) -> None:
     """Conditions in a grid: one row per language, one column per context."""
     langs = sorted({c.split("-", 1)[0] for c in conditions}, key=["EN", "PT"].index)
     ctxs = []
@@ -195,7 +288,7 @@ def _condition_legend(fig, conditions: list[str], *, loc: str = "outside lower c
             handles.append(Patch(facecolor=CONDITION_PALETTE[name], edgecolor="#444444",
                                  linewidth=0.5, label=name) if name in conditions
                            else Patch(visible=False, label=""))
-    _legend(fig, handles, title="condition", loc=loc, ncols=len(ctxs))
+    _legend(where, handles, title="condition", loc=loc, ncols=len(ctxs))
 
 
 def _class_handles(prefix: str = "") -> list:
@@ -238,15 +331,16 @@ def _short_measure(measure: str, shown: list[str]) -> str:
     return _PROBE_TICKS.get(measure, _label(measure))
 
 
-def _declutter(fig) -> None:
-    """Rotate the x tick labels of the panels where they would overlap (30 degrees)."""
+def _declutter(fig, axes=None) -> None:
+    """Rotate the x tick labels of the panels (``axes``, or all of ``fig``'s) where they would
+    overlap (30 degrees)."""
     fig.draw_without_rendering()  # lays the figure out: text extents, no pixels
-    renderer = fig.canvas.get_renderer()
-    for ax in fig.axes:
+    for ax in fig.axes if axes is None else axes:
         labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
         if len(labels) < 2 or any(t.get_rotation() for t in labels):
             continue
-        boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+        # the extents at the layout just drawn (the renderer of that draw)
+        boxes = sorted((t.get_window_extent() for t in labels), key=lambda b: b.x0)
         if any(a.x1 + 3 > b.x0 for a, b in zip(boxes, boxes[1:])):
             for t in labels:
                 t.set_rotation(30)
@@ -278,36 +372,38 @@ def _boxes(ax, sub: pd.DataFrame, *, x: str, order: list[str], hue: str, hue_ord
 
 
 def _distribution_figure(results, *, measures: list[str], level: str, title: str, ylabel: str,
-                         space: str, contexts, layers, sharey: bool, ideal: bool):
+                         space: str, contexts, layers, sharey: bool, ideal: bool | None,
+                         ax: Axes | None, return_notes: bool):
     data = select(results.measures, space=space, level=level, contexts=contexts,
                   measures=measures, layers=layers)
     notes: list[str] = []
     models = _models_with(data.dropna(subset=["value"]), _all_models(results),
                           f"{LEVEL_NAMES.get(level, level)}-level values", notes)
+    ideal = _one_panel(ax, ideal, len(models), "one per model")
     conds = [c for c in CONDITION_PALETTE if c in set(data["condition"].astype(str))]
     with _style():
-        grid = _Grid(models, ideal=ideal, sharey=sharey)
-        for i, (model, ax) in enumerate(zip(models, grid.axes[0])):
-            _boxes(ax, data[data["model"] == model], x="measure", order=measures,
+        grid = _Grid(models, ideal=ideal, sharey=sharey, ax=ax)
+        for i, (model, pax) in enumerate(zip(models, grid.axes[0])):
+            _boxes(pax, data[data["model"] == model], x="measure", order=measures,
                    hue="condition", hue_order=conds, palette=CONDITION_PALETTE)
-            ax.set_xticks(range(len(measures)), [_short_measure(m, measures) for m in measures])
-            ax.set_title(_short(model))
-            ax.set_xlabel("")
-            ax.set_ylabel(ylabel if grid.first_column(0, i) or not sharey else "")
+            pax.set_xticks(range(len(measures)), [_short_measure(m, measures) for m in measures])
+            pax.set_title(_short(model))
+            pax.set_xlabel("")
+            pax.set_ylabel(ylabel if grid.first_column(0, i) or not sharey else "")
         if ideal:
             _ideal_panel(grid.ideal[0], measures)
             _condition_legend(grid.fig, conds, loc="outside lower right")
             _legend(grid.fig, _class_handles(), title="ideal values: class",
                     loc="outside lower left")
         else:
-            _condition_legend(grid.fig, conds)
-        grid.fig.ncprobe_notes = notes
-        _finish(grid.fig, title + f" ({space} space)")
-    return grid.fig
+            _condition_legend(grid.legend_on, conds)
+        grid.finish(title + f" ({space} space)")
+    return _returned(grid.fig, notes, return_notes)
 
 
-def sentence_cosines(results, *, space: str = "raw", contexts=None, layers=None,
-                     sharey: bool = False, ideal: bool = True):
+def fig_sentence_cosines(results, *, space: str = "raw", contexts=None, layers=None,
+                         sharey: bool = False, ideal: bool | None = None,
+                         ax: Axes | None = None, return_notes: bool = False):
     """Figure 1: distribution of the sentence-level cosine of each probe family, per condition.
 
     One box per probe and condition over the per-NC Sim values (``measures`` table,
@@ -317,50 +413,71 @@ def sentence_cosines(results, *, space: str = "raw", contexts=None, layers=None,
     for every NC, P_Comp and P_WordsSyn high only for compositional NCs, P_Rand low.
     Panels have their own y scale (``sharey=True`` for a common one): sentence
     cosines of static models sit near 1.
+
+    ``ax=`` is accepted when the results hold one model with values for this figure:
+    its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
+    ``return_notes=True`` returns ``(fig, notes)``.
     """
     return _distribution_figure(results, measures=list(PROBES), level="sent", space=space,
                                 contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
                                 title="Sentence-level cosine similarity per probe",
-                                ylabel="cosine (Sim)")
+                                ylabel="cosine (Sim)", ax=ax, return_notes=return_notes)
 
 
-def nc_cosines(results, *, space: str = "raw", contexts=None, layers=None,
-               sharey: bool = False, ideal: bool = True):
-    """Figure 2: as :func:`sentence_cosines` at NC level (the NC's own tokens, in context).
+def fig_nc_cosines(results, *, space: str = "raw", contexts=None, layers=None,
+                   sharey: bool = False, ideal: bool | None = None, ax: Axes | None = None,
+                   return_notes: bool = False):
+    """Figure 2: as sentence_cosines at NC level (the NC's own tokens, in context).
 
-    P_Comp is the per-sentence max of the head and modifier substitutions.
-    Sentence-level-only models (API embedders) are left out with a note.
+    That is :func:`fig_sentence_cosines` with the NC-level values. P_Comp is the
+    per-sentence max of the head and modifier substitutions. Sentence-level-only
+    models (API embedders) are left out with a note.
+
+    ``ax=`` is accepted when the results hold one model with values for this figure:
+    its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
+    ``return_notes=True`` returns ``(fig, notes)``.
     """
     return _distribution_figure(results, measures=list(PROBES), level="nc", space=space,
                                 contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
                                 title="NC-level cosine similarity per probe",
-                                ylabel="cosine (Sim)")
+                                ylabel="cosine (Sim)", ax=ax, return_notes=return_notes)
 
 
-def affinity(results, *, level: str = "nc", space: str = "raw", contexts=None, layers=None,
-             sharey: bool = True, ideal: bool = True):
+def fig_affinity(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                 layers=None, sharey: bool = True, ideal: bool | None = None,
+                 ax: Axes | None = None, return_notes: bool = False):
     """Figure 3: distribution of the Affinities A_Syn|WordsSyn and A_Syn|Rand (Eq. 4) per NC.
 
     Ideal panel: A_Syn|Rand high for every NC; A_Syn|WordsSyn high for idiomatic
     NCs and about 0 for compositional ones. NC level by default.
+
+    ``ax=`` is accepted when the results hold one model with values for this figure:
+    its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
+    ``return_notes=True`` returns ``(fig, notes)``.
     """
     return _distribution_figure(results, measures=list(AFFINITIES), level=level, space=space,
                                 contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
                                 title=f"Affinity, {LEVEL_NAMES.get(level, level)} level",
-                                ylabel="Affinity A_Syn|·")
+                                ylabel="Affinity A_Syn|·", ax=ax, return_notes=return_notes)
 
 
-def scaled_similarity(results, *, level: str = "nc", space: str = "raw", contexts=None,
-                      layers=None, sharey: bool = True, ideal: bool = True):
+def fig_scaled_similarity(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                          layers=None, sharey: bool = True, ideal: bool | None = None,
+                          ax: Axes | None = None, return_notes: bool = False):
     """Figure 5: distribution of the Scaled Similarities Sim_R|Syn and Sim_R|WordsSyn (Eq. 5).
 
     Ideal panel: Sim_R|Syn about 1 for every NC; Sim_R|WordsSyn high for
     compositional NCs and low for idiomatic ones. NC level by default.
+
+    ``ax=`` is accepted when the results hold one model with values for this figure:
+    its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
+    ``return_notes=True`` returns ``(fig, notes)``.
     """
     return _distribution_figure(results, measures=list(SCALED), level=level, space=space,
                                 contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
                                 title=f"Scaled Similarity, {LEVEL_NAMES.get(level, level)} level",
-                                ylabel="Scaled Similarity Sim_R|·")
+                                ylabel="Scaled Similarity Sim_R|·", ax=ax,
+                                return_notes=return_notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,61 +485,81 @@ def scaled_similarity(results, *, level: str = "nc", space: str = "raw", context
 
 
 def _class_figure(results, *, measures: list[str], level: str, title: str, space: str,
-                  contexts, layers, sharey: bool, ideal: bool, ylabel: str | None = None):
+                  contexts, layers, sharey: bool, ideal: bool | None, ax: Axes | None = None,
+                  return_notes: bool = False, ylabel: str | None = None):
     data = select(results.measures, space=space, level=level, contexts=contexts,
                   measures=measures, layers=layers)
     data = data[data["cls"].isin(CLASSES)].dropna(subset=["value"])
     notes: list[str] = []
     models = _models_with(data, _all_models(results),
                           f"{LEVEL_NAMES.get(level, level)}-level values", notes)
+    ideal = _one_panel(ax, ideal, len(models) * len(measures), "one per model and measure")
     conds = [c for c in CONDITION_PALETTE if c in set(data["condition"].astype(str))]
     with _style():
-        grid = _Grid(models, ideal=ideal, blocks=len(measures), sharey=sharey)
+        grid = _Grid(models, ideal=ideal, blocks=len(measures), sharey=sharey, ax=ax)
         for b, measure in enumerate(measures):
-            for i, (model, ax) in enumerate(zip(models, grid.axes[b])):
+            for i, (model, pax) in enumerate(zip(models, grid.axes[b])):
                 sub = data[(data["model"] == model) & (data["measure"] == measure)]
-                _boxes(ax, sub, x="condition", order=conds, hue="cls", hue_order=list(CLASSES),
-                       palette=CLASS_PALETTE)
-                ax.set_xticks(range(len(conds)), conds)
-                ax.set_title(_short(model))
-                ax.set_xlabel("")
-                ax.set_ylabel((ylabel or _label(measure))
-                              if grid.first_column(b, i) or not sharey else "")
+                _boxes(pax, sub, x="condition", order=conds, hue="cls",
+                       hue_order=list(CLASSES), palette=CLASS_PALETTE)
+                pax.set_xticks(range(len(conds)), conds)
+                pax.set_title(_short(model))
+                pax.set_xlabel("")
+                pax.set_ylabel((ylabel or _label(measure))
+                               if grid.first_column(b, i) or not sharey else "")
             if ideal:
                 _ideal_panel(grid.ideal[b], [measure])
                 grid.ideal[b].set_xticks([0], [_label(measure)])
-        _legend(grid.fig, _class_handles())
-        grid.fig.ncprobe_notes = notes
-        _finish(grid.fig, title + f", {LEVEL_NAMES.get(level, level)} level ({space} space)")
-    return grid.fig
+        _legend(grid.legend_on, _class_handles())
+        grid.finish(title + f", {LEVEL_NAMES.get(level, level)} level ({space} space)")
+    return _returned(grid.fig, notes, return_notes)
 
 
-def affinity_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
-                      layers=None, sharey: bool = True, ideal: bool = True):
+def fig_affinity_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                          layers=None, sharey: bool = True, ideal: bool = True,
+                          return_notes: bool = False):
     """Figure 4: the Affinities per compositionality class (I / PC / C) and condition.
 
     One row of panels per Affinity (A_Syn|WordsSyn, then A_Syn|Rand); boxes over
     the NCs of each class. NCs without a class (no gold score) are left out.
+
+    No ``ax=``: the figure is at least two panels (one per Affinity).
+    ``return_notes=True`` returns ``(fig, notes)``.
     """
     return _class_figure(results, measures=list(AFFINITIES), level=level, space=space,
                          contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                         title="Affinity by compositionality class")
+                         title="Affinity by compositionality class", return_notes=return_notes)
 
 
-def simr_syn_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
-                      layers=None, sharey: bool = True, ideal: bool = True):
-    """Figure 6: Sim_R|Syn per compositionality class and condition (ideal: ~1 for all)."""
+def fig_simr_syn_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                          layers=None, sharey: bool = True, ideal: bool | None = None,
+                          ax: Axes | None = None, return_notes: bool = False):
+    """Figure 6: Sim_R|Syn per compositionality class and condition (ideal: ~1 for all).
+
+    ``ax=`` is accepted when the results hold one model with values for this figure:
+    its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
+    ``return_notes=True`` returns ``(fig, notes)``.
+    """
     return _class_figure(results, measures=["Sim_R|Syn"], level=level, space=space,
                          contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                         title="Sim_R|Syn by compositionality class")
+                         title="Sim_R|Syn by compositionality class", ax=ax,
+                         return_notes=return_notes)
 
 
-def simr_wordssyn_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
-                           layers=None, sharey: bool = True, ideal: bool = True):
-    """Figure 7: Sim_R|WordsSyn per class and condition (ideal: high for C, low for I)."""
+def fig_simr_wordssyn_by_class(results, *, level: str = "nc", space: str = "raw",
+                               contexts=None, layers=None, sharey: bool = True,
+                               ideal: bool | None = None, ax: Axes | None = None,
+                               return_notes: bool = False):
+    """Figure 7: Sim_R|WordsSyn per class and condition (ideal: high for C, low for I).
+
+    ``ax=`` is accepted when the results hold one model with values for this figure:
+    its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
+    ``return_notes=True`` returns ``(fig, notes)``.
+    """
     return _class_figure(results, measures=["Sim_R|WordsSyn"], level=level, space=space,
                          contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                         title="Sim_R|WordsSyn by compositionality class")
+                         title="Sim_R|WordsSyn by compositionality class", ax=ax,
+                         return_notes=return_notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,30 +604,41 @@ def _ratio_scale(axes, rows: pd.DataFrame) -> None:
         ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
 
 
-def ratio(results, *, level: str = "nc", space: str = "raw", contexts=None, layers=None):
+def fig_ratio(results, *, level: str = "nc", space: str = "raw", contexts=None, layers=None,
+              ax: Axes | None = None, return_notes: bool = False):
     """Figure 8: the ratio Sim_R|Syn / Sim_R|WordsSyn, mean ± sd over the NCs, per model and
     condition (``distributions`` table, all NCs).
 
     The sd is large where some NCs have Sim_R|WordsSyn near 0; the y axis turns
     symmetric-logarithmic (linear within ±1) when mean ± sd reaches beyond ±12.
     The dashed line is 1 (as similar to the gold synonym as to the word synonyms).
+
+    ``ax=`` is accepted when the results hold one model with values for this figure:
+    its panel is drawn into the given Axes, whose figure is returned.
+    ``return_notes=True`` returns ``(fig, notes)``.
     """
     return _ratio_figure(results, by_class=False, level=level, space=space, contexts=contexts,
-                         layers=layers, ideal=False)
+                         layers=layers, ideal=False, ax=ax, return_notes=return_notes)
 
 
-def ratio_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
-                   layers=None, ideal: bool = True):
+def fig_ratio_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                       layers=None, ideal: bool | None = None, ax: Axes | None = None,
+                       return_notes: bool = False):
     """Figure 9: the ratio Sim_R|Syn / Sim_R|WordsSyn, mean ± sd per class and condition.
 
     Ideal panel: far above 1 for idiomatic NCs (the gold synonym keeps the
     meaning, the word synonyms do not), about 1 for compositional ones.
+
+    ``ax=`` is accepted when the results hold one model with values for this figure:
+    its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
+    ``return_notes=True`` returns ``(fig, notes)``.
     """
     return _ratio_figure(results, by_class=True, level=level, space=space, contexts=contexts,
-                         layers=layers, ideal=ideal)
+                         layers=layers, ideal=ideal, ax=ax, return_notes=return_notes)
 
 
-def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers, ideal: bool):
+def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers,
+                  ideal: bool | None, ax: Axes | None, return_notes: bool):
     """Figures 8 and 9: mean ± sd of the ratio per condition, and per class if ``by_class``."""
     dist = select(results.distributions, space=space, level=level, contexts=contexts,
                   measures=[RATIO], layers=layers)
@@ -498,32 +646,33 @@ def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers, id
     notes: list[str] = []
     models = _models_with(rows, _all_models(results),
                           f"{LEVEL_NAMES.get(level, level)}-level ratio", notes)
+    ideal = _one_panel(ax, ideal, len(models), "one per model")
     conds = [c for c in CONDITION_PALETTE if c in set(rows["condition"].astype(str))]
     if by_class:
         hue, hue_order, palette = "cls", list(CLASSES), CLASS_PALETTE
     else:
         hue, hue_order, palette = "condition", conds, CONDITION_PALETTE
     with _style():
-        grid = (_Grid(models, ideal=ideal) if by_class else
-                _Grid(models, ideal=False, panel_width=min(PANEL_WIDTH, 0.9 + 0.45 * len(conds))))
-        for i, (model, ax) in enumerate(zip(models, grid.axes[0])):
-            _errorbars(ax, rows[rows["model"] == model], x_order=conds, x="condition", hue=hue,
+        grid = (_Grid(models, ideal=ideal, ax=ax) if by_class else
+                _Grid(models, ideal=False, ax=ax,
+                      panel_width=min(PANEL_WIDTH, 0.9 + 0.45 * len(conds))))
+        for i, (model, pax) in enumerate(zip(models, grid.axes[0])):
+            _errorbars(pax, rows[rows["model"] == model], x_order=conds, x="condition", hue=hue,
                        hue_order=hue_order, palette=palette)
-            ax.set_xticks(range(len(conds)), conds)
-            ax.set_xlim(-0.6, len(conds) - 0.4)
-            ax.set_title(_short(model))
-            ax.set_ylabel("Sim_R|Syn / Sim_R|WordsSyn\n(mean ± sd)"
-                          if grid.first_column(0, i) else "")
+            pax.set_xticks(range(len(conds)), conds)
+            pax.set_xlim(-0.6, len(conds) - 0.4)
+            pax.set_title(_short(model))
+            pax.set_ylabel("Sim_R|Syn / Sim_R|WordsSyn\n(mean ± sd)"
+                           if grid.first_column(0, i) else "")
         _ratio_scale(grid.axes[0], rows)
         if by_class:
             if ideal:
                 _ideal_panel(grid.ideal[0], [RATIO], ratio=True)
                 grid.ideal[0].set_xticks([0], ["ratio"])
-            _legend(grid.fig, _class_handles())
-        grid.fig.ncprobe_notes = notes
-        _finish(grid.fig, f"Ratio of Scaled Similarities{' by class' if by_class else ''}, "
-                          f"{LEVEL_NAMES.get(level, level)} level ({space} space)")
-    return grid.fig
+            _legend(grid.legend_on, _class_handles())
+        grid.finish(f"Ratio of Scaled Similarities{' by class' if by_class else ''}, "
+                    f"{LEVEL_NAMES.get(level, level)} level ({space} space)")
+    return _returned(grid.fig, notes, return_notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -578,14 +727,21 @@ def correlogram_matrix(results, condition: str, *, level: str = "nc", space: str
     return variables, rho, p
 
 
-def correlogram(results, *, level: str = "nc", space: str = "raw", contexts=None,
-                measures=CORRELOGRAM_MEASURES, gold: bool = True, layers=None):
+def fig_correlogram(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                    measures=CORRELOGRAM_MEASURES, gold: bool = True, layers=None,
+                    ax: Axes | None = None, return_notes: bool = False):
     """Figure 10: Spearman rho between every pair of (model, measure) per-NC value vectors.
 
     One panel per condition. Rows and columns are the measures of each model in
     turn (model names on the diagonal), with the gold compositionality score
     first when ``gold``. Only the lower triangle is drawn, and in it only the
-    cells with p <= 0.05; the others stay blank.
+    cells with p <= 0.05; the others stay blank. The variables and values of a
+    panel: :func:`correlogram_matrix`.
+
+    ``ax=`` is accepted when the results hold one condition (one language, and
+    ``contexts`` naming one context group): the panel is drawn into the given Axes,
+    with its colour bar beside it, and the Axes' figure is returned.
+    ``return_notes=True`` returns ``(fig, notes)``.
     """
     conds_all = select(results.measures, space=space, level=level, contexts=contexts,
                        measures=list(measures), layers=layers)
@@ -596,8 +752,18 @@ def correlogram(results, *, level: str = "nc", space: str = "raw", contexts=None
     _models_with(conds_all, _all_models(results),
                  f"{LEVEL_NAMES.get(level, level)}-level values", notes)
     conds = [c for c in CONDITION_PALETTE if c in set(conds_all["condition"].astype(str))]
+    _one_panel(ax, None, len(conds), "one per condition: " + ", ".join(conds))
     panels = [(c, *correlogram_matrix(results, c, level=level, space=space, measures=measures,
                                       gold=gold, layers=layers)) for c in conds]
+    if ax is not None:
+        with _style():
+            cond, variables, rho, p = panels[0]
+            mesh = _correlogram_panel(ax, variables, rho, p)
+            ax.set_title(cond)
+            if mesh is not None:
+                ax.figure.colorbar(mesh, ax=ax, aspect=30,
+                                   label=f"Spearman ρ (blank: p > {ALPHA})")
+        return _returned(_root_figure(ax), notes, return_notes)
     nvar = max(len(v) for _, v, _, _ in panels) - 1
     same = all(v == panels[0][1] for _, v, _, _ in panels)
     ncols = min(len(panels), 2)
@@ -607,27 +773,26 @@ def correlogram(results, *, level: str = "nc", space: str = "raw", contexts=None
     width = ncols * side + (1 if same else ncols) * label_room + 1.0
     height = nrows * side + (1 if same else nrows) * label_room + 0.6
     with _style():
-        fig = plt.figure(figsize=(width, height), layout="constrained")
+        fig = _new_figure(figsize=(width, height), layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=False)
         flat = axes.ravel()
         mesh = None
-        for k, (ax, (cond, variables, rho, p)) in enumerate(zip(flat, panels)):
-            mesh = _correlogram_panel(ax, variables, rho, p)
-            ax.set_title(cond)
+        for k, (pax, (cond, variables, rho, p)) in enumerate(zip(flat, panels)):
+            mesh = _correlogram_panel(pax, variables, rho, p)
+            pax.set_title(cond)
             if same and len(panels) > 1:
                 if k % ncols:
-                    ax.tick_params(labelleft=False)
+                    pax.tick_params(labelleft=False)
                 if k + ncols < len(panels):
-                    ax.tick_params(labelbottom=False)
-        for ax in flat[len(panels):]:
-            fig.delaxes(ax)
+                    pax.tick_params(labelbottom=False)
+        for pax in flat[len(panels):]:
+            fig.delaxes(pax)
         if mesh is not None:
             fig.colorbar(mesh, ax=list(flat[:len(panels)]), shrink=min(0.8, 3.0 / height + 0.3),
                          aspect=30, label=f"Spearman ρ (blank: p > {ALPHA})")
-        fig.ncprobe_notes = notes
         fig.suptitle(f"Correlogram of models × measures, {LEVEL_NAMES.get(level, level)} level "
                      f"({space} space)")
-    return fig
+    return _returned(fig, notes, return_notes)
 
 
 def _correlogram_panel(ax, variables, rho, p):
@@ -677,21 +842,23 @@ def _model_blocks(ax, variables: list[tuple[str, str]]) -> None:
         start = end
 
 
-#: The figures of SPEC §4, in order: name -> function(results, **options) -> Figure.
+#: The figures of SPEC §4, in order: name (the report's file names) -> function(results,
+#: **options) -> Figure.
 FIGURES: dict[str, Callable] = {
-    "sent_cosines": sentence_cosines,
-    "nc_cosines": nc_cosines,
-    "affinity": affinity,
-    "affinity_by_class": affinity_by_class,
-    "scaled_similarity": scaled_similarity,
-    "simr_syn_by_class": simr_syn_by_class,
-    "simr_wordssyn_by_class": simr_wordssyn_by_class,
-    "ratio": ratio,
-    "ratio_by_class": ratio_by_class,
-    "correlogram": correlogram,
+    "sent_cosines": fig_sentence_cosines,
+    "nc_cosines": fig_nc_cosines,
+    "affinity": fig_affinity,
+    "affinity_by_class": fig_affinity_by_class,
+    "scaled_similarity": fig_scaled_similarity,
+    "simr_syn_by_class": fig_simr_syn_by_class,
+    "simr_wordssyn_by_class": fig_simr_wordssyn_by_class,
+    "ratio": fig_ratio,
+    "ratio_by_class": fig_ratio_by_class,
+    "correlogram": fig_correlogram,
 }
 
 __all__ = ["CLASS_PALETTE", "CONDITION_PALETTE", "CORRELOGRAM_MEASURES", "FIGURES", "IDEAL",
-           "NoData", "affinity", "affinity_by_class", "correlogram", "correlogram_matrix",
-           "nc_cosines", "ratio", "ratio_by_class", "scaled_similarity", "sentence_cosines",
-           "simr_syn_by_class", "simr_wordssyn_by_class"]
+           "NoData", "correlogram_matrix", "fig_affinity", "fig_affinity_by_class",
+           "fig_correlogram", "fig_nc_cosines", "fig_ratio", "fig_ratio_by_class",
+           "fig_scaled_similarity", "fig_sentence_cosines", "fig_simr_syn_by_class",
+           "fig_simr_wordssyn_by_class"]

@@ -48,11 +48,10 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
 
     Returns:
         The files written, in order (the index ``README.md`` last).
+
+    The figures are drawn without pyplot and with Agg: the caller's backend and pyplot's
+    figures are left as they are (in Jupyter, nothing is shown).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; never open a window
-
     from . import plots, tables
 
     if not isinstance(jobs, FigureWorkers):
@@ -147,38 +146,37 @@ def _refuse_foreign(out: Path, planned: list[str], ours: set[str]) -> None:
 def _render(name: str, results, formats: Sequence[str], dpi: int, rc: dict | None = None
             ) -> tuple[dict[str, bytes] | None, list[str]]:
     """Draw one figure and save it in every format: ``({format: bytes}, notes)``, or
-    ``(None, [why])`` when the results hold nothing it shows."""
-    import matplotlib
+    ``(None, [why])`` when the results hold nothing it shows.
 
-    if rc is not None:  # a worker process: the settings of the process that asked
+    In the caller's process (``rc`` None) no matplotlib state is changed: the figure is
+    not pyplot's (nothing to close), and is dropped when done.
+    """
+    if rc is not None:  # a worker process (ncprobe's own): the settings of the one that asked
+        import matplotlib
+
         matplotlib.use("Agg")
         matplotlib.rcParams.update(rc)
-    import matplotlib.pyplot as plt
-
     from . import plots
 
     try:
-        fig = plots.FIGURES[name](results)
+        fig, notes = plots.FIGURES[name](results, return_notes=True)
     except plots.NoData as e:
         return None, [str(e)]
-    try:
-        # lay the figure out once, at the saved resolution, and keep that layout for every
-        # format: each savefig would otherwise run the constrained layout twice (once more
-        # for the tight bounding box). Vector formats, which matplotlib would lay out at
-        # 72 dpi, get the positions of the raster ones
-        fig.set_dpi(dpi)
-        fig.draw_without_rendering()
-        fig.set_layout_engine("none")
-        blobs = {}
-        for fmt in formats:
-            # no creation date in PDFs: the same results give the same files
-            meta = {"CreationDate": None} if fmt == "pdf" else None
-            buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
-            blobs[fmt] = buf.getvalue()
-        return blobs, list(getattr(fig, "ncprobe_notes", []))
-    finally:
-        plt.close(fig)
+    # lay the figure out once, at the saved resolution, and keep that layout for every
+    # format: each savefig would otherwise run the constrained layout twice (once more
+    # for the tight bounding box). Vector formats, which matplotlib would lay out at
+    # 72 dpi, get the positions of the raster ones
+    fig.set_dpi(dpi)
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+    blobs = {}
+    for fmt in formats:
+        # no creation date in PDFs: the same results give the same files
+        meta = {"CreationDate": None} if fmt == "pdf" else None
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
+        blobs[fmt] = buf.getvalue()
+    return blobs, notes
 
 
 def _warm() -> None:
@@ -187,18 +185,17 @@ def _warm() -> None:
     real figure."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    matplotlib.use("Agg")  # a worker: ncprobe's own process
 
     from . import plots
 
     with plots._style():
-        fig, ax = plt.subplots(figsize=(1, 1), layout="constrained")
+        fig = plots._new_figure(figsize=(1, 1), layout="constrained")
+        ax = fig.add_subplot()
         ax.boxplot([[0.0, 1.0, 2.0]])
         ax.set_title("A$_{x}$")
         for fmt in ("png", "pdf"):
             fig.savefig(io.BytesIO(), format=fmt, bbox_inches="tight")
-        plt.close(fig)
 
 
 def _ignore_interrupt() -> None:

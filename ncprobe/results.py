@@ -19,6 +19,10 @@ Tables (pandas DataFrames, one row per observation):
 * ``ncs`` — the NCs: gold scores, class, head, modifier, and whether the gold
   synonym shares a word with the NC (``syn_overlap``).
 
+:meth:`Results.select` gives the rows of one table that match filters (``measures`` by
+default, ``correlations`` with ``analysis=``); :meth:`Results.wide` the per-NC measures
+with one column per measure.
+
 ``meta`` holds, per run, the RunConfig, the encoder fingerprint, package
 versions, the git blob ids of the data files read, and notes (counts of
 everything undefined or tolerated).
@@ -42,18 +46,23 @@ import shutil
 import stat
 import tempfile
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Literal, get_args
 
 import pandas as pd
 
+from .config import Level
 from .errors import DataError, UsageError
 from .stats import ALPHA
 
 log = logging.getLogger(__name__)
 
-TABLES = ("cosines", "sentences", "measures", "correlations", "distributions",
-          "lexical_overlap", "rogue", "standardisation", "ncs")
+#: The tables of a Results (the module doc describes them), in the order they are written.
+Table = Literal["cosines", "sentences", "measures", "correlations", "distributions",
+                "lexical_overlap", "rogue", "standardisation", "ncs"]
+TABLES: tuple[str, ...] = get_args(Table)
 #: 2: run id in run.json and in every table; 1 (ncprobe <= 0.1): no run id, still read.
 RESULTS_FORMAT = 2
 _READABLE_FORMATS = (1, 2)
@@ -64,6 +73,22 @@ NOT_IDENTITY = ("batch_size", "device")
 # what a results directory holds: its tables, run.json, and temporary names of ncprobe <= 0.1
 _RESULT_FILES = {f"{t}.parquet" for t in TABLES} | {"run.json"}
 _OLD_TEMP_RE = re.compile(r"^\.(" + "|".join(TABLES) + r")\.parquet\.tmp$|^\.run\.json\.tmp$")
+
+Space = Literal["raw", "standardised"]
+#: ``nat``, ``neut``, ``neut-pl``: the per-NC tables; ``S1``-``Npl``: cosines and sentences.
+Context = Literal["nat", "neut", "neut-pl", "S1", "S2", "S3", "N", "Npl"]
+Analysis = Literal["nc", "overlap-filtered", "sentence"]
+Cls = Literal["I", "PC", "C", "all"]
+Probe = Literal["syn", "comp-head", "comp-mod", "wordssyn", "rand"]
+#: A filter of :meth:`Results.select`: one value, several, or ``None`` (every value).
+Filter = str | Sequence[str] | None
+#: The filters of :meth:`Results.select`, each a column of the tables that have it.
+SELECT_FILTERS = ("model", "lang", "space", "layers", "level", "context", "measure", "nc",
+                  "cls", "probe", "analysis")
+#: What makes a row of :meth:`Results.wide`: one NC in one condition.
+WIDE_KEYS = ["model", "lang", "space", "layers", "level", "context", "nc"]
+# the per-NC context groups, and the sentence contexts each stands for
+_GROUP_CONTEXTS = {"nat": ("S1", "S2", "S3"), "neut": ("N",), "neut-pl": ("Npl",)}
 
 
 @dataclass
@@ -234,6 +259,109 @@ class Results:
         tables["ncs"] = tables["ncs"].drop_duplicates(["lang", "nc"], ignore_index=True)
         return cls(**tables, meta=[m for r in results for m in r.meta])
 
+    def select(self, table: Table | None = None, *, model: Filter = None, lang: Filter = None,
+               space: Space | Sequence[Space] | None = None, layers: Filter = None,
+               level: Level | Sequence[Level] | None = None,
+               context: Context | Sequence[Context] | None = None, measure: Filter = None,
+               nc: Filter = None, cls: Cls | Sequence[Cls] | None = None,
+               probe: Probe | Sequence[Probe] | None = None,
+               analysis: Analysis | Sequence[Analysis] | None = None) -> pd.DataFrame:
+        """The rows of one tidy table that match every filter given, as a new DataFrame.
+
+        Each filter is one value or a list of values of the table's column of that name;
+        ``None`` (the default) keeps every value. Values are matched exactly, as the table
+        holds them (numbers given for ``layers`` are compared as text: ``12`` = ``"12"``).
+
+        Args:
+            table: the table (see the module doc). Default: ``measures``, the per-NC
+                measures (``value`` per model, lang, space, layers, level, context group,
+                nc and measure) — or ``correlations`` when ``analysis`` is given, the only
+                table with that column. ``analysis`` values, all rows of ``correlations``
+                (Spearman with the gold score): ``nc`` (over the NCs, per-NC measures),
+                ``overlap-filtered`` (the same without the NCs whose gold synonym shares a
+                word with the NC) and ``sentence`` (over naturalistic sentences, against
+                each sentence's own score; runs with ``per_sentence=True``).
+            context: the per-NC tables (``measures``, ``correlations``, ``distributions``,
+                ``rogue``, ``standardisation``) hold context groups ``nat`` (S1-S3),
+                ``neut``, ``neut-pl``; ``cosines`` and ``sentences`` hold sentence
+                contexts ``S1``, ``S2``, ``S3``, ``N``, ``Npl``.
+            cls: ``I``, ``PC``, ``C`` (``distributions`` also ``all``).
+
+        Raises:
+            ValueError: a filter on a column the table does not have (naming the filters it
+                takes), or a value that is not in the table (naming the values it holds).
+
+        Example:
+            >>> res.select(level="nc", context="nat", measure=["syn", "comp"])  # doctest: +SKIP
+            >>> res.select(analysis="nc", space="raw").query("significant")     # doctest: +SKIP
+        """
+        filters = {"model": model, "lang": lang, "space": space, "layers": layers,
+                   "level": level, "context": context, "measure": measure, "nc": nc,
+                   "cls": cls, "probe": probe, "analysis": analysis}
+        filters = {k: v for k, v in filters.items() if v is not None}
+        if table is None:
+            table = "correlations" if "analysis" in filters else "measures"
+        if table not in TABLES:
+            raise ValueError(f"unknown table {table!r}; choose from {', '.join(TABLES)}")
+        df = getattr(self, table)
+        keep = pd.Series(True, index=df.index)
+        for col, wanted in filters.items():
+            if col not in df.columns:
+                takes = [c for c in SELECT_FILTERS if c in df.columns]
+                raise ValueError(f"the {table} table has no column {col!r} to filter on; its "
+                                 f"filters: {', '.join(takes)}")
+            one = isinstance(wanted, (str, bytes)) or not isinstance(wanted, Iterable)
+            values = [str(v) for v in ([wanted] if one else wanted)]
+            present = list(dict.fromkeys(str(v) for v in df[col].dropna().unique()))
+            _check_present(table, col, values, present)
+            keep &= df[col].isin(values)
+        return df[keep].reset_index(drop=True)
+
+    def wide(self, *, model: Filter = None, lang: Filter = None,
+             space: Space | Sequence[Space] | None = None, layers: Filter = None,
+             level: Level | Sequence[Level] | None = None,
+             context: Literal["nat", "neut", "neut-pl"] | Sequence[str] | None = None,
+             measure: Filter = None, nc: Filter = None,
+             cls: Literal["I", "PC", "C"] | Sequence[str] | None = None) -> pd.DataFrame:
+        """The per-NC measures, one row per NC and condition, one column per measure.
+
+        The rows of ``measures`` that :meth:`select` gives for the same filters, pivoted:
+        columns ``model, lang, space, layers, level, context, nc`` (the keys of a row,
+        :data:`WIDE_KEYS`), ``cls``, ``gold``, then one column per measure, in the order
+        of :data:`ncprobe.MEASURES`. ``gold`` is the NC's gold score, the column
+        ``comp`` of ``measures``: renamed here, as ``comp`` is also a measure (P_Comp).
+        Rows are sorted by the keys; a measure undefined for an NC is NaN.
+
+        Raises:
+            ValueError: as :meth:`select`; or the measures hold one (NC, condition, measure)
+                twice (the same run concatenated twice).
+
+        Example:
+            >>> w = res.wide(level="nc", context="nat", space="raw")          # doctest: +SKIP
+            >>> w[["gold", "syn", "A_Syn|Rand"]].corr("spearman")             # doctest: +SKIP
+        """
+        from .measures import MEASURES
+
+        long = self.select("measures", model=model, lang=lang, space=space, layers=layers,
+                           level=level, context=context, measure=measure, nc=nc, cls=cls)
+        long = long.assign(measure=long["measure"].astype(str))
+        twice = long.duplicated(WIDE_KEYS + ["measure"])
+        if twice.any():
+            r = long[twice].iloc[0]
+            raise ValueError("the measures hold " + ", ".join(f"{k}={r[k]}" for k in WIDE_KEYS)
+                             + f", measure {r['measure']} more than once: the same run "
+                             "concatenated twice? Select one model/run first")
+        names = list(dict.fromkeys(long["measure"]))
+        names = [m for m in MEASURES if m in names] + [m for m in names if m not in MEASURES]
+        info = long.drop_duplicates(WIDE_KEYS)[WIDE_KEYS + ["cls", "comp"]].rename(
+            columns={"comp": "gold"})
+        if long.empty:
+            return pd.DataFrame(columns=WIDE_KEYS + ["cls", "gold"] + names)
+        values = long.pivot(index=WIDE_KEYS, columns="measure", values="value")[names]
+        values.columns.name = None
+        out = info.merge(values.reset_index(), on=WIDE_KEYS, how="left", validate="1:1")
+        return out.sort_values(WIDE_KEYS, kind="stable").reset_index(drop=True)
+
     def summary(self, space: str = "raw", analysis: str = "nc") -> str:
         """A compact text summary: per level and context, mean ± sd of every measure and rho.
 
@@ -288,6 +416,28 @@ def _read_run_json(meta_file: Path) -> dict:
     if not isinstance(meta, dict) or not isinstance(meta.get("runs"), list):
         raise DataError("not an ncprobe run.json (no list of runs)", file=str(meta_file))
     return meta
+
+
+def _check_present(table: str, col: str, values: list[str], present: list[str]) -> None:
+    """Raise ValueError for the values of a :meth:`Results.select` filter not in the table."""
+    bad = [v for v in values if v not in present]
+    if not bad:
+        return
+    hint = ""
+    if col == "context":
+        groups = [v for v in bad if v in _GROUP_CONTEXTS]
+        ids = {v: g for v in bad for g, cs in _GROUP_CONTEXTS.items() if v in cs}
+        if groups and any(c in present for g in groups for c in _GROUP_CONTEXTS[g]):
+            hint = (f"; the {table} table holds sentence contexts: "
+                    + ", ".join(f"{g} is {', '.join(_GROUP_CONTEXTS[g])}" for g in groups))
+        elif ids and any(g in present for g in ids.values()):
+            hint = (f"; the {table} table holds context groups (sentence contexts are in "
+                    "cosines and sentences): " + ", ".join(f"{v} is in {g}"
+                                                            for v, g in ids.items()))
+    shown = ", ".join(present[:30]) + (f" ... ({len(present)} in all)"
+                                       if len(present) > 30 else "")
+    raise ValueError(f"{col} {', '.join(map(repr, bad))} is not in the {table} table; it holds "
+                     f"{col} {shown or '(none: the table is empty)'}{hint}")
 
 
 def run_identity(meta: list[dict] | dict) -> list[dict]:

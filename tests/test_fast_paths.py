@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 import ncprobe
-from ncprobe import pipeline
+from ncprobe import analysis
 from ncprobe.config import RunConfig
 from ncprobe.embed import Embeddings
 from ncprobe.measures import cosine
-from ncprobe.pipeline import _CHUNK, _groups, _pair_cosines, analyse
+from ncprobe.analysis import _CHUNK, _groups, _pair_cosines, analyse
 
 
 def test_pair_cosines_are_the_cosines_of_the_gathered_pairs():
@@ -84,13 +84,13 @@ def test_standardised_space_without_standardise_is_that_of_the_full_run(neutral_
     """Without --standardise only the rows the standardised space needs are z-scored."""
     emb = _embeddings(neutral_en)
     seen: dict[bool, list] = {}
-    real = pipeline._syn_before_after
+    real = analysis._syn_before_after
 
     def record(base, raw_cos, std_cos, keys):
         syn = (base["probe"] == "syn").to_numpy()
         seen[flag].append((raw_cos.copy(), std_cos[syn].copy()))
         return real(base, raw_cos, std_cos, keys)
-    monkeypatch.setattr(pipeline, "_syn_before_after", record)
+    monkeypatch.setattr(analysis, "_syn_before_after", record)
     res = {}
     for flag in (False, True):
         seen[flag] = []

@@ -393,7 +393,7 @@ def test_unreachable_hub_fails_fast(no_hub, raw_dir, monkeypatch, capsys) -> Non
 
 
 def test_reproduce_still_skips_an_offline_hub_model(no_hub, monkeypatch) -> None:
-    from ncprobe.pipeline import reproduce
+    from ncprobe.reproduce import reproduce
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     rep = reproduce(["bert-ml"], ["en"], progress=False)

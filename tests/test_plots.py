@@ -16,11 +16,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import scipy.stats as ss  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import PathPatch, Rectangle  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from ncprobe import plots  # noqa: E402
+from ncprobe.errors import UsageError  # noqa: E402
 from ncprobe.results import Results  # noqa: E402
 
 from . import synthetic  # noqa: E402
@@ -46,16 +47,17 @@ def figure(res):
     def get(name: str):
         if name not in cache:
             cache[name] = plots.FIGURES[name](res)
-            plt.close(cache[name])      # out of pyplot's registry ...
-            FigureCanvasAgg(cache[name])  # ... with a canvas of its own to draw on
         return cache[name]
     return get
 
 
 @pytest.fixture(autouse=True)
-def _close():
+def _nothing_in_pyplot():
+    """No test leaves a figure registered in pyplot: the figures are built without it."""
     yield
+    fignums = plt.get_fignums()
     plt.close("all")
+    assert fignums == []
 
 
 def _panels(fig) -> dict[str, list]:
@@ -225,7 +227,7 @@ def test_ratio_by_class_draws_one_point_per_class_and_condition(res, figure):
         assert sorted(means) == pytest.approx(sorted(want))
 
 
-def _expected_correlogram(res, cond):
+def _expected_correlogram(res, cond, models=MODELS):
     lang, ctx = COND_KEY[cond]
     m = res.measures
     m = m[(m["space"] == "raw") & (m["level"] == "nc") & (m["lang"] == lang)
@@ -234,7 +236,7 @@ def _expected_correlogram(res, cond):
     ncs = sorted(set(m["nc"]))
     gold = m.drop_duplicates("nc").set_index("nc")["comp"].reindex(ncs).to_numpy(float)
     cols = [gold]
-    for model in MODELS:
+    for model in models:
         for measure in plots.CORRELOGRAM_MEASURES:
             s = m[(m["model"] == model) & (m["measure"] == measure)].set_index("nc")["value"]
             cols.append(s.reindex(ncs).to_numpy(float))
@@ -280,11 +282,11 @@ def test_sentence_only_model_is_left_out_of_nc_figures_with_a_note(res):
     api = synthetic.subset(res, lambda df: ~((df.get("model") == "model-b")
                                              & (df.get("level") == "nc"))
                            if "level" in df.columns else np.ones(len(df), bool))
-    fig = plots.nc_cosines(api)
+    fig, notes = plots.fig_nc_cosines(api, return_notes=True)
     assert sorted(_panels(fig)) == ["ideal values", "model-a"]
-    assert any("model-b" in n for n in fig.ncprobe_notes)
-    fig = plots.sentence_cosines(api)
-    assert sorted(_panels(fig)) == ["ideal values", *MODELS] and not fig.ncprobe_notes
+    assert notes == ["not shown (no NC-level values): model-b"]
+    fig, notes = plots.fig_sentence_cosines(api, return_notes=True)
+    assert sorted(_panels(fig)) == ["ideal values", *MODELS] and notes == []
     sent_only = synthetic.subset(res, lambda df: (df["level"] == "sent") if "level" in df.columns
                                  else np.ones(len(df), bool))
     for name in ("nc_cosines", "affinity", "ratio", "correlogram"):
@@ -296,16 +298,16 @@ def test_one_language_and_one_model(res):
     en_a = synthetic.subset(res, lambda df: (
         (df["lang"] == "en") if "lang" in df.columns else np.ones(len(df), bool))
         & ((df["model"] == "model-a") if "model" in df.columns else True))
-    fig = plots.sentence_cosines(en_a)
+    fig = plots.fig_sentence_cosines(en_a)
     panels = _panels(fig)
     assert sorted(panels) == ["ideal values", "model-a"]
     assert len(_boxes(panels["model-a"][0])) == 4 * 2     # EN-Nat, EN-Neut
     legend_text = {t.get_text() for lg in fig.legends for t in lg.get_texts()}
     assert {"EN-Nat", "EN-Neut"} <= legend_text and "PT-Nat" not in legend_text
-    fig = plots.simr_syn_by_class(en_a)
+    fig = plots.fig_simr_syn_by_class(en_a)
     ax = _panels(fig)["model-a"][0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["EN-Nat", "EN-Neut"]
-    fig = plots.correlogram(en_a)
+    fig = plots.fig_correlogram(en_a)
     assert sorted(_panels(fig)) == ["EN-Nat", "EN-Neut"]
 
 
@@ -314,7 +316,7 @@ def test_many_models_wrap_after_four_columns(res):
     many = Results.concat([synthetic.relabel(synthetic.subset(
         res, lambda df: (df["model"] == "model-a") if "model" in df.columns
         else np.ones(len(df), bool)), n) for n in names])
-    fig = plots.affinity(many)
+    fig = plots.fig_affinity(many)
     panels = _panels(fig)
     assert sorted(panels) == ["ideal values", *names]
     ys = {n: panels[n][0].get_position().y0 for n in names}
@@ -324,7 +326,7 @@ def test_many_models_wrap_after_four_columns(res):
 
 
 def test_layers_and_space_can_be_chosen(res):
-    fig = plots.nc_cosines(res, layers={"model-a": "-", "model-b": "12"})
+    fig = plots.fig_nc_cosines(res, layers={"model-a": "-", "model-b": "12"})
     ax = _panels(fig)["model-b"][0]
     m = res.measures
     sel = ((m["model"] == "model-b") & (m["layers"] == "12") & (m["space"] == "raw")
@@ -332,7 +334,7 @@ def test_layers_and_space_can_be_chosen(res):
            & (m["measure"] == "rand"))
     q = np.array(_expected_quartiles([m.loc[sel, "value"].to_numpy()])[0])
     assert any(np.allclose(_quartiles(b), q, atol=1e-7) for b in _boxes(ax))
-    fig = plots.nc_cosines(res, space="standardised")
+    fig = plots.fig_nc_cosines(res, space="standardised")
     assert "standardised" in fig._suptitle.get_text()
 
 
@@ -355,3 +357,114 @@ def test_readable_at_the_saved_size(figure, name):
         for ax in fig.axes:
             if ax.get_title():
                 assert not lb.overlaps(ax.get_window_extent(renderer)), (name, ax.get_title())
+
+
+# ---------------------------------------------------------------------------------------------
+# figures as Figure objects: no pyplot, notes returned, drawing into the caller's Axes
+
+
+def _one_model(res, model="model-a", lang=None):
+    def keep(df):
+        mask = np.ones(len(df), bool)
+        if "model" in df.columns:
+            mask &= (df["model"] == model).to_numpy()
+        if lang is not None and "lang" in df.columns:
+            mask &= (df["lang"] == lang).to_numpy()
+        return mask
+    return synthetic.subset(res, keep)
+
+
+def _sentence_only_b(res):
+    """model-b as a sentence-level-only (API) model: its NC-level rows removed."""
+    return synthetic.subset(res, lambda df: ~((df["model"] == "model-b") & (df["level"] == "nc"))
+                            if "level" in df.columns else np.ones(len(df), bool))
+
+
+@pytest.mark.parametrize("name", list(plots.FIGURES))
+def test_figures_are_figures_unknown_to_pyplot(res, name):
+    fig = plots.FIGURES[name](res)
+    assert type(fig) is Figure and fig.axes
+    assert plt.get_fignums() == []
+
+
+# the note each NC-level figure gives when model-b has no NC-level values (the wording of
+# the report's index); the sentence-level figure has none
+NOTES_WITHOUT_B = {
+    "sent_cosines": [],
+    "nc_cosines": ["not shown (no NC-level values): model-b"],
+    "affinity": ["not shown (no NC-level values): model-b"],
+    "affinity_by_class": ["not shown (no NC-level values): model-b"],
+    "scaled_similarity": ["not shown (no NC-level values): model-b"],
+    "simr_syn_by_class": ["not shown (no NC-level values): model-b"],
+    "simr_wordssyn_by_class": ["not shown (no NC-level values): model-b"],
+    "ratio": ["not shown (no NC-level ratio): model-b"],
+    "ratio_by_class": ["not shown (no NC-level ratio): model-b"],
+    "correlogram": ["not shown (no NC-level values): model-b"],
+}
+
+
+@pytest.mark.parametrize("name", list(plots.FIGURES))
+def test_return_notes_returns_the_figure_and_its_notes(res, name):
+    api = _sentence_only_b(res)
+    fig, notes = plots.FIGURES[name](api, return_notes=True)
+    assert isinstance(fig, Figure)
+    assert notes == NOTES_WITHOUT_B[name]
+    titles = {t for ax in fig.axes for t in [ax.get_title()] + [x.get_text() for x in ax.texts]}
+    assert ("model-b" in titles) == (name == "sent_cosines")
+
+
+def test_ax_draws_one_panel_into_the_callers_axes(res):
+    a = _one_model(res, "model-a")
+    mine = Figure(figsize=(6, 3))
+    left, right = mine.subplots(1, 2)
+    # the ratio: one point per condition, at the mean over all NCs of the distributions table
+    out = plots.fig_ratio(a, ax=left)
+    assert out is mine and mine.axes == [left, right]
+    assert left.get_title() == "model-a" and not right.has_data()
+    means, sds = _points(left)
+    want = [_dist(res, "model-a", "all", c) for c in CONDITIONS]
+    assert sorted(means) == pytest.approx(sorted(w[0] for w in want))
+    assert sorted(sds) == pytest.approx(sorted(w[1] for w in want))
+    assert mine.get_suptitle() == ""          # the caller's figure keeps its own title
+    # a box plot: the boxes of the panel, and the legend inside the Axes
+    out, notes = plots.fig_nc_cosines(a, ax=right, return_notes=True)
+    assert out is mine and notes == []
+    measures = ["syn", "comp", "wordssyn", "rand"]
+    want = _expected_quartiles(_values(res, "model-a", "nc", m, *COND_KEY[c])
+                               for m in measures for c in CONDITIONS)
+    _assert_boxes(_boxes(right), want)
+    legend = right.get_legend()
+    assert legend is not None and set(CONDITIONS) <= {t.get_text() for t in legend.get_texts()}
+    assert mine.legends == [] and len(mine.axes) == 2    # no ideal panel, no figure legend
+
+
+def test_ax_of_a_correlogram_of_one_condition(res):
+    en_a = _one_model(res, "model-a", lang="en")
+    mine = Figure()
+    ax = mine.add_subplot()
+    out = plots.fig_correlogram(en_a, contexts="nat", ax=ax)
+    assert out is mine and ax.get_title() == "EN-Nat"
+    want = _expected_correlogram(res, "EN-Nat", models=["model-a"])
+    arr = ax.collections[0].get_array()
+    drawn = np.ma.filled(np.ma.asarray(arr, dtype=float), np.nan).reshape(want.shape)
+    assert np.array_equal(np.isnan(drawn), np.isnan(want)) and np.isfinite(want).sum() > 3
+    np.testing.assert_allclose(drawn[np.isfinite(want)], want[np.isfinite(want)], atol=1e-9)
+    assert len(mine.axes) == 2                  # the panel and its colour bar
+
+
+@pytest.mark.parametrize("call", [
+    lambda res, ax: plots.fig_ratio(res, ax=ax),                        # two models
+    lambda res, ax: plots.fig_nc_cosines(_one_model(res), ideal=True, ax=ax),  # ideal panel
+    lambda res, ax: plots.fig_correlogram(_one_model(res), ax=ax),      # four conditions
+])
+def test_ax_is_refused_for_more_than_one_panel(res, call):
+    mine = Figure()
+    ax = mine.add_subplot()
+    with pytest.raises(UsageError, match="ax="):
+        call(res, ax)
+    assert not ax.has_data() and len(mine.axes) == 1
+
+
+def test_ax_is_not_taken_by_the_figure_of_two_affinities(res):
+    with pytest.raises(TypeError):
+        plots.fig_affinity_by_class(_one_model(res), ax=Figure().add_subplot())

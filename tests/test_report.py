@@ -19,7 +19,7 @@ import ncprobe  # noqa: E402
 from ncprobe import plots, tables  # noqa: E402
 from ncprobe.config import RunConfig  # noqa: E402
 from ncprobe.embed import Embeddings  # noqa: E402
-from ncprobe.pipeline import analyse  # noqa: E402
+from ncprobe.analysis import analyse  # noqa: E402
 from ncprobe.report import write_report  # noqa: E402
 
 N_NC = 12
@@ -116,6 +116,26 @@ def test_figure_workers_take_the_callers_matplotlib_settings(results, tmp_path):
     for name in names:
         assert par[name][0]["png"] == alone[name][0]["png"]
     assert any(default[n][0]["png"] != alone[n][0]["png"] for n in names)  # settings matter
+
+
+def test_the_callers_backend_and_pyplot_are_left_alone(results, tmp_path):
+    # as in Jupyter: the inline backend, which shows every figure pyplot knows of after a cell
+    import matplotlib.pyplot as plt
+
+    previous = matplotlib.get_backend()
+    matplotlib.use("module://matplotlib_inline.backend_inline")
+    try:
+        inline = matplotlib.get_backend()
+        assert inline == "module://matplotlib_inline.backend_inline"
+        fig = plots.FIGURES["ratio"](results)
+        written = write_report(results, tmp_path / "report", formats=("png",), dpi=40, jobs=1)
+        assert matplotlib.get_backend() == inline
+        assert plt.get_fignums() == []
+        assert fig.axes and any(p.name == "fig08_ratio.png" for p in written)
+    finally:
+        plt.close("all")
+        matplotlib.use(previous)
+    assert matplotlib.get_backend() == previous
 
 
 @pytest.mark.parametrize("jobs", [0, -1, 1.5, True, "2"])

@@ -227,13 +227,13 @@ def test_compute_names_default_directories_and_refuses_to_replace_another_run(
 
 
 def test_reproduce_refuses_before_computing(full, tmp_path, monkeypatch) -> None:
-    from ncprobe import pipeline
+    from ncprobe import reproduce
 
     target = run_dir(tmp_path, "glove-6b-50d", "en", RunConfig(n_boot=50))
     _run(full, "glove-6b-50d", n_boot=50, standardise=True).to_parquet(target)
-    monkeypatch.setattr(pipeline, "compute", lambda *a, **k: pytest.fail("computed"))
+    monkeypatch.setattr(reproduce, "compute", lambda *a, **k: pytest.fail("computed"))
     with pytest.raises(NcprobeError, match="holds another run") as e:
-        pipeline.reproduce(["glove-6b-50d"], ["en"], results_dir=tmp_path, n_boot=50)
+        reproduce.reproduce(["glove-6b-50d"], ["en"], results_dir=tmp_path, n_boot=50)
     assert e.value.exit_code == 2
 
 

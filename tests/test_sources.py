@@ -55,6 +55,13 @@ def test_data_dir_resolution_order(monkeypatch, tmp_path: Path) -> None:
     assert sources.resolve_data_dir(None) == tmp_path / "cache" / "ncprobe" / "ncimp"
 
 
+def _data_pt() -> sources.UpstreamFile:
+    """The pin of the Portuguese NCTTI table (a small required file) in the packaged list."""
+    want = "marcospln+nctti/data/data_pt.tsv"
+    [f] = [f for f in sources.upstream_files() if f.local_path == want]
+    return f
+
+
 class _GitHubLike(QuietHandler):
     """Serves /<owner>/<repo>/<commit>/<path> from a directory in the data-directory layout."""
 
@@ -131,7 +138,7 @@ def test_clean_download_then_resume_then_repair(server, raw_dir: Path, tmp_path:
 
 def test_missing_required_file_is_named(server, tmp_path: Path) -> None:
     base, _ = server
-    f = sources.upstream_file("marcospln+nctti/data/data_pt.tsv")
+    f = _data_pt()
     moved = sources.UpstreamFile(f.repo, f.commit, "data/no_such_file.tsv", f.git_blob_sha1,
                                  f.bytes, "required")
     with pytest.raises(DownloadError, match=r"marcospln\+nctti/data/no_such_file.tsv.*404"):
@@ -140,7 +147,7 @@ def test_missing_required_file_is_named(server, tmp_path: Path) -> None:
 
 def test_bad_checksum_is_not_written(server, tmp_path: Path) -> None:
     base, _ = server
-    f = sources.upstream_file("marcospln+nctti/data/data_pt.tsv")
+    f = _data_pt()
     wrong = sources.UpstreamFile(f.repo, f.commit, f.path, "0" * 40, f.bytes, "required")
     with pytest.raises(DownloadError, match="expected 0000"):
         sources.download(tmp_path, url_template=base, files=[wrong], backoff=0)
@@ -149,7 +156,7 @@ def test_bad_checksum_is_not_written(server, tmp_path: Path) -> None:
 
 def test_transient_errors_are_retried(server, tmp_path: Path) -> None:
     base, handler = server
-    f = sources.upstream_file("marcospln+nctti/data/data_pt.tsv")
+    f = _data_pt()
     handler.fail_first[f.path] = 2
     report = sources.download(tmp_path, url_template=base, files=[f], backoff=0, retries=2)
     assert report.fetched == [f.local_path]
@@ -163,7 +170,7 @@ def test_offline_gives_a_clear_error(tmp_path: Path) -> None:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
-    f = sources.upstream_file("marcospln+nctti/data/data_pt.tsv")
+    f = _data_pt()
     with pytest.raises(DownloadError, match="offline"):
         sources.download(tmp_path, url_template=f"http://127.0.0.1:{port}", files=[f],
                          retries=1, backoff=0, timeout=2)
@@ -418,7 +425,7 @@ def test_an_unreadable_copy_is_kept_aside_and_fetched_again(server, raw_dir: Pat
                                                               tmp_path: Path, monkeypatch) -> None:
     # root reads any file whatever its mode, so the failed read is simulated
     base, _ = server
-    f = sources.upstream_file("marcospln+nctti/data/data_pt.tsv")
+    f = _data_pt()
     target = tmp_path / "d"
     local = target / f.local_path
     local.parent.mkdir(parents=True)

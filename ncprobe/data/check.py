@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..errors import DataError, DataErrors, ErrorSink
 from .coverage import check_coverage
-from .ncimp import NAT_FILE, NEUTRAL_FILE, load_stimuli
+from .ncimp import load_stimuli
+from .ncimp.layout import NAT_FILE, NEUTRAL_FILE
 from .reading import RESTORE, LoadContext
 from .sources import file_status, resolve_data_dir, upstream_files
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from .._io import git_blob_sha1
 from ..errors import DataError, ErrorSink
-from .sources import git_blob_sha1, upstream_files
+from .sources import upstream_files
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ mirror. The pins live in ``ncprobe/data/upstream.tsv``.
 from __future__ import annotations
 
 import csv
-import hashlib
 import http.client
 import logging
 import math
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .._version import VERSION as __version__
-from .._io import atomic_write_bytes
+from .._io import atomic_write_bytes, git_blob_sha1, retry
 from ..errors import DownloadError, UsageError
 
 log = logging.getLogger(__name__)
@@ -88,14 +87,6 @@ def upstream_files() -> list[UpstreamFile]:
                          int(r["bytes"]) if r["bytes"] else None, r["need"]) for r in rows]
 
 
-def upstream_file(local_path: str) -> UpstreamFile:
-    """Look a pinned file up by its path inside the data directory."""
-    for f in upstream_files():
-        if f.local_path == local_path:
-            return f
-    raise KeyError(local_path)
-
-
 def default_data_dir() -> Path:
     import platformdirs
 
@@ -110,11 +101,6 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return default_data_dir()
-
-
-def git_blob_sha1(data: bytes) -> str:
-    """The id git gives a file with this content (``git hash-object``)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def file_status(data_dir: Path, f: UpstreamFile) -> str:
@@ -303,21 +289,16 @@ def _fetch_with_retries(url: str, *, retries: int, backoff: float, timeout: floa
                         max_bytes: int) -> bytes:
     """:func:`_fetch` with up to ``retries`` more attempts after a transfer error.
 
-    The k-th retry waits ``backoff * 2**(k-1)`` seconds. ``_NotFound``, ``_TooLarge``
-    and other HTTP errors are raised at once; the last transfer error is raised
-    when every attempt failed.
+    The k-th retry waits ``backoff * 2**(k-1)`` seconds (:func:`ncprobe._io.retry`).
+    ``_NotFound``, ``_TooLarge`` and other HTTP errors are raised at once; the last
+    transfer error is raised when every attempt failed.
     """
-    for attempt in range(retries + 1):
-        try:
-            return _fetch(url, timeout=timeout, max_bytes=max_bytes)
-        except (urllib.error.URLError, OSError, http.client.HTTPException, _Truncated) as e:
-            if not _retryable(e) or attempt == retries:
-                raise
-            wait = backoff * 2**attempt
-            log.warning("fetching %s failed (%s); retry %d of %d in %g s", url,
-                        _describe(e, timeout), attempt + 1, retries, wait)
-            time.sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover (the loop returns or raises)
+    def warn(err: BaseException, k: int, wait: float) -> None:
+        log.warning("fetching %s failed (%s); retry %d of %d in %g s", url,
+                    _describe(err, timeout), k, retries, wait)
+
+    return retry(lambda: _fetch(url, timeout=timeout, max_bytes=max_bytes), retries=retries,
+                 backoff=backoff, retryable=_retryable, on_retry=warn)
 
 
 def download(data_dir: str | os.PathLike | None = None, *, url_template: str | None = None,

@@ -10,6 +10,7 @@ target expression (the NC in an original, the substitute in a probe).
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections import Counter
 from dataclasses import dataclass, field, fields
@@ -73,6 +74,27 @@ def _expand(value, allowed, aliases, what) -> tuple[str, ...]:
     return ordered
 
 
+def _check_known(what: str, given, valid: Sequence[str], aliases: dict | None = None) -> None:
+    """Raise ValueError for each value of ``given`` not in ``valid``, listing the valid ones."""
+    if not given:
+        return
+    bad = sorted((v for v in given if v not in valid), key=str)
+    if not bad:
+        return
+    hints = []
+    for v in bad:
+        if isinstance(v, str) and aliases and v.lower() in aliases:
+            hints.append(f"{v!r} stands for {', '.join(aliases[v.lower()])}: pass those")
+        else:
+            close = difflib.get_close_matches(str(v), [str(x) for x in valid], n=3)
+            if close:
+                hints.append(f"{v!r}: did you mean {' or '.join(map(repr, close))}?")
+    shown = ", ".join(map(str, valid[:20])) + (f" ... ({len(valid)} in all)"
+                                               if len(valid) > 20 else "")
+    raise ValueError(f"unknown {what} {', '.join(map(repr, bad))}; valid: {shown or 'none'}"
+                     + ("".join(f"; {h}" for h in hints)))
+
+
 @dataclass(frozen=True, slots=True)
 class Stimulus:
     """One sentence with one target span.
@@ -128,11 +150,6 @@ class Stimulus:
         cstart = sum(len(t) + 1 for t in self.tokens[:start])
         cend = cstart + sum(len(t) for t in self.tokens[start:end]) + (end - start - 1)
         return cstart, cend
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        """What identifies the stimulus within a data set."""
-        return (self.lang, self.nc, self.context, self.probe, str(self.variant))
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,13 +232,30 @@ class Stimuli(Sequence[Stimulus]):
                        {**self.modified, **other.modified},
                        {**self.gold_exempt, **other.gold_exempt})
 
-    def filter(self, *, lang: str | None = None, context: str | Iterable[str] | None = None,
+    def filter(self, *, lang: str | Iterable[str] | None = None,
+               context: str | Iterable[str] | None = None,
                probe: str | Iterable[str] | None = None, nc: str | Iterable[str] | None = None
                ) -> "Stimuli":
-        """The stimuli matching every given criterion (a value or a collection of values)."""
+        """The stimuli matching every given criterion (a value or a collection of values).
+
+        Values are matched exactly: context ids (``S1``, ``S2``, ``S3``, ``N``, ``Npl``),
+        probe families (:data:`PROBES`), language codes and NC keys, never the aliases
+        of :func:`expand_contexts` (``filter(context=expand_contexts("nat"))`` for those).
+        A value that can match nothing, because it is not a context id, probe family,
+        language or NC of this collection, raises: a typo never gives an empty selection.
+
+        Raises:
+            ValueError: naming each unknown value and the valid ones.
+        """
         def as_set(v):
             return None if v is None else ({v} if isinstance(v, str) else set(v))
         langs, ctxs, probes, ncs = map(as_set, (lang, context, probe, nc))
+        present_langs = {s.lang for s in self.items} | {lg for lg, _ in self.ncs}
+        _check_known("lang", langs, tuple(LANGS) + tuple(sorted(present_langs - set(LANGS))))
+        _check_known("context", ctxs, CONTEXTS, _CONTEXT_ALIASES)
+        _check_known("probe", probes, PROBES, _PROBE_ALIASES)
+        _check_known("nc", ncs, tuple(sorted({s.nc for s in self.items}
+                                            | {n for _, n in self.ncs})))
         return self._with(s for s in self.items
                           if (langs is None or s.lang in langs)
                           and (ctxs is None or s.context in ctxs)
@@ -234,10 +268,6 @@ class Stimuli(Sequence[Stimulus]):
 
     def originals(self) -> "Stimuli":
         return self.filter(probe="original")
-
-    def counts(self) -> Counter:
-        """Number of stimuli per ``(context, probe)``."""
-        return Counter((s.context, s.probe) for s in self.items)
 
     def to_frame(self) -> "pd.DataFrame":
         """One row per stimulus, with the NC's gold scores and class joined on."""

@@ -97,6 +97,51 @@ class SentenceTooLongError(DataError):
                          f"than the model's limit of {limit}")
 
 
+#: What to install for transformer models (HF encoders, decoder LLMs, sentence-transformers).
+HF_INSTALL_HINT = ("pip install 'ncprobe[hf]' (install torch first, the CPU build where there "
+                   "is no GPU: see the README)")
+
+#: The packages (modules) each transformer family needs; none is installed by ``pip install
+#: ncprobe``, whose default model (static GloVe) needs none of them.
+HF_PACKAGES = {"hf": ("torch", "transformers"),
+               "sbert": ("torch", "transformers", "sentence_transformers")}
+
+
+def missing_module(names: Sequence[str]) -> str | None:
+    """The first of the modules ``names`` that cannot be imported, found without importing
+    it (importing torch costs seconds, and a run whose vectors are cached never needs it)."""
+    import importlib.util
+
+    for name in names:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):  # a broken or blocked package
+            return name
+    return None
+
+
+def require_hf(model: str, family: str = "hf") -> None:
+    """Refuse a transformer model whose packages are not installed, saying what to install.
+
+    Raises:
+        ModelUnavailableError: torch, transformers or (``family="sbert"``)
+            sentence-transformers is missing (exit 5).
+    """
+    missing = missing_module(HF_PACKAGES[family])
+    if missing:
+        raise hf_unavailable(model, missing, family)
+
+
+def hf_unavailable(model: str, missing: str, family: str = "hf") -> ModelUnavailableError:
+    """The error for a transformer model whose package ``missing`` is not installed."""
+    names = [n.replace("_", "-") for n in HF_PACKAGES[family]]
+    return ModelUnavailableError(
+        f"{model} needs {', '.join(names[:-1])} and {names[-1]}, which a plain `pip install "
+        f"ncprobe` leaves out ({missing.replace('_', '-')} is not installed): "
+        f"{HF_INSTALL_HINT}")
+
+
 def torch_device(device: str | None, model: str):
     """The ``torch.device`` to run ``model`` on: ``device``, or cuda when visible, else cpu.
 
@@ -105,7 +150,12 @@ def torch_device(device: str | None, model: str):
         ModelUnavailableError: the device is not there (no CUDA device visible, a CPU-only
             torch build, no MPS), with what to do; instead of torch's own traceback later.
     """
-    import torch
+    try:
+        import torch
+    except ImportError as e:  # the encoders check their packages first: a broken torch
+        raise ModelUnavailableError(
+            f"{model} needs torch, which cannot be imported ({e}): {HF_INSTALL_HINT} "
+            "(ELMo: pip install 'ncprobe[elmo]')") from e
 
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

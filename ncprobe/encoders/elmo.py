@@ -168,8 +168,8 @@ class ElmoEncoder:
                  device: str | None = None) -> None:
         missing = _missing_package()
         if missing:
-            raise ModelUnavailableError(f"ELMo needs the packages simple-elmo-pytorch and h5py "
-                                        f"({missing} is missing): {INSTALL_HINT}")
+            raise ModelUnavailableError("ELMo needs the packages simple-elmo-pytorch, h5py and "
+                                        f"torch ({missing} is missing): {INSTALL_HINT}")
         if isinstance(model_dir_or_files, (str, Path)):
             options_path, weights_path = find_elmo_files(model_dir_or_files)
             default_name = Path(model_dir_or_files).expanduser().resolve().name
@@ -228,8 +228,8 @@ class ElmoEncoder:
             from simple_elmo_pytorch import ElmoBiLmSentence
             from simple_elmo_pytorch.checks import ConfigurationError
         except ImportError as e:
-            raise ModelUnavailableError(f"ELMo needs the packages simple-elmo-pytorch and h5py "
-                                        f"({e.name or e} is missing): {INSTALL_HINT}") from e
+            raise ModelUnavailableError("ELMo needs the packages simple-elmo-pytorch, h5py and "
+                                        f"torch ({e.name or e} is missing): {INSTALL_HINT}") from e
         device = self.device
         try:
             bilm = ElmoBiLmSentence(str(self.options_path), str(self.weights_path),

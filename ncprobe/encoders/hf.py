@@ -28,7 +28,8 @@ from typing import ClassVar, Sequence
 
 from .._io import tree_sha256
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
-from .base import LAST_FOUR, Encoded, SentenceTooLongError, hash_cache, pool_batch, torch_device
+from .base import (LAST_FOUR, Encoded, SentenceTooLongError, hash_cache, hf_unavailable,
+                   pool_batch, require_hf, torch_device)
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ class HFEncoder:
                  device_map: str | None = None, name: str | None = None,
                  tokenizer=None, model=None) -> None:
         self.name = name or model_id
+        require_hf(self.name)  # torch and transformers: not in a plain `pip install ncprobe`
         self.model_id, self.revision = model_id, revision
         self.dtype = _DTYPES.get(dtype or "float32")
         if self.dtype is None:
@@ -192,8 +194,11 @@ class HFEncoder:
 
     def _load(self, tokenizer=None, model=None) -> None:
         """Load the tokenizer and the weights, and check them against what the config said."""
-        import torch
-        from transformers import AutoConfig, AutoModel, AutoTokenizer
+        try:
+            import torch
+            from transformers import AutoConfig, AutoModel, AutoTokenizer
+        except ImportError as e:
+            raise hf_unavailable(self.name, e.name or "transformers") from e
 
         model_id, lazy = self.model_id, hasattr(self, "views")
         device = self._resolve_device()

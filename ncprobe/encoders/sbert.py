@@ -23,7 +23,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
-from .base import Encoded, torch_device
+from .base import Encoded, hf_unavailable, require_hf, torch_device
 from .hf import (_DTYPES, FORMAT_VERSION, HFEncoder, ModelFiles, _shape, _sizes,
                  _snapshot_commit, _weights_identity, attr_getter, check_loaded,
                  describe_model, hub_file)
@@ -45,6 +45,8 @@ class SBertEncoder:
     def __init__(self, model_id: str, *, layers=None, device: str | None = None,
                  dtype: str | None = None, name: str | None = None,
                  revision: str | None = None) -> None:
+        # torch, transformers, sentence-transformers: not in a plain `pip install ncprobe`
+        require_hf(name or model_id, "sbert")
         self.dtype = _DTYPES.get(dtype or "float32")
         if self.dtype is None:
             raise UsageError(f"--dtype {dtype!r} is not a dtype; use float32, float16 or "
@@ -97,7 +99,10 @@ class SBertEncoder:
         if self._device is None:
             self._device = str(torch_device(self._device_arg, self.name))
         device = self._device
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as e:
+            raise hf_unavailable(self.name, e.name or "sentence_transformers", "sbert") from e
 
         desc, model_id = self._desc, self.model_id
         # a lazily made fingerprint names one hub commit: load exactly that snapshot

