@@ -17,13 +17,17 @@ from __future__ import annotations
 
 from ._version import VERSION as __version__
 
-from .data import (CLASSES, CONTEXTS, PROBES, NounCompound, SplicedStimuliWarning, Stimuli,
-                   Stimulus, download, load_pairs, load_stimuli, resolve_data_dir)
+from .data import (NounCompound, SplicedStimuliWarning, Stimuli, Stimulus, download, load_pairs,
+                   load_stimuli, resolve_data_dir)
 from .config import RunConfig
 from .errors import DataError, DataErrors, DownloadError, ModelUnavailableError, NcprobeError
-from .measures import MEASURES
 from .pipeline import compute
-from .results import TABLES, Results
+from .results import Results
+# the vocabularies (ncprobe.schema holds every name): PROBES are the stimuli's probe
+# families, TABLES the tables of a Results
+from .schema import CLASSES, CONTEXTS, MEASURES
+from .schema import PROBE_FAMILIES as PROBES
+from .schema import RESULT_TABLES as TABLES
 
 __all__ = ["CLASSES", "CONTEXTS", "MEASURES", "PROBES", "TABLES", "DataError", "DataErrors",
            "DownloadError", "ModelUnavailableError", "NcprobeError", "NounCompound", "Results",

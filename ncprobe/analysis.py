@@ -14,13 +14,14 @@ import numpy as np
 import pandas as pd
 
 from .config import RunConfig
-from .data.stimuli import CLASSES, NATURALISTIC, Stimuli
+from .data.stimuli import Stimuli
 from .embed import Embeddings
 from .errors import NcprobeError
-from .measures import (CONTEXT_GROUPS, PROBE_MEASURES, RUN_KEYS, cosine, nc_measures,
-                       sentence_measures, undefined_counts)
+from .measures import cosine, nc_measures, sentence_measures, undefined_counts
 from .results import Results
 from .rogue import dimension_contributions, fit_standardiser, rank_dimensions, standardise
+from .schema import (ALL_CLASSES, CLASSES, GROUP_OF_CONTEXT, NATURALISTIC, PROBE_MEASURES,
+                     RESULT_COLUMNS, RUN_KEYS, TOKEN_SCORE_COLUMNS)
 from .stats import ALPHA, bootstrap_mean, bootstrap_spearman, spearman
 
 
@@ -73,9 +74,7 @@ def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
                                      {**keys, "space": "standardised"})
             syn_check += _syn_before_after(base, raw_cos, std_cos,
                                            dict(model=model, layers=layers, level=level))
-    cosines = pd.concat(parts, ignore_index=True)[
-        RUN_KEYS + ["context", "nc", "cls", "comp", "probe", "variant", "target", "length",
-                    "cosine"]]
+    cosines = pd.concat(parts, ignore_index=True)[list(RESULT_COLUMNS["cosines"])]
     sentences = sentence_measures(cosines)
     measures = nc_measures(sentences).merge(ncs[["lang", "nc", "cls", "comp"]],
                                             on=["lang", "nc"], how="left")
@@ -85,8 +84,13 @@ def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
     return Results(cosines=cosines, sentences=sentences, measures=measures,
                    correlations=correlations, distributions=_distributions(measures, cfg),
                    lexical_overlap=_lexical_overlap(sentences, base, cfg),
-                   rogue=pd.DataFrame(rogue_rows), standardisation=pd.DataFrame(syn_check),
-                   ncs=ncs, meta=[meta])
+                   rogue=_table("rogue", rogue_rows),
+                   standardisation=_table("standardisation", syn_check), ncs=ncs, meta=[meta])
+
+
+def _table(name: str, rows: list[dict]) -> pd.DataFrame:
+    """A results table from its rows, with the columns of the schema in their order."""
+    return pd.DataFrame(rows, columns=list(RESULT_COLUMNS[name]))
 
 
 def _pair_rows(stimuli: Stimuli) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +150,7 @@ def _context_groups(stimuli: Stimuli) -> dict[tuple[str, str], tuple[np.ndarray,
     rows: dict[tuple[str, str], list[int]] = {}
     origs: dict[tuple[str, str], list[int]] = {}
     for i, s in enumerate(stimuli):
-        key = (s.lang, CONTEXT_GROUPS[s.context])
+        key = (s.lang, GROUP_OF_CONTEXT[s.context])
         rows.setdefault(key, []).append(i)
         if s.probe == "original":
             origs.setdefault(key, []).append(i)
@@ -216,7 +220,7 @@ def _probe_frame(stimuli: Stimuli, probe_rows, orig_rows, ncs: pd.DataFrame) -> 
     rows = [stimuli[i] for i in probe_rows]
     df = pd.DataFrame({
         "lang": [s.lang for s in rows], "context": [s.context for s in rows],
-        "group": [CONTEXT_GROUPS[s.context] for s in rows],
+        "group": [GROUP_OF_CONTEXT[s.context] for s in rows],
         "nc": [s.nc for s in rows], "probe": [s.probe for s in rows],
         "variant": np.array([s.variant for s in rows], dtype=np.int16),
         "target": [s.target for s in rows],
@@ -225,7 +229,7 @@ def _probe_frame(stimuli: Stimuli, probe_rows, orig_rows, ncs: pd.DataFrame) -> 
 
 
 def _correlations(measures, sentences, ncs, cfg: RunConfig) -> pd.DataFrame:
-    keys = RUN_KEYS + ["context", "measure"]
+    keys = [*RUN_KEYS, "context", "measure"]
     rows = []
     overlap = set(zip(ncs.loc[ncs["syn_overlap"], "lang"], ncs.loc[ncs["syn_overlap"], "nc"]))
     # numpy arrays and group positions instead of a sub-frame per group: a layer-wise run has
@@ -238,9 +242,10 @@ def _correlations(measures, sentences, ncs, cfg: RunConfig) -> pd.DataFrame:
         keep = idx[kept[idx]]
         rows.append(_corr_row(key, keys, "overlap-filtered", value[keep], gold[keep], cfg))
     if cfg.per_sentence:
-        token = ncs.melt(id_vars=["lang", "nc"], value_vars=["s1", "s2", "s3"],
+        token = ncs.melt(id_vars=["lang", "nc"], value_vars=list(TOKEN_SCORE_COLUMNS.values()),
                          var_name="context", value_name="token_score")
-        token["context"] = token["context"].str.upper()
+        token["context"] = token["context"].map({col: ctx for ctx, col
+                                                 in TOKEN_SCORE_COLUMNS.items()})
         nat = sentences[sentences["context"].isin(NATURALISTIC)]
         nat = nat.merge(token, on=["lang", "nc", "context"], how="left")
         nat = nat.assign(context="nat")
@@ -248,7 +253,7 @@ def _correlations(measures, sentences, ncs, cfg: RunConfig) -> pd.DataFrame:
         gold = nat["token_score"].to_numpy(dtype=np.float64)
         for key, idx in _groups(nat, keys):
             rows.append(_corr_row(key, keys, "sentence", value[idx], gold[idx], cfg))
-    return pd.DataFrame(rows)
+    return _table("correlations", rows)
 
 
 def _groups(df: pd.DataFrame, keys: list[str]):
@@ -274,20 +279,20 @@ def _corr_row(key, keys, analysis, values, gold, cfg: RunConfig) -> dict:
 
 
 def _distributions(measures: pd.DataFrame, cfg: RunConfig) -> pd.DataFrame:
-    keys = RUN_KEYS + ["context", "measure"]
+    keys = [*RUN_KEYS, "context", "measure"]
     rows = []
     value = measures["value"].to_numpy(dtype=np.float64)
     cls_of = measures["cls"].to_numpy(dtype=object)
     for key, idx in _groups(measures, keys):
-        for cls in ("all",) + CLASSES:
-            v = value[idx] if cls == "all" else value[idx[cls_of[idx] == cls]]
+        for cls in (ALL_CLASSES,) + CLASSES:
+            v = value[idx] if cls == ALL_CLASSES else value[idx[cls_of[idx] == cls]]
             v = v[~np.isnan(v)]
             lo, hi = bootstrap_mean(v, n_boot=cfg.n_boot, seed=cfg.seed)
             rows.append({**dict(zip(keys, key)), "cls": cls, "n": len(v),
                          "mean": float(v.mean()) if len(v) else np.nan,
                          "sd": float(v.std(ddof=1)) if len(v) > 1 else np.nan,
                          "ci_low": lo, "ci_high": hi})
-    return pd.DataFrame(rows)
+    return _table("distributions", rows)
 
 
 def _lexical_overlap(sentences: pd.DataFrame, base: pd.DataFrame, cfg: RunConfig
@@ -303,4 +308,4 @@ def _lexical_overlap(sentences: pd.DataFrame, base: pd.DataFrame, cfg: RunConfig
         c = spearman(g["length"].to_numpy(dtype=np.float64), g["value"].to_numpy())
         rows.append({**dict(zip(keys, key)), "n": c.n, "rho": c.rho, "p": c.p,
                      "significant": bool(c.p <= ALPHA)})
-    return pd.DataFrame(rows, columns=keys + ["n", "rho", "p", "significant"])
+    return _table("lexical_overlap", rows)

@@ -10,25 +10,33 @@ stdout closed early by its reader (``ncprobe data info --json | head``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
 import os
 import sys
+import types
+import typing
 import warnings
 from typing import Sequence
 
 from ._version import VERSION as __version__
-from .config import DEFAULT_MODEL
+from .config import DEFAULT_MODEL, RunConfig
 from .data.sources import (DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT,
                            check_download_options)
-from .errors import DataErrors, NcprobeError, UsageError
+from .errors import DataError, DataErrors, ModelUnavailableError, NcprobeError, UsageError
 
-EXIT_USAGE = 2
+#: Exit code of a bad option or argument, or of no command (help printed).
+EXIT_USAGE = UsageError.exit_code
+#: Exit code when interrupted (Ctrl-C), as for a process killed by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
 #: Exit code when stdout is a pipe closed early, as for a process killed by SIGPIPE.
 EXIT_BROKEN_PIPE = 141
+#: The RunConfig fields that ``reproduce`` passes to every run.
+REPRODUCE_OPTIONS = ("contexts", "n_boot", "seed")
 
-_DESCRIPTION = """\
+_DESCRIPTION = f"""\
 Probe the embedding spaces of language models for idiomaticity, on the NCIMP
 noun-compound minimal pairs of He et al. (Computational Linguistics, 2025).
 
@@ -36,7 +44,7 @@ Start with:
   ncprobe data download        fetch the NCIMP files (pinned, verified)
   ncprobe data info            what is there: NCs, classes, contexts, probes
   ncprobe compute              every measure for one model and language
-                               (default: glove-6b-50d on English, offline)
+                               (default: {DEFAULT_MODEL} on English, offline)
 """
 
 
@@ -89,7 +97,7 @@ def _jobs_option(p) -> None:
     default = min(os.cpu_count() or 1, 4)
     p.add_argument("--jobs", type=_positive_int, default=default, metavar="N",
                    help="processes that draw the figures, this one included (default: the "
-                   "CPUs, at most 4; here {default}); the files do not depend on it")
+                   "CPUs, at most 4; here %(default)s); the files do not depend on it")
 
 
 def _data_dir_option(p: argparse.ArgumentParser) -> None:
@@ -97,7 +105,76 @@ def _data_dir_option(p: argparse.ArgumentParser) -> None:
                    help="NCIMP data directory (default: $NCPROBE_DATA, else the user cache)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def config_options(parser, config: type | None = None,
+                   names: Sequence[str] | None = None) -> None:
+    """Add one option per field of ``config`` (default :class:`RunConfig`), or per field in
+    ``names``, in field order, built from the field alone.
+
+    The option is ``--<name>`` (``_`` as ``-``) or the field's ``option`` metadata, with
+    ``dest`` the field's name, the field's default, its ``help`` and ``metavar`` metadata,
+    the values of a ``Literal`` type as choices (an optional one, ``dtype``, is not
+    restricted: the encoders take other spellings too), a flag for a ``bool`` and a number
+    for an ``int`` or ``float``. Other values are checked by ``config`` itself, in
+    :func:`config_from_args`.
+    """
+    config = config or RunConfig
+    hints = typing.get_type_hints(config)
+    for f in dataclasses.fields(config):
+        if names is not None and f.name not in names:
+            continue
+        kw = {"dest": f.name, "default": _default(f), "help": f.metadata.get("help")}
+        hint = hints[f.name]
+        if hint is bool:
+            kw["action"] = argparse.BooleanOptionalAction if kw["default"] else "store_true"
+        else:
+            if typing.get_origin(hint) is typing.Literal:
+                kw["choices"] = typing.get_args(hint)
+            if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: X
+                hint = next(a for a in typing.get_args(hint) if a is not type(None))
+            if hint in (int, float):
+                kw["type"] = hint
+            if "metavar" in f.metadata:
+                kw["metavar"] = f.metadata["metavar"]
+        parser.add_argument(_option(f), **kw)
+
+
+def _option(f: dataclasses.Field) -> str:
+    """The option of a config field: its ``option`` metadata, else ``--`` and its name."""
+    return f.metadata.get("option", "--" + f.name.replace("_", "-"))
+
+
+def _default(f: dataclasses.Field):
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()
+
+
+def config_from_args(args: argparse.Namespace, config: type | None = None):
+    """The ``config`` (default :class:`RunConfig`) of the options parsed into ``args`` (the
+    fields it has no option for at their defaults).
+
+    ``config`` checks the values: first each option given alone (the other fields at their
+    defaults), then all of them together.
+
+    Raises:
+        UsageError: a value ``config`` refuses; the message names its option (or the
+            options refused together) and says why.
+    """
+    config = config or RunConfig
+    fields = [f for f in dataclasses.fields(config) if hasattr(args, f.name)]
+    values = {f.name: getattr(args, f.name) for f in fields}
+    given = [f for f in fields if values[f.name] != _default(f)]
+    for group in [[f] for f in given] + [given]:
+        try:
+            made = config(**{f.name: values[f.name] for f in group})
+        except ValueError as e:
+            named = ", ".join(_option(f) if values[f.name] is True
+                              else f"{_option(f)} {values[f.name]}" for f in group)
+            raise UsageError(f"{named}: {e}") from None
+    return made
+
+
+def build_parser(config: type | None = None) -> argparse.ArgumentParser:
+    """The ``ncprobe`` parser; the run options of ``compute`` and ``reproduce`` are the fields
+    of ``config`` (default :class:`RunConfig`, see :func:`config_options`)."""
     parser = argparse.ArgumentParser(
         prog="ncprobe", description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -150,22 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         "original, compute the measures of the study (Sim, Affinity, Scaled Similarity, ratio, "
         "rogue dimensions) and their Spearman correlations with the gold compositionality "
         "score, write the results (parquet + run.json) and print a summary.")
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"alias (see `ncprobe models`), HuggingFace id, model directory or "
-                   f"vector file (default: {DEFAULT_MODEL}, offline)")
-    p.add_argument("--lang", default="en", choices=["en", "pt"], help="language (default: en)")
-    p.add_argument("--context", default="nat,neut", metavar="C",
-                   help="nat, neut, neut-pl or a comma list (default: nat,neut)")
-    p.add_argument("--level", default=None, metavar="L",
-                   help="sent, nc or sent,nc (default: every level the model gives)")
-    p.add_argument("--layers", default=None, metavar="SPEC",
-                   help="transformer layers: last4 (default), all, -1, 9+10+11+12, or comma "
-                   "lists of views")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: cuda if "
-                   "available)")
-    p.add_argument("--dtype", default=None, help="float32 (CPU default), float16, bfloat16")
-    p.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass "
-                   "(default 32)")
+    config_options(p, config)  # the fields of RunConfig, in field order
     p.add_argument("--out", metavar="DIR", help="results directory (default: "
                    "results/<model>-<lang>, plus every option that changes results and is not "
                    "its default, e.g. results/minilm-en-layers_all-std)")
@@ -174,22 +236,6 @@ def build_parser() -> argparse.ArgumentParser:
                    "options, model or data); the same run is always replaced, a directory "
                    "that is not ncprobe's never")
     _data_dir_option(p)
-    p.add_argument("--standardise", action="store_true",
-                   help="also compute every measure on z-scored vectors (rogue dimensions)")
-    p.add_argument("--wordssyn", default="first", choices=["first", "all"],
-                   help="P_WordsSyn: the paper's single substitution (first) or every "
-                   "alternative (all)")
-    p.add_argument("--gold", default="comp", choices=["comp", "type"],
-                   help="gold score: comp (Eq. 1, token-level, default) or type")
-    p.add_argument("--accept-modified-data", action="store_true",
-                   help="compute on NCIMP files that differ from their pinned upstream copy "
-                   "(edited on purpose) instead of stopping (exit 3); they are named in the "
-                   "summary and recorded in run.json")
-    p.add_argument("--per-sentence", action="store_true",
-                   help="also correlate sentence measures with each sentence's token score")
-    p.add_argument("--n-boot", type=int, default=1000,
-                   help="bootstrap resamples for confidence intervals (default 1000; 0: none)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--no-cache", action="store_true",
                    help="encode everything and store nothing in the embedding cache")
     p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root (default: "
@@ -233,10 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one results directory per run (default: results)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace results directories that hold a different run")
-    p.add_argument("--context", default="nat,neut", metavar="C",
-                   help="contexts (default: nat,neut)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    config_options(p, config, names=REPRODUCE_OPTIONS)
     _data_dir_option(p)
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root")
@@ -312,46 +355,54 @@ def _run(argv: Sequence[str] | None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     parser.print_help()
     return EXIT_USAGE
 
 
 def _data(args, parser) -> int:
+    """``ncprobe data ACTION``: the action's function, given the data directory in use."""
     from .data import sources
 
     if args.data_command is None:
         _subparser(parser, "data").print_help()
         return EXIT_USAGE
-    root = sources.resolve_data_dir(args.data_dir)
-    if args.data_command == "path":
-        print(root)
-        return 0
-    if args.data_command == "download":
-        def progress(path: str, status: str) -> None:
-            print(f"  {status:<12} {path}", file=sys.stderr)
-        print(f"downloading NCIMP into {root}", file=sys.stderr)
-        report = sources.download(root, url_template=args.url, retries=args.retries,
-                                  timeout=args.timeout, backoff=args.backoff, progress=progress)
-        print(report.summary())
-        return 0
-    if args.data_command == "check":
-        from .data.check import check
+    action = {"path": _data_path, "download": _data_download, "check": _data_check,
+              "info": _data_info}[args.data_command]
+    return action(sources.resolve_data_dir(args.data_dir), args)
 
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            report = check(root)
-        for w in caught:
-            print(f"warning: {w.message}")
-        for line in report.tolerated + report.notes:
-            print(f"note: {line}")
-        for err in report.errors:
-            print(f"error: {err}", file=sys.stderr)
-        print(f"{len(report.errors)} error(s) in {root}")
-        return 0 if report.ok else 3
-    if args.data_command == "info":
-        return _info(root, args.json)
-    return EXIT_USAGE
+
+def _data_path(root, args) -> int:
+    print(root)
+    return 0
+
+
+def _data_download(root, args) -> int:
+    from .data import sources
+
+    def progress(path: str, status: str) -> None:
+        print(f"  {status:<12} {path}", file=sys.stderr)
+    print(f"downloading NCIMP into {root}", file=sys.stderr)
+    report = sources.download(root, url_template=args.url, retries=args.retries,
+                              timeout=args.timeout, backoff=args.backoff, progress=progress)
+    print(report.summary())
+    return 0
+
+
+def _data_check(root, args) -> int:
+    from .data.check import check
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = check(root)
+    for w in caught:
+        print(f"warning: {w.message}")
+    for line in report.tolerated + report.notes:
+        print(f"note: {line}")
+    for err in report.errors:
+        print(f"error: {err}", file=sys.stderr)
+    print(f"{len(report.errors)} error(s) in {root}")
+    return 0 if report.ok else DataError.exit_code
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -360,22 +411,11 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 
 def _compute(args) -> int:
-    from .config import RunConfig
     from .pipeline import compute, run_dir
-
-    try:
-        cfg = RunConfig(model=args.model, lang=args.lang, contexts=args.context,
-                        levels=args.level, layers=args.layers, device=args.device,
-                        dtype=args.dtype, batch_size=args.batch_size,
-                        standardise=args.standardise, wordssyn=args.wordssyn, gold=args.gold,
-                        per_sentence=args.per_sentence, n_boot=args.n_boot, seed=args.seed,
-                        accept_modified_data=args.accept_modified_data)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
     from .results import check_target
 
-    out = args.out or run_dir("results", args.model, args.lang, cfg)
+    cfg = config_from_args(args)
+    out = args.out or run_dir("results", cfg.model, cfg.lang, cfg)
     # refuse before computing when --out holds another run (or is not ncprobe's)
     check_target(out, cfg.to_dict(), overwrite=args.overwrite)
     with warnings.catch_warnings():
@@ -394,28 +434,32 @@ def _compute(args) -> int:
 
 def _report(args) -> int:
     from .report import write_report
-    from .results import Results
-
-    from .results import find_results
+    from .results import Results, find_results
 
     res = Results.concat([Results.from_parquet(p) for p in find_results(args.results)])
-    examples = [x.strip() for x in args.examples.split(",")] if args.examples else None
     written = write_report(res, args.out, formats=tuple(args.format.split(",")),
-                           examples=examples, jobs=args.jobs)
+                           examples=_comma_list(args.examples) if args.examples else None,
+                           jobs=args.jobs)
     print(f"{len(written)} files written to {args.out}")
     return 0
+
+
+def _comma_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",")]
 
 
 def _reproduce(args) -> int:
     import time
 
-    from .reproduce import STUDY_MODELS, reproduce
-    from .report import FigureWorkers, check_out, write_report
+    from .encoders.registry import study_models
+    from .reproduce import reproduce
+    from .report import FigureWorkers, check_out, reproduce_provenance, write_report
 
+    options = {name: getattr(args, name) for name in REPRODUCE_OPTIONS}
+    config_from_args(args)  # the run options together, before any work
     check_out(args.out)  # a report directory it may not write: refused before computing
     t0 = time.perf_counter()
-    models = [m.strip() for m in args.models.split(",")] if args.models else None
-    langs = [x.strip() for x in args.langs.split(",")]
+    langs = _comma_list(args.langs)
 
     def on_skip(model, lang, why):
         print(f"skipped {model} ({lang}): {why}", file=sys.stderr)
@@ -424,43 +468,39 @@ def _reproduce(args) -> int:
     with FigureWorkers(args.jobs) as workers:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # each run's notes keep its warnings
-            rep = reproduce(models, langs, results_dir=args.results_dir,
-                            data_dir=args.data_dir, cache=not args.no_cache,
-                            cache_dir=args.cache_dir, progress=not args.quiet,
-                            on_skip=on_skip, contexts=args.context, n_boot=args.n_boot,
-                            seed=args.seed, overwrite=args.overwrite)
+            rep = reproduce(_comma_list(args.models) if args.models else None, langs,
+                            results_dir=args.results_dir, data_dir=args.data_dir,
+                            cache=not args.no_cache, cache_dir=args.cache_dir,
+                            progress=not args.quiet, on_skip=on_skip,
+                            overwrite=args.overwrite, **options)
         for model, lang, path in rep.ran:
             print(f"computed {model} ({lang}) -> {path}")
         if rep.results is None:
-            print("error: no model could run here; nothing to report", file=sys.stderr)
-            return 5
-        written = write_report(rep.results, args.out, jobs=workers)
-    missing = [m for m in STUDY_MODELS if m not in {r[0] for r in rep.ran}]
-    with open(f"{args.out}/README.md", "a", encoding="utf-8") as fh:
-        fh.write("\n## How these files were made\n\n"
-                 f"`ncprobe reproduce --models {','.join(dict.fromkeys(r[0] for r in rep.ran))} "
-                 f"--langs {','.join(langs)}` (ncprobe {__version__}).\n")
-        if rep.skipped:
-            fh.write("\nSkipped here:\n\n" + "".join(f"- {m} ({lg}): {why}\n"
-                                                    for m, lg, why in rep.skipped))
-        if missing:
-            fh.write(f"\nThe study's own models ({', '.join(missing)}) are not in these "
-                     "files: they need their weights (downloads, a GPU for llama2, an API key "
-                     "for openai; see `ncprobe models`). Run `ncprobe reproduce` where they are "
-                     "available to add their panels.\n")
+            raise ModelUnavailableError("no model could run here; nothing to report")
+        ran = list(dict.fromkeys(model for model, _, _ in rep.ran))
+        provenance = reproduce_provenance(ran, langs, rep.skipped,
+                                          [m for m in study_models() if m not in ran])
+        written = write_report(rep.results, args.out, jobs=workers, provenance=provenance)
     print(f"{len(written)} figures and tables written to {args.out} "
           f"({time.perf_counter() - t0:.0f} s)")
     return 0
 
 
 def _models() -> int:
-    from .encoders import MODELS
+    from .encoders.registry import MODELS, offline_models, study_models
 
-    print(f"{'alias':<14} {'family':<7} {'model (en / pt)':<64} {'pip install':<20} needs")
+    # en and pt, then any other language a registered model covers
+    langs = list(dict.fromkeys(["en", "pt"] + [k for s in MODELS.values() for k in s.ids
+                                               if k != "*"]))
+    head = f"model ({' / '.join(langs)})"
+    print(f"{'alias':<14} {'family':<7} {head:<64} {'pip install':<20} needs")
     for spec in MODELS.values():
-        ids = " / ".join(dict.fromkeys(spec.ids.get(k, spec.ids.get("*", "-"))
-                                       for k in ("en", "pt")))
-        print(f"{spec.alias:<14} {spec.family:<7} {ids:<64} {spec.install:<20} {spec.needs}")
+        ids = " / ".join(dict.fromkeys(spec.ids.get(k, spec.ids.get("*", "-")) for k in langs))
+        print(f"{spec.alias:<14} {spec.family:<7} {ids:<64} {spec.install:<20} "
+              f"{spec.requirements}")
+    print(f"\nOffline: {', '.join(offline_models())}. The study's models: "
+          f"{', '.join(study_models())}.\n`ncprobe reproduce` runs these, the offline ones first, "
+          "and says why it skips each one that cannot run here.")
     print("\nAlso: any HuggingFace id (org/name), a local model directory, a vector file "
           "(word2vec .bin/.txt, GloVe .txt; gensim .kv with --allow-pickle), or "
           "gensim:<gensim-data name>.\n"
@@ -475,22 +515,31 @@ def _models() -> int:
 
 
 def _cache(args, parser) -> int:
-    from .cache import cache_clear, cache_info, cache_root
-
+    """``ncprobe cache ACTION``."""
     if args.cache_command is None:
         _subparser(parser, "cache").print_help()
         return EXIT_USAGE
-    if args.cache_command == "info":
-        entries = cache_info(args.cache_dir)
-        print(f"cache: {cache_root(args.cache_dir)}")
-        for e in entries:
-            print(f"  {e['model']!s:<40} {e['items']:>8} items {e['bytes'] / 1e6:>9.1f} MB  "
-                  f"{e['dir']}")
-            for bad in e["corrupt"]:
-                print(f"    corrupt shard (discarded by the next compute): {bad}")
-        if not entries:
-            print("  (empty)")
-        return 0
+    return {"info": _cache_info, "clear": _cache_clear}[args.cache_command](args)
+
+
+def _cache_info(args) -> int:
+    from .cache import cache_info, cache_root
+
+    entries = cache_info(args.cache_dir)
+    print(f"cache: {cache_root(args.cache_dir)}")
+    for e in entries:
+        print(f"  {e['model']!s:<40} {e['items']:>8} items {e['bytes'] / 1e6:>9.1f} MB  "
+              f"{e['dir']}")
+        for bad in e["corrupt"]:
+            print(f"    corrupt shard (discarded by the next compute): {bad}")
+    if not entries:
+        print("  (empty)")
+    return 0
+
+
+def _cache_clear(args) -> int:
+    from .cache import cache_clear, cache_root
+
     report = cache_clear(args.cache_dir, args.model)
     for path, why in report.kept:
         print(f"kept {path}: {why}", file=sys.stderr)
@@ -501,14 +550,24 @@ def _cache(args, parser) -> int:
     return 0
 
 
-def _info(root, as_json: bool) -> int:
+def _data_info(root, args) -> int:
     """Files and counts; exit 3 when a required file is missing or any file does not verify.
 
     The table of files is printed whatever happens; the counts are those of the files as
     they are (modified ones included), and every problem is listed as an error.
     """
+    info = _data_summary(root)
+    if args.json:
+        print(json.dumps(info, indent=2, ensure_ascii=False))
+    else:
+        _print_data_info(info)
+    return DataError.exit_code if info["errors"] else 0
+
+
+def _data_summary(root) -> dict:
+    """What ``data info`` shows: each file's status, the counts per language, notes,
+    warnings and errors."""
     from .data import check_coverage, load_stimuli, sources
-    from .errors import DataError
 
     files = {f.local_path: {"need": f.need,
                             "status": sources.file_status(root, f)}
@@ -528,18 +587,17 @@ def _info(root, as_json: bool) -> int:
             errors += [str(x) for x in e.errors]
         except DataError as e:
             errors.append(str(e))
-    errors = list(dict.fromkeys(errors))
-    info = {"data_dir": str(root), "files": files,
+    return {"data_dir": str(root), "files": files,
             "languages": stim.describe() if stim is not None else {},
             "notes": [n for n in (stim.notes if stim is not None else [])
                       if not n.startswith("MODIFIED DATA")],
-            "warnings": [str(w.message) for w in caught], "errors": errors}
-    code = 3 if errors else 0
-    if as_json:
-        print(json.dumps(info, indent=2, ensure_ascii=False))
-        return code
-    print(f"data directory: {root}")
-    for path, f in files.items():
+            "warnings": [str(w.message) for w in caught],
+            "errors": list(dict.fromkeys(errors))}
+
+
+def _print_data_info(info: dict) -> None:
+    print(f"data directory: {info['data_dir']}")
+    for path, f in info["files"].items():
         print(f"  {f['status']:<10} {f['need']:<9} {path}")
     for lang, d in info["languages"].items():
         cls = " / ".join(f"{d['classes'][c]}" for c in ("I", "PC", "C"))
@@ -560,12 +618,12 @@ def _info(root, as_json: bool) -> int:
             print(f"  - {n}")
     for w in info["warnings"]:
         print(f"\nwarning: {w}")
-    for e in errors:
+    for e in info["errors"]:
         print(f"error: {e}", file=sys.stderr)
-    if errors:
-        print(f"{len(errors)} problem(s) in {root}: run `ncprobe data download` to restore the "
-              "pinned files, and `ncprobe data check` for every bad row", file=sys.stderr)
-    return code
+    if info["errors"]:
+        print(f"{len(info['errors'])} problem(s) in {info['data_dir']}: run `ncprobe data "
+              "download` to restore the pinned files, and `ncprobe data check` for every bad "
+              "row", file=sys.stderr)
 
 
 _FILE_PROBLEM = {

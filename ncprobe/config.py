@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, get_args
 
 from .data.stimuli import expand_contexts
+from .schema import LEVELS, Lang, Level  # the languages and levels (ncprobe.schema)
 
 #: The choices of RunConfig's options, as types (an editor completes them); the values
 #: checked at run time are taken from them (``typing.get_args``).
-Lang = Literal["en", "pt"]
-Level = Literal["sent", "nc"]
 WordsSyn = Literal["first", "all"]
 Gold = Literal["comp", "type"]
 EnNaturalistic = Literal["auto", "official", "reference"]
 Dtype = Literal["float32", "float16", "bfloat16"]
 
-LEVELS: tuple[str, ...] = get_args(Level)
 DEFAULT_MODEL = "glove-6b-50d"
 
 
@@ -46,25 +44,55 @@ class RunConfig:
         accept_modified_data: compute on NCIMP files whose git blob id differs from their
             pin (edited copies) instead of stopping; they are recorded in ``run.json``
             (``modified_data``) and named in the summary.
+
+    Each field is also an option of ``ncprobe compute`` (``--batch-size`` for ``batch_size``),
+    built from the field by :func:`ncprobe.cli.config_options`: its default, its type (a
+    ``Literal`` gives the choices) and its metadata: ``help`` (``%(default)s`` stands for
+    the default), and where the option differs from the field's name, ``option`` and
+    ``metavar``. A new field is a new option.
     """
 
-    model: str = DEFAULT_MODEL
-    lang: Lang = "en"
-    contexts: str = "nat,neut"
-    levels: tuple[Level, ...] | None = None
-    layers: str | None = None
-    device: str | None = None
-    dtype: Dtype | None = None
-    batch_size: int = 32
-    standardise: bool = False
-    wordssyn: WordsSyn = "first"
-    gold: Gold = "comp"
-    per_sentence: bool = False
-    n_boot: int = 1000
-    seed: int = 0
-    top_k: int = 5
-    en_naturalistic: EnNaturalistic = "auto"
-    accept_modified_data: bool = False
+    model: str = field(default=DEFAULT_MODEL, metadata={
+        "help": "alias (see `ncprobe models`), HuggingFace id, model directory or vector file "
+                "(default: %(default)s, offline)"})
+    lang: Lang = field(default="en", metadata={"help": "language (default: %(default)s)"})
+    contexts: str = field(default="nat,neut", metadata={
+        "option": "--context", "metavar": "C",
+        "help": "nat, neut, neut-pl or a comma list (default: %(default)s)"})
+    levels: tuple[Level, ...] | None = field(default=None, metadata={
+        "option": "--level", "metavar": "L",
+        "help": "sent, nc or sent,nc (default: every level the model gives)"})
+    layers: str | None = field(default=None, metadata={
+        "metavar": "SPEC",
+        "help": "transformer layers: last4 (default), all, -1, 9+10+11+12, or comma lists of "
+                "views"})
+    device: str | None = field(default=None, metadata={
+        "help": "cpu, cuda, cuda:1, mps (default: cuda if available)"})
+    dtype: Dtype | None = field(default=None, metadata={
+        "help": "float32 (CPU default), float16, bfloat16"})
+    batch_size: int = field(default=32, metadata={
+        "help": "sentences per forward pass (default %(default)s)"})
+    standardise: bool = field(default=False, metadata={
+        "help": "also compute every measure on z-scored vectors (rogue dimensions)"})
+    wordssyn: WordsSyn = field(default="first", metadata={
+        "help": "P_WordsSyn: the paper's single substitution (first) or every alternative (all)"})
+    gold: Gold = field(default="comp", metadata={
+        "help": "gold score: comp (Eq. 1, token-level, default) or type"})
+    per_sentence: bool = field(default=False, metadata={
+        "help": "also correlate sentence measures with each sentence's token score"})
+    n_boot: int = field(default=1000, metadata={
+        "help": "bootstrap resamples for confidence intervals (default %(default)s; 0: none)"})
+    seed: int = field(default=0, metadata={"help": "bootstrap seed (default %(default)s)"})
+    top_k: int = field(default=5, metadata={
+        "help": "rogue dimensions listed per condition (default %(default)s)"})
+    en_naturalistic: EnNaturalistic = field(default="auto", metadata={
+        "help": "English naturalistic contexts: the official files when present, else the "
+                "reference table (auto, default), the official files or an error (official), "
+                "or the reference table (reference)"})
+    accept_modified_data: bool = field(default=False, metadata={
+        "help": "compute on NCIMP files that differ from their pinned upstream copy (edited on "
+                "purpose) instead of stopping (exit 3); they are named in the summary and "
+                "recorded in run.json"})
 
     def __post_init__(self) -> None:
         expand_contexts(self.contexts)  # raises on an unknown context

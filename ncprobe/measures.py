@@ -36,20 +36,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+# the measures' names and the key columns; MEASURES ... stay importable from here
+from .schema import (AFFINITIES, GROUP_OF_CONTEXT, MEASURES, NC_KEYS, PROBE_MEASURES, RATIO,
+                     RUN_KEYS, SCALED)
+
 #: Distance from 1 (for Sim(rand)) or 0 (for a ratio's denominator) below which a
 #: scaled value is undefined.
 EPS = 1e-6
 
-PROBE_MEASURES = ("syn", "comp-head", "comp-mod", "comp", "wordssyn", "rand")
-AFFINITIES = ("A_Syn|WordsSyn", "A_Syn|Rand")
-SCALED = ("Sim_R|Syn", "Sim_R|WordsSyn")
-RATIO = "Sim_R|Syn/Sim_R|WordsSyn"
-MEASURES = PROBE_MEASURES + AFFINITIES + SCALED + (RATIO,)
-
-#: Columns that identify one set of cosines: a model, language, vector space, layer view, level.
-RUN_KEYS = ["model", "lang", "space", "layers", "level"]
-#: Per-NC context groups: naturalistic S1-S3, neutral, neutral plural.
-CONTEXT_GROUPS = {"S1": "nat", "S2": "nat", "S3": "nat", "N": "neut", "Npl": "neut-pl"}
+__all__ = ["AFFINITIES", "EPS", "MEASURES", "PROBE_MEASURES", "RATIO", "RUN_KEYS", "SCALED",
+           "affinity", "cosine", "nc_measures", "ratio", "scaled_similarity",
+           "sentence_measures", "undefined_counts"]
 
 
 def cosine(a: np.ndarray, b: np.ndarray, *, norm_a: np.ndarray | None = None,
@@ -125,13 +122,13 @@ def sentence_measures(cosines: pd.DataFrame) -> pd.DataFrame:
     """Per sentence (context) and NC: Sim of every probe family and the derived measures.
 
     Args:
-        cosines: the long cosine table (columns :data:`RUN_KEYS`, ``context``,
+        cosines: the long cosine table (columns :data:`~ncprobe.schema.RUN_KEYS`, ``context``,
             ``nc``, ``probe``, ``variant``, ``cosine``).
 
     Returns:
-        A long table: :data:`RUN_KEYS`, ``context``, ``nc``, ``measure``, ``value``.
+        A long table: :data:`~ncprobe.schema.NC_KEYS`, ``measure``, ``value``.
     """
-    keys = RUN_KEYS + ["context", "nc"]
+    keys = list(NC_KEYS)
     sims = (cosines.groupby(keys + ["probe"], observed=True, sort=True)["cosine"].mean()
             .unstack("probe"))
     return _long(_derive(sims))
@@ -144,10 +141,10 @@ def nc_measures(sentences: pd.DataFrame) -> pd.DataFrame:
         sentences: the output of :func:`sentence_measures`.
     """
     df = sentences.copy()
-    df["context"] = df["context"].astype(str).map(CONTEXT_GROUPS)
+    df["context"] = df["context"].astype(str).map(GROUP_OF_CONTEXT)
     if df["context"].isna().any():
         raise ValueError("unknown context in the sentence measures: expected S1-S3, N or Npl")
-    keys = RUN_KEYS + ["context", "nc"]
+    keys = list(NC_KEYS)
     wide = (df.groupby(keys + ["measure"], observed=True, sort=True)["value"].mean()
             .unstack("measure"))
     if set(SCALED) <= set(wide.columns):

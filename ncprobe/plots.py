@@ -25,7 +25,7 @@ Layout and style, shared by all figures:
   that captured idiomaticity would give, by class, on a low-high scale with no
   numbers;
 * only the ``raw`` vector space by default (``space="standardised"`` for the
-  z-scored one), one layer view per model (see :mod:`ncprobe.frames`), the
+  z-scored one), one layer view per model (see :mod:`ncprobe.selection`), the
   naturalistic and neutral contexts (``contexts="nat,neut,neut-pl"`` adds the
   plural neutral sentences).
 
@@ -58,20 +58,20 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from .errors import NcprobeError, UsageError
-from .frames import (CLASSES, LABELS, LEVEL_NAMES, PROBES, RATIO, select)
-from .measures import AFFINITIES, SCALED
+from .schema import (AFFINITIES, ALL_CLASSES, CLASS_LABELS, CLASSES, CONDITIONS, CORRELOGRAM_TICKS,
+                     DISPLAY_PROBES, LANGS, LEVEL_LABELS, MEASURE_LABELS, PANEL_TICKS,
+                     PAPER_FIGURES, RATIO, SCALED, condition_label, condition_parts)
+from .selection import model_order, select
 from .stats import ALPHA, spearman
 
-#: Colour of each condition: English blue, Portuguese orange; naturalistic darker,
-#: neutral lighter, plural neutral lightest.
-CONDITION_PALETTE = {
-    "EN-Nat": "#1f5aa6", "EN-Neut": "#86b6e3", "EN-Neut-pl": "#c6dcf1",
-    "PT-Nat": "#d45f0a", "PT-Neut": "#f6ad62", "PT-Neut-pl": "#fbd7ad",
-}
-#: Colour of each compositionality class: idiomatic green, partly compositional yellow,
-#: compositional blue.
-CLASS_PALETTE = {"I": "#3c9d3c", "PC": "#e9c31f", "C": "#3a6fc2"}
-CLASS_NAMES = {"I": "I (idiomatic)", "PC": "PC (partly compositional)", "C": "C (compositional)"}
+#: Colour of each condition (:data:`ncprobe.schema.CONDITIONS`, in that order): English blue
+#: (EN-Nat, EN-Neut, EN-Neut-pl), Portuguese orange (PT-...); naturalistic darker, neutral
+#: lighter, plural neutral lightest.
+CONDITION_PALETTE = dict(zip(CONDITIONS, ("#1f5aa6", "#86b6e3", "#c6dcf1",
+                                          "#d45f0a", "#f6ad62", "#fbd7ad"), strict=True))
+#: Colour of each compositionality class (I, PC, C): idiomatic green, partly compositional
+#: yellow, compositional blue.
+CLASS_PALETTE = dict(zip(CLASSES, ("#3c9d3c", "#e9c31f", "#3a6fc2"), strict=True))
 
 #: The pattern a model that captured idiomaticity would show (SPEC §1 and §3), per measure and
 #: class, on a schematic 0 (low) - 1 (high) scale; the ratio's scale is 1 = as compositional.
@@ -178,7 +178,7 @@ def _short(model: str) -> str:
 
 
 def _label(measure: str) -> str:
-    return LABELS.get(measure, measure)
+    return MEASURE_LABELS.get(measure, measure)
 
 
 def _models_with(data: pd.DataFrame, all_models: list[str], what: str, notes: list[str]
@@ -195,8 +195,6 @@ def _models_with(data: pd.DataFrame, all_models: list[str], what: str, notes: li
 
 
 def _all_models(results) -> list[str]:
-    from .frames import model_order
-
     return model_order(results.measures, results.sentences, results.correlations)
 
 
@@ -274,26 +272,23 @@ def _legend(where, handles: list, *, title: str | None = None,
 def _condition_legend(where, conditions: list[str], *, loc: str = "outside lower center"
                       ) -> None:
     """Conditions in a grid: one row per language, one column per context."""
-    langs = sorted({c.split("-", 1)[0] for c in conditions}, key=["EN", "PT"].index)
-    ctxs = []
-    for c in conditions:
-        ctx = c.split("-", 1)[1]
-        if ctx not in ctxs:
-            ctxs.append(ctx)
+    parts = [condition_parts(c) for c in conditions]
+    langs = [lang for lang in LANGS if any(lg == lang for lg, _ in parts)]
+    groups = list(dict.fromkeys(group for _, group in parts))
     # legends fill column by column: list the entries context-major so rows are languages
     handles = []
-    for ctx in ctxs:
+    for group in groups:
         for lang in langs:
-            name = f"{lang}-{ctx}"
+            name = condition_label(lang, group)
             handles.append(Patch(facecolor=CONDITION_PALETTE[name], edgecolor="#444444",
                                  linewidth=0.5, label=name) if name in conditions
                            else Patch(visible=False, label=""))
-    _legend(where, handles, title="condition", loc=loc, ncols=len(ctxs))
+    _legend(where, handles, title="condition", loc=loc, ncols=len(groups))
 
 
 def _class_handles(prefix: str = "") -> list:
     return [Patch(facecolor=CLASS_PALETTE[c], edgecolor="#444444", linewidth=0.5,
-                  label=prefix + CLASS_NAMES[c]) for c in CLASSES]
+                  label=prefix + CLASS_LABELS[c]) for c in CLASSES]
 
 
 def _ideal_panel(ax, measures: list[str], *, ratio: bool = False) -> None:
@@ -318,17 +313,14 @@ def _ideal_panel(ax, measures: list[str], *, ratio: bool = False) -> None:
     ax.set_ylabel("")
 
 
-_PROBE_TICKS = {"syn": "Syn", "comp": "Comp", "wordssyn": "WordsSyn", "rand": "Rand",
-                "comp-head": "Comp-head", "comp-mod": "Comp-mod"}
-
-
 def _short_measure(measure: str, shown: list[str]) -> str:
-    """Tick label of a measure: the part that differs among the measures of a panel."""
-    if all(m in AFFINITIES for m in shown) or all(m in SCALED for m in shown):
-        return _label(measure).split("|", 1)[1]
-    if measure == RATIO:
-        return "ratio"
-    return _PROBE_TICKS.get(measure, _label(measure))
+    """Tick label of a measure (:data:`ncprobe.schema.PANEL_TICKS`): the part that differs
+    among the measures of a panel; an Affinity or Scaled Similarity shown beside measures of
+    another kind keeps its whole name."""
+    for kind in (AFFINITIES, SCALED):
+        if measure in kind and not all(m in kind for m in shown):
+            return _label(measure)
+    return PANEL_TICKS.get(measure, _label(measure))
 
 
 def _declutter(fig, axes=None) -> None:
@@ -378,7 +370,7 @@ def _distribution_figure(results, *, measures: list[str], level: str, title: str
                   measures=measures, layers=layers)
     notes: list[str] = []
     models = _models_with(data.dropna(subset=["value"]), _all_models(results),
-                          f"{LEVEL_NAMES.get(level, level)}-level values", notes)
+                          f"{LEVEL_LABELS.get(level, level)}-level values", notes)
     ideal = _one_panel(ax, ideal, len(models), "one per model")
     conds = [c for c in CONDITION_PALETTE if c in set(data["condition"].astype(str))]
     with _style():
@@ -418,8 +410,9 @@ def fig_sentence_cosines(results, *, space: str = "raw", contexts=None, layers=N
     its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
     ``return_notes=True`` returns ``(fig, notes)``.
     """
-    return _distribution_figure(results, measures=list(PROBES), level="sent", space=space,
-                                contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
+    return _distribution_figure(results, measures=list(DISPLAY_PROBES), level="sent",
+                                space=space, contexts=contexts, layers=layers, sharey=sharey,
+                                ideal=ideal,
                                 title="Sentence-level cosine similarity per probe",
                                 ylabel="cosine (Sim)", ax=ax, return_notes=return_notes)
 
@@ -437,8 +430,9 @@ def fig_nc_cosines(results, *, space: str = "raw", contexts=None, layers=None,
     its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
     ``return_notes=True`` returns ``(fig, notes)``.
     """
-    return _distribution_figure(results, measures=list(PROBES), level="nc", space=space,
-                                contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
+    return _distribution_figure(results, measures=list(DISPLAY_PROBES), level="nc",
+                                space=space, contexts=contexts, layers=layers, sharey=sharey,
+                                ideal=ideal,
                                 title="NC-level cosine similarity per probe",
                                 ylabel="cosine (Sim)", ax=ax, return_notes=return_notes)
 
@@ -457,7 +451,7 @@ def fig_affinity(results, *, level: str = "nc", space: str = "raw", contexts=Non
     """
     return _distribution_figure(results, measures=list(AFFINITIES), level=level, space=space,
                                 contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                                title=f"Affinity, {LEVEL_NAMES.get(level, level)} level",
+                                title=f"Affinity, {LEVEL_LABELS.get(level, level)} level",
                                 ylabel="Affinity A_Syn|·", ax=ax, return_notes=return_notes)
 
 
@@ -475,7 +469,7 @@ def fig_scaled_similarity(results, *, level: str = "nc", space: str = "raw", con
     """
     return _distribution_figure(results, measures=list(SCALED), level=level, space=space,
                                 contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                                title=f"Scaled Similarity, {LEVEL_NAMES.get(level, level)} level",
+                                title=f"Scaled Similarity, {LEVEL_LABELS.get(level, level)} level",
                                 ylabel="Scaled Similarity Sim_R|·", ax=ax,
                                 return_notes=return_notes)
 
@@ -492,7 +486,7 @@ def _class_figure(results, *, measures: list[str], level: str, title: str, space
     data = data[data["cls"].isin(CLASSES)].dropna(subset=["value"])
     notes: list[str] = []
     models = _models_with(data, _all_models(results),
-                          f"{LEVEL_NAMES.get(level, level)}-level values", notes)
+                          f"{LEVEL_LABELS.get(level, level)}-level values", notes)
     ideal = _one_panel(ax, ideal, len(models) * len(measures), "one per model and measure")
     conds = [c for c in CONDITION_PALETTE if c in set(data["condition"].astype(str))]
     with _style():
@@ -511,7 +505,7 @@ def _class_figure(results, *, measures: list[str], level: str, title: str, space
                 _ideal_panel(grid.ideal[b], [measure])
                 grid.ideal[b].set_xticks([0], [_label(measure)])
         _legend(grid.legend_on, _class_handles())
-        grid.finish(title + f", {LEVEL_NAMES.get(level, level)} level ({space} space)")
+        grid.finish(title + f", {LEVEL_LABELS.get(level, level)} level ({space} space)")
     return _returned(grid.fig, notes, return_notes)
 
 
@@ -642,10 +636,11 @@ def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers,
     """Figures 8 and 9: mean ± sd of the ratio per condition, and per class if ``by_class``."""
     dist = select(results.distributions, space=space, level=level, contexts=contexts,
                   measures=[RATIO], layers=layers)
-    rows = dist[dist["cls"].isin(list(CLASSES) if by_class else ["all"]) & dist["mean"].notna()]
+    rows = dist[dist["cls"].isin(list(CLASSES) if by_class else [ALL_CLASSES])
+                & dist["mean"].notna()]
     notes: list[str] = []
     models = _models_with(rows, _all_models(results),
-                          f"{LEVEL_NAMES.get(level, level)}-level ratio", notes)
+                          f"{LEVEL_LABELS.get(level, level)}-level ratio", notes)
     ideal = _one_panel(ax, ideal, len(models), "one per model")
     conds = [c for c in CONDITION_PALETTE if c in set(rows["condition"].astype(str))]
     if by_class:
@@ -662,16 +657,15 @@ def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers,
             pax.set_xticks(range(len(conds)), conds)
             pax.set_xlim(-0.6, len(conds) - 0.4)
             pax.set_title(_short(model))
-            pax.set_ylabel("Sim_R|Syn / Sim_R|WordsSyn\n(mean ± sd)"
-                           if grid.first_column(0, i) else "")
+            pax.set_ylabel(f"{_label(RATIO)}\n(mean ± sd)" if grid.first_column(0, i) else "")
         _ratio_scale(grid.axes[0], rows)
         if by_class:
             if ideal:
                 _ideal_panel(grid.ideal[0], [RATIO], ratio=True)
-                grid.ideal[0].set_xticks([0], ["ratio"])
+                grid.ideal[0].set_xticks([0], [PANEL_TICKS[RATIO]])
             _legend(grid.legend_on, _class_handles())
         grid.finish(f"Ratio of Scaled Similarities{' by class' if by_class else ''}, "
-                    f"{LEVEL_NAMES.get(level, level)} level ({space} space)")
+                    f"{LEVEL_LABELS.get(level, level)} level ({space} space)")
     return _returned(grid.fig, notes, return_notes)
 
 
@@ -679,12 +673,7 @@ def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers,
 # correlogram (figure 10)
 
 #: Measures of the correlogram unless others are named.
-CORRELOGRAM_MEASURES = ("syn", "comp", "wordssyn", "rand", "A_Syn|WordsSyn", "A_Syn|Rand",
-                        "Sim_R|Syn", "Sim_R|WordsSyn")
-_TICK = {"syn": "Syn", "comp": "Comp", "wordssyn": "WordsSyn", "rand": "Rand",
-         "comp-head": "Comp-head", "comp-mod": "Comp-mod",
-         "A_Syn|WordsSyn": "A Syn|WS", "A_Syn|Rand": "A Syn|Rand", "Sim_R|Syn": "SimR Syn",
-         "Sim_R|WordsSyn": "SimR WS", RATIO: "SimR ratio", "gold": "Comp (gold)"}
+CORRELOGRAM_MEASURES = DISPLAY_PROBES + AFFINITIES + SCALED
 
 
 def correlogram_matrix(results, condition: str, *, level: str = "nc", space: str = "raw",
@@ -747,10 +736,10 @@ def fig_correlogram(results, *, level: str = "nc", space: str = "raw", contexts=
                        measures=list(measures), layers=layers)
     conds_all = conds_all.dropna(subset=["value"])
     if conds_all.empty:
-        raise NoData(f"no {LEVEL_NAMES.get(level, level)}-level values for a correlogram")
+        raise NoData(f"no {LEVEL_LABELS.get(level, level)}-level values for a correlogram")
     notes: list[str] = []
     _models_with(conds_all, _all_models(results),
-                 f"{LEVEL_NAMES.get(level, level)}-level values", notes)
+                 f"{LEVEL_LABELS.get(level, level)}-level values", notes)
     conds = [c for c in CONDITION_PALETTE if c in set(conds_all["condition"].astype(str))]
     _one_panel(ax, None, len(conds), "one per condition: " + ", ".join(conds))
     panels = [(c, *correlogram_matrix(results, c, level=level, space=space, measures=measures,
@@ -790,7 +779,7 @@ def fig_correlogram(results, *, level: str = "nc", space: str = "raw", contexts=
         if mesh is not None:
             fig.colorbar(mesh, ax=list(flat[:len(panels)]), shrink=min(0.8, 3.0 / height + 0.3),
                          aspect=30, label=f"Spearman ρ (blank: p > {ALPHA})")
-        fig.suptitle(f"Correlogram of models × measures, {LEVEL_NAMES.get(level, level)} level "
+        fig.suptitle(f"Correlogram of models × measures, {LEVEL_LABELS.get(level, level)} level "
                      f"({space} space)")
     return _returned(fig, notes, return_notes)
 
@@ -813,7 +802,7 @@ def _correlogram_panel(ax, variables, rho, p):
     ax.set_ylim(n - 1, 0)
     ax.set_aspect("equal")
     ax.grid(False)
-    ticks = [_TICK.get(m, m) for _, m in variables]
+    ticks = [CORRELOGRAM_TICKS.get(m, m) for _, m in variables]
     ax.set_xticks(np.arange(n - 1) + 0.5, ticks[:-1], rotation=90)
     ax.set_yticks(np.arange(n - 1) + 0.5, ticks[1:])
     ax.tick_params(length=0, pad=1)
@@ -842,20 +831,12 @@ def _model_blocks(ax, variables: list[tuple[str, str]]) -> None:
         start = end
 
 
-#: The figures of SPEC §4, in order: name (the report's file names) -> function(results,
-#: **options) -> Figure.
-FIGURES: dict[str, Callable] = {
-    "sent_cosines": fig_sentence_cosines,
-    "nc_cosines": fig_nc_cosines,
-    "affinity": fig_affinity,
-    "affinity_by_class": fig_affinity_by_class,
-    "scaled_similarity": fig_scaled_similarity,
-    "simr_syn_by_class": fig_simr_syn_by_class,
-    "simr_wordssyn_by_class": fig_simr_wordssyn_by_class,
-    "ratio": fig_ratio,
-    "ratio_by_class": fig_ratio_by_class,
-    "correlogram": fig_correlogram,
-}
+#: The figures of SPEC §4, in order: name (:data:`ncprobe.schema.PAPER_FIGURES`, the report's
+#: file names) -> function(results, **options) -> Figure.
+FIGURES: dict[str, Callable] = dict(zip(PAPER_FIGURES, (
+    fig_sentence_cosines, fig_nc_cosines, fig_affinity, fig_affinity_by_class,
+    fig_scaled_similarity, fig_simr_syn_by_class, fig_simr_wordssyn_by_class, fig_ratio,
+    fig_ratio_by_class, fig_correlogram), strict=True))
 
 __all__ = ["CLASS_PALETTE", "CONDITION_PALETTE", "CORRELOGRAM_MEASURES", "FIGURES", "IDEAL",
            "NoData", "correlogram_matrix", "fig_affinity", "fig_affinity_by_class",

@@ -38,13 +38,17 @@ _OLD_REPORT_RE = re.compile(r"^(fig\d\d_\w+\.\w+|table_\w+\.(md|tex)|README\.md)
 
 def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
                  examples: Sequence[str] | None = None, dpi: int = 200,
-                 jobs: int | FigureWorkers = 1) -> list[Path]:
+                 jobs: int | FigureWorkers = 1, provenance: str | None = None) -> list[Path]:
     """Save every figure and table of SPEC §4 for ``results`` into ``out_dir``.
 
     Args:
         jobs: processes that draw figures (this one included), or :class:`FigureWorkers`
             started earlier; workers are fresh processes (``spawn``) given this process's
             matplotlib settings, so the files are the same whatever ``jobs`` is.
+        provenance: a Markdown section that ends the index ``README.md``, after a blank
+            line: how the files were made (``ncprobe reproduce`` gives
+            :func:`reproduce_provenance`). It is part of the index, written with the rest
+            while the directory is locked.
 
     Returns:
         The files written, in order (the index ``README.md`` last).
@@ -58,14 +62,15 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
         check_out(Path(out_dir), formats)  # refused before any worker starts
         with FigureWorkers(jobs) as workers:
             return write_report(results, out_dir, formats=formats, examples=examples,
-                                dpi=dpi, jobs=workers)
+                                dpi=dpi, jobs=workers, provenance=provenance)
     out = Path(out_dir)
     check_out(out, formats)
     out.mkdir(parents=True, exist_ok=True)
     with dir_lock(out.resolve()):  # two reports into one directory: one after the other
         ours, listed = _own_files(out)
         _refuse_foreign(out, _planned(formats), ours)
-        written = _write(results, out, formats, examples, dpi, jobs, plots, tables)
+        written = _write(results, out, formats, examples, dpi, jobs, plots, tables,
+                         provenance)
         if listed:  # only files the manifest names as ncprobe's are ever removed
             for name in sorted(ours - {p.name for p in written}):
                 stale = out / name  # written by an earlier report and not by this one
@@ -75,6 +80,32 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
             {"format": 1, "ncprobe": __version__, "files": sorted(p.name for p in written)},
             indent=1) + "\n")
     return written
+
+
+def reproduce_provenance(models: Sequence[str], langs: Sequence[str],
+                         skipped: Sequence[tuple[str, str, str]] = (),
+                         missing: Sequence[str] = ()) -> str:
+    """The index section of a report that ``ncprobe reproduce`` wrote (for
+    ``write_report(provenance=...)``).
+
+    Args:
+        models: the models that ran, in order (the command given names them).
+        langs: the languages asked for.
+        skipped: ``(model, lang, why)`` of each run that could not run here.
+        missing: the study's models that are not in the files.
+    """
+    text = ("## How these files were made\n\n"
+            f"`ncprobe reproduce --models {','.join(models)} --langs {','.join(langs)}` "
+            f"(ncprobe {__version__}).\n")
+    if skipped:
+        text += "\nSkipped here:\n\n" + "".join(f"- {model} ({lang}): {why}\n"
+                                               for model, lang, why in skipped)
+    if missing:
+        text += (f"\nThe study's own models ({', '.join(missing)}) are not in these files: they "
+                 "need their weights (downloads, a GPU for llama2, an API key for openai; see "
+                 "`ncprobe models`). Run `ncprobe reproduce` where they are available to add "
+                 "their panels.\n")
+    return text
 
 
 def check_out(out_dir, formats: Sequence[str] = ("png", "pdf")) -> None:
@@ -275,7 +306,8 @@ def _figures(results, formats: Sequence[str], dpi: int, workers: FigureWorkers):
         ) from None
 
 
-def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables) -> list[Path]:
+def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
+           provenance: str | None = None) -> list[Path]:
     written: list[Path] = []
     index = [f"# ncprobe report\n\nMade by ncprobe {__version__} from these runs:\n"]
     for m in results.meta:
@@ -312,6 +344,8 @@ def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables) -> l
         missing = df.attrs.get("missing")
         index.append(f"- `table_{name}`: {caption}"
                      + (f" (not in these results: {', '.join(missing)})" if missing else ""))
+    if provenance:
+        index.append("\n" + provenance.rstrip("\n"))
     readme = out / "README.md"
     atomic_write_text(readme, "\n".join(index) + "\n")
     written.append(readme)

@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .config import RunConfig
-from .encoders.registry import hub_unavailable as _hub_unavailable
+from .encoders.registry import MODELS, availability, offline_models, study_models
 from .pipeline import compute, run_dir
 from .results import Results
 
 
-#: The models of the study (SPEC §5) and the two that run offline, in the order they are reported.
-OFFLINE_MODELS = ("glove-6b-50d", "minilm")
-STUDY_MODELS = ("word2vec", "glove", "elmo", "sbert-ml", "bert-large", "bert-ml",
-                "distilbert-ml", "llama2", "openai")
+def default_models() -> list[str]:
+    """What :func:`reproduce` runs when no model is named: the registry's offline models,
+    then the study's (SPEC §5), each in registry order."""
+    return list(dict.fromkeys(offline_models() + study_models()))
 
 
 @dataclass
@@ -37,13 +37,14 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
     """``compute`` for every model × language that can run here; skip the others with a reason.
 
     A model is skipped (never silently: ``on_skip(model, lang, why)`` is called and the reason
-    kept in :attr:`Reproduction.skipped`) when it has no variant for the language, or when it
-    is not available here: weights that must be downloaded by hand, a missing optional
-    package, no GPU, no API key, or a hub model that is neither cached locally nor reachable.
-    Any other error stops the run.
+    kept in :attr:`Reproduction.skipped`) when the registry says it cannot run here
+    (:func:`~ncprobe.encoders.registry.availability`): no variant for the language, weights
+    that must be downloaded by hand, a missing optional package, no GPU, no API key, or a
+    hub model that is neither cached locally nor reachable; or when loading it says so
+    (:class:`~ncprobe.errors.ModelUnavailableError`). Any other error stops the run.
 
     Args:
-        models: aliases, ids or paths (default: the offline models, then the study's).
+        models: aliases, ids or paths (default: :func:`default_models`).
         langs: languages.
         results_dir: each run's results go to :func:`run_dir` ``(results_dir, model, lang,
             config)``: ``<results_dir>/<model>-<lang>``, plus the options that differ from
@@ -54,17 +55,16 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
         options: :class:`~ncprobe.config.RunConfig` fields shared by every run (``contexts``,
             ``n_boot``, ``seed`` ...).
     """
-    from .encoders import MODELS
     from .errors import ModelUnavailableError
     from .results import check_target
 
-    models = list(models) if models else list(OFFLINE_MODELS + STUDY_MODELS)
+    models = list(models) if models else default_models()
     ran, skipped, parts = [], [], []
     # refuse to replace another run before spending any time computing
     for model in models:
         for lang in langs:
             spec = MODELS.get(model)
-            if spec is None or lang in spec.ids or "*" in spec.ids:
+            if spec is None or spec.covers(lang):
                 cfg = RunConfig(model=model, lang=lang, **options)
                 check_target(run_dir(results_dir, model, lang, cfg), cfg.to_dict(),
                              overwrite=overwrite)
@@ -76,11 +76,7 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
 
     for model in models:
         for lang in langs:
-            spec = MODELS.get(model)
-            if spec is not None and lang not in spec.ids and "*" not in spec.ids:
-                skip(model, lang, f"no {lang} variant (covers {', '.join(spec.ids)})")
-                continue
-            why = _hub_unavailable(spec.model_id(lang) if spec else model, spec)
+            why = availability(model, lang, device=options.get("device"))
             if why:
                 skip(model, lang, why)
                 continue

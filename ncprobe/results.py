@@ -13,11 +13,16 @@ Tables (pandas DataFrames, one row per observation):
 * ``distributions`` — mean, sd and bootstrap interval of every measure, for
   all NCs and per class I / PC / C.
 * ``lexical_overlap`` — Spearman between naturalistic sentence length and the
-  sentence-level Sim of each probe.
+  sentence-level Sim of each probe (the name is older than what it holds; it is kept
+  so that results directories written before stay readable).
 * ``rogue`` — top dimensions' contribution to the expected cosine.
 * ``standardisation`` — Spearman between P_Syn cosines before and after z-scoring.
 * ``ncs`` — the NCs: gold scores, class, head, modifier, and whether the gold
   synonym shares a word with the NC (``syn_overlap``).
+
+The names of the tables, their columns and the values they hold are those of
+:mod:`ncprobe.schema` (:data:`~ncprobe.schema.RESULT_TABLES`,
+:data:`~ncprobe.schema.RESULT_COLUMNS`).
 
 :meth:`Results.select` gives the rows of one table that match filters (``measures`` by
 default, ``correlations`` with ``analysis=``); :meth:`Results.wide` the per-NC measures
@@ -49,20 +54,20 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal, get_args
 
 import pandas as pd
 
-from .config import Level
 from .errors import DataError, UsageError
+from .schema import (ALL_CLASSES, CONTEXT_GROUPS, LEVELS, MEASURES, NC_KEYS, RESULT_TABLES,
+                     Analysis, Class, Cls, Context, ContextGroup, Level, Probe, Space)
+from .schema import ResultTable as Table
 from .stats import ALPHA
 
 log = logging.getLogger(__name__)
 
-#: The tables of a Results (the module doc describes them), in the order they are written.
-Table = Literal["cosines", "sentences", "measures", "correlations", "distributions",
-                "lexical_overlap", "rogue", "standardisation", "ncs"]
-TABLES: tuple[str, ...] = get_args(Table)
+#: The tables of a Results (the module doc describes them), in the order they are written
+#: (:data:`ncprobe.schema.RESULT_TABLES`, also ``ncprobe.TABLES``).
+TABLES = RESULT_TABLES
 #: 2: run id in run.json and in every table; 1 (ncprobe <= 0.1): no run id, still read.
 RESULTS_FORMAT = 2
 _READABLE_FORMATS = (1, 2)
@@ -74,21 +79,13 @@ NOT_IDENTITY = ("batch_size", "device")
 _RESULT_FILES = {f"{t}.parquet" for t in TABLES} | {"run.json"}
 _OLD_TEMP_RE = re.compile(r"^\.(" + "|".join(TABLES) + r")\.parquet\.tmp$|^\.run\.json\.tmp$")
 
-Space = Literal["raw", "standardised"]
-#: ``nat``, ``neut``, ``neut-pl``: the per-NC tables; ``S1``-``Npl``: cosines and sentences.
-Context = Literal["nat", "neut", "neut-pl", "S1", "S2", "S3", "N", "Npl"]
-Analysis = Literal["nc", "overlap-filtered", "sentence"]
-Cls = Literal["I", "PC", "C", "all"]
-Probe = Literal["syn", "comp-head", "comp-mod", "wordssyn", "rand"]
 #: A filter of :meth:`Results.select`: one value, several, or ``None`` (every value).
 Filter = str | Sequence[str] | None
 #: The filters of :meth:`Results.select`, each a column of the tables that have it.
 SELECT_FILTERS = ("model", "lang", "space", "layers", "level", "context", "measure", "nc",
                   "cls", "probe", "analysis")
 #: What makes a row of :meth:`Results.wide`: one NC in one condition.
-WIDE_KEYS = ["model", "lang", "space", "layers", "level", "context", "nc"]
-# the per-NC context groups, and the sentence contexts each stands for
-_GROUP_CONTEXTS = {"nat": ("S1", "S2", "S3"), "neut": ("N",), "neut-pl": ("Npl",)}
+WIDE_KEYS = list(NC_KEYS)
 
 
 @dataclass
@@ -320,9 +317,9 @@ class Results:
     def wide(self, *, model: Filter = None, lang: Filter = None,
              space: Space | Sequence[Space] | None = None, layers: Filter = None,
              level: Level | Sequence[Level] | None = None,
-             context: Literal["nat", "neut", "neut-pl"] | Sequence[str] | None = None,
+             context: ContextGroup | Sequence[str] | None = None,
              measure: Filter = None, nc: Filter = None,
-             cls: Literal["I", "PC", "C"] | Sequence[str] | None = None) -> pd.DataFrame:
+             cls: Class | Sequence[str] | None = None) -> pd.DataFrame:
         """The per-NC measures, one row per NC and condition, one column per measure.
 
         The rows of ``measures`` that :meth:`select` gives for the same filters, pivoted:
@@ -340,8 +337,6 @@ class Results:
             >>> w = res.wide(level="nc", context="nat", space="raw")          # doctest: +SKIP
             >>> w[["gold", "syn", "A_Syn|Rand"]].corr("spearman")             # doctest: +SKIP
         """
-        from .measures import MEASURES
-
         long = self.select("measures", model=model, lang=lang, space=space, layers=layers,
                            level=level, context=context, measure=measure, nc=nc, cls=cls)
         long = long.assign(measure=long["measure"].astype(str))
@@ -375,14 +370,15 @@ class Results:
                              f"{rel} (git blob {blob['blob']}, pinned {blob['pinned']})")
         if lines:
             lines.append("")
-        dist = self.distributions[(self.distributions["cls"] == "all")
+        dist = self.distributions[(self.distributions["cls"] == ALL_CLASSES)
                                   & (self.distributions["space"] == space)]
         cor = self.correlations[(self.correlations["analysis"] == analysis)
                                 & (self.correlations["space"] == space)]
         keys = ["model", "lang", "layers", "level", "context"]
         merged = dist.merge(cor[keys + ["measure", "rho", "p", "n"]], on=keys + ["measure"],
                             how="left", suffixes=("", "_rho"))
-        order = {"sent": 0, "nc": 1, "nat": 0, "neut": 1, "neut-pl": 2}
+        order = {**{lv: i for i, lv in enumerate(LEVELS)},
+                 **{g: i for i, g in enumerate(CONTEXT_GROUPS)}}
         merged = merged.sort_values(["model", "lang", "layers", "level", "context"],
                                     key=lambda c: c.map(order).fillna(-1) if c.name in (
                                         "level", "context") else c, kind="stable")
@@ -425,11 +421,11 @@ def _check_present(table: str, col: str, values: list[str], present: list[str]) 
         return
     hint = ""
     if col == "context":
-        groups = [v for v in bad if v in _GROUP_CONTEXTS]
-        ids = {v: g for v in bad for g, cs in _GROUP_CONTEXTS.items() if v in cs}
-        if groups and any(c in present for g in groups for c in _GROUP_CONTEXTS[g]):
+        groups = [v for v in bad if v in CONTEXT_GROUPS]
+        ids = {v: g for v in bad for g, cs in CONTEXT_GROUPS.items() if v in cs}
+        if groups and any(c in present for g in groups for c in CONTEXT_GROUPS[g]):
             hint = (f"; the {table} table holds sentence contexts: "
-                    + ", ".join(f"{g} is {', '.join(_GROUP_CONTEXTS[g])}" for g in groups))
+                    + ", ".join(f"{g} is {', '.join(CONTEXT_GROUPS[g])}" for g in groups))
         elif ids and any(g in present for g in ids.values()):
             hint = (f"; the {table} table holds context groups (sentence contexts are in "
                     "cosines and sentences): " + ", ".join(f"{v} is in {g}"

@@ -6,8 +6,9 @@ level and condition (``EN-Nat``, ``EN-Neut``, ``PT-Nat``, ``PT-Neut``), with
 one column per measure. Correlation cells show Spearman's rho with two
 decimals where p <= 0.05 and ``-`` otherwise (as in the study); empty cells
 (a measure a run does not have) are blank. :data:`TABLES` maps the table names
-to the builders, in the order of SPEC §4; :func:`to_markdown` and
-:func:`to_latex` render any of them.
+(:data:`ncprobe.schema.PAPER_TABLES`) to the builders, in the order of SPEC §4;
+:func:`to_markdown` and :func:`to_latex` render any of them. Column headers, level and
+condition labels are those of :mod:`ncprobe.schema`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from .frames import AFFINITIES, LABELS, LEVEL_NAMES, PROBES, RATIO, SCALED, model_order, select
+from .schema import (AFFINITIES, ALL_CLASSES, CONDITIONS, DISPLAY_MEASURES, DISPLAY_PROBES,
+                     LEVEL_LABELS, MEASURE_LABELS, PAPER_TABLE_CAPTIONS, PAPER_TABLES, RATIO,
+                     SCALED, condition_label)
+from .selection import model_order, select
 from .stats import ALPHA
 
 #: The example NCs of the study's per-NC table.
@@ -36,24 +40,22 @@ def _layout(rows: pd.DataFrame, cell: Callable[[pd.Series], str], measures: Sequ
             models: list[str]) -> pd.DataFrame:
     """One row per (model, level, condition), one column per measure, in the study's order."""
     if rows.empty:
-        return pd.DataFrame(columns=[LABELS.get(m, m) for m in measures],
+        return pd.DataFrame(columns=[MEASURE_LABELS.get(m, m) for m in measures],
                             index=pd.MultiIndex.from_tuples([], names=INDEX))
     rows = rows.assign(cell=[cell(r) for _, r in rows.iterrows()],
-                       level=rows["level"].map(LEVEL_NAMES).fillna(rows["level"]))
+                       level=rows["level"].map(LEVEL_LABELS).fillna(rows["level"]))
     wide = rows.pivot_table(index=INDEX, columns="measure", values="cell", aggfunc="first",
                             observed=True)
     wide = wide.reindex(columns=[m for m in measures if m in wide.columns])
     order = {m: i for i, m in enumerate(models)}
-    lv = {name: i for i, name in enumerate(LEVEL_NAMES.values())}
+    lv = {name: i for i, name in enumerate(LEVEL_LABELS.values())}
     wide = wide.sort_index(key=lambda s: s.map(order) if s.name == "model" else (
         s.map(lv) if s.name == "level" else s.astype(str).map(_condition_rank)))
-    wide.columns = [LABELS.get(m, m) for m in wide.columns]
+    wide.columns = [MEASURE_LABELS.get(m, m) for m in wide.columns]
     return wide.fillna("")
 
 
 def _condition_rank(c: str) -> int:
-    from .frames import CONDITIONS
-
     return CONDITIONS.index(c) if c in CONDITIONS else len(CONDITIONS)
 
 
@@ -69,19 +71,19 @@ def correlations(results, measures: Sequence[str], *, level=None, analysis: str 
 
 def sent_correlations(results, **kw) -> pd.DataFrame:
     """Spearman of the probes' sentence-level similarities with Comp."""
-    return correlations(results, PROBES, level="sent", **kw)
+    return correlations(results, DISPLAY_PROBES, level="sent", **kw)
 
 
 def nc_correlations(results, **kw) -> pd.DataFrame:
     """Spearman of the probes' NC-level similarities with Comp."""
-    return correlations(results, PROBES, level="nc", **kw)
+    return correlations(results, DISPLAY_PROBES, level="nc", **kw)
 
 
 def length_correlations(results, *, space: str = "raw") -> pd.DataFrame:
     """Spearman between naturalistic sentence length (words) and sentence-level similarity."""
-    lo = select(results.lexical_overlap, space=space, measures=PROBES)
-    lo = lo.assign(level="sent", condition=[f"{str(lg).upper()}-Nat" for lg in lo["lang"]])
-    return _layout(lo, lambda r: _rho_cell(r["rho"], r["p"]), PROBES,
+    lo = select(results.lexical_overlap, space=space, measures=DISPLAY_PROBES)
+    lo = lo.assign(level="sent", condition=[condition_label(lg, "nat") for lg in lo["lang"]])
+    return _layout(lo, lambda r: _rho_cell(r["rho"], r["p"]), DISPLAY_PROBES,
                    model_order(results.lexical_overlap))
 
 
@@ -97,15 +99,15 @@ def scaled_correlations(results, **kw) -> pd.DataFrame:
 
 def filtered_correlations(results, **kw) -> pd.DataFrame:
     """The correlations without the NCs whose gold synonym shares a word with the NC."""
-    return correlations(results, PROBES + AFFINITIES + SCALED, analysis="overlap-filtered",
-                        **kw)
+    return correlations(results, DISPLAY_PROBES + AFFINITIES + SCALED,
+                        analysis="overlap-filtered", **kw)
 
 
 def means(results, *, space: str = "raw", contexts=None) -> pd.DataFrame:
     """Mean ± sd over NCs of every probe, Affinity and Scaled Similarity."""
-    wanted = PROBES + AFFINITIES + SCALED + (RATIO,)
+    wanted = DISPLAY_MEASURES
     d = select(results.distributions, space=space, contexts=contexts, measures=wanted)
-    d = d[d["cls"] == "all"]
+    d = d[d["cls"] == ALL_CLASSES]
     return _layout(d, lambda r: "" if math.isnan(r["mean"]) else
                    f"{r['mean']:.3f} ± {r['sd']:.3f}", wanted,
                    model_order(results.distributions))
@@ -117,7 +119,8 @@ def standardisation(results, *, contexts=None) -> pd.DataFrame:
     s = s.assign(measure="syn")
     out = _layout(s, lambda r: "" if math.isnan(r["rho"]) else f"{r['rho']:.2f}", ["syn"],
                   model_order(results.standardisation))
-    return out.rename(columns={LABELS["syn"]: "P_Syn raw vs standardised"})
+    syn = MEASURE_LABELS["syn"]
+    return out.rename(columns={syn: f"{syn} raw vs standardised"})
 
 
 def examples(results, ncs: Sequence[str] | None = None, *, level: str = "nc",
@@ -128,7 +131,7 @@ def examples(results, ncs: Sequence[str] | None = None, *, level: str = "nc",
     ``df.attrs["missing"]``.
     """
     wanted = [n.lower() for n in (ncs or EXAMPLE_NCS)]
-    measures = PROBES + AFFINITIES + SCALED + (RATIO,)
+    measures = DISPLAY_MEASURES
     m = select(results.measures, space=space, level=level, contexts=contexts,
                measures=measures)
     m = m[m["nc"].str.lower().isin(wanted)]
@@ -142,42 +145,20 @@ def examples(results, ncs: Sequence[str] | None = None, *, level: str = "nc",
         wide = m.pivot_table(index=["rank", "nc", "cls", "gold", "model", "condition"],
                              columns="measure", values="cell", aggfunc="first", observed=True)
         wide = wide.reindex(columns=[x for x in measures if x in wide.columns])
-        wide.columns = [LABELS.get(x, x) for x in wide.columns]
+        wide.columns = [MEASURE_LABELS.get(x, x) for x in wide.columns]
         out = wide.reset_index(level="rank", drop=True).rename_axis(
             index={"cls": "class", "gold": "Comp"}).fillna("")
     out.attrs["missing"] = [n for n in (ncs or EXAMPLE_NCS) if n.lower() not in found]
     return out
 
 
-#: The tables of SPEC §4, in order: name -> builder(results) -> DataFrame.
-TABLES: dict[str, Callable] = {
-    "sent_correlations": sent_correlations,
-    "nc_correlations": nc_correlations,
-    "length_correlations": length_correlations,
-    "affinity_correlations": affinity_correlations,
-    "scaled_correlations": scaled_correlations,
-    "means": means,
-    "filtered_correlations": filtered_correlations,
-    "standardisation": standardisation,
-    "examples": examples,
-}
+#: The tables of SPEC §4, in order: name (:data:`ncprobe.schema.PAPER_TABLES`) ->
+#: builder(results) -> DataFrame.
+TABLES: dict[str, Callable] = dict(zip(PAPER_TABLES, (
+    sent_correlations, nc_correlations, length_correlations, affinity_correlations,
+    scaled_correlations, means, filtered_correlations, standardisation, examples), strict=True))
 #: One line on what each table shows (the report's index uses these).
-CAPTIONS = {
-    "sent_correlations": "Spearman rho of the probes' sentence-level similarities with Comp "
-                         "(- : p > 0.05)",
-    "nc_correlations": "Spearman rho of the probes' NC-level similarities with Comp "
-                       "(- : p > 0.05)",
-    "length_correlations": "Spearman rho between naturalistic sentence length and "
-                           "sentence-level similarity (- : p > 0.05)",
-    "affinity_correlations": "Spearman rho of the Affinities with Comp (- : p > 0.05)",
-    "scaled_correlations": "Spearman rho of the Scaled Similarities and their ratio with Comp "
-                           "(- : p > 0.05)",
-    "means": "Mean ± sd over NCs of every probe, Affinity and Scaled Similarity",
-    "filtered_correlations": "Spearman rho with Comp without the NCs whose gold synonym "
-                             "shares a word with the NC (- : p > 0.05)",
-    "standardisation": "Spearman between the P_Syn cosines before and after standardisation",
-    "examples": "Every measure of the example NCs (NC level)",
-}
+CAPTIONS = PAPER_TABLE_CAPTIONS
 
 
 # The two renderers below are written by hand on purpose (issue 10 weighed pandas'

@@ -1,17 +1,44 @@
-"""The notebooks run top to bottom with the offline models (executed with nbclient)."""
+"""The notebooks run top to bottom with the offline models (executed with nbclient).
+
+Each runs from an empty working directory outside the repository, and must leave it empty:
+a notebook finds nothing through a path relative to where it runs, and writes into
+temporary directories of its own.
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+#: every notebook, and what it shows (README lists the same, in this order)
+EXPECTED = ["01_quickstart.ipynb", "02_reproduce_figures.ipynb",
+            "03_your_own_minimal_pairs.ipynb", "04_stimuli.ipynb",
+            "05_standardisation_and_rogue_dimensions.ipynb", "06_layers_portuguese.ipynb"]
 
 
-def test_the_three_notebooks_exist():
-    assert [p.name for p in NOTEBOOKS] == ["01_quickstart.ipynb", "02_reproduce_figures.ipynb",
-                                           "03_your_own_minimal_pairs.ipynb"]
+def test_the_notebooks_exist_and_the_readme_lists_them():
+    assert [p.name for p in NOTEBOOKS] == EXPECTED
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^- `(\d\d_\w+\.ipynb)`", readme, flags=re.M)
+    assert listed == EXPECTED
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebooks_are_saved_without_outputs_or_paths_outside_themselves(path):
+    """No data of the NCIMP files in the repository, and nothing found through ``../``."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code
+    for cell in code:
+        assert cell["outputs"] == [] and cell["execution_count"] is None
+        source = "".join(cell["source"])
+        assert "../" not in source and "..\\" not in source
+        assert "os.chdir" not in source and "/work/" not in source
 
 
 @pytest.mark.slow
@@ -22,9 +49,13 @@ def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
 
     monkeypatch.setenv("NCPROBE_DATA", str(raw_dir))
     monkeypatch.setenv("NCPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))   # the notebooks' temporary directories
+    (tmp_path / "tmp").mkdir()
+    cwd = tmp_path / "elsewhere"   # not the repository, nor notebooks/
+    cwd.mkdir()
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+                   resources={"metadata": {"path": str(cwd)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors
@@ -32,6 +63,8 @@ def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.get("execution_count") for c in code)
     assert code[-1].get("outputs")
+    # outputs went to temporary directories, none into the working directory
+    assert list(cwd.iterdir()) == []
     # figures are shown once each: the quickstart's one, and the ten of the reproduce notebook
     if path.name == "01_quickstart.ipynb":
         assert len(_images(code[-1])) == 1
@@ -40,10 +73,25 @@ def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
         from ncprobe.plots import FIGURES
 
         assert len(loop) == 1 and len(_images(loop[0])) == len(FIGURES)
+    if path.name == "05_standardisation_and_rogue_dimensions.ipynb":
+        rogue = next(c for c in code if 'res.select("rogue", level="nc"' in c.source)
+        assert {"raw", "standardised"} <= set(_text(rogue).split())
+    if path.name == "06_layers_portuguese.ipynb":
+        views = next(c for c in code if 'res.cosines["layers"].unique()' in c.source)
+        assert _text(views).strip() == "['0', '1', '2', '3']"  # tiny BERT, layers="all"
+        assert len(_images(code[-1])) == 1
 
 
 def _images(cell) -> list:
     return [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+
+
+def _text(cell) -> str:
+    """What a cell printed or showed as text."""
+    out = []
+    for o in cell.get("outputs", []):
+        out.append(o.get("text", "") or o.get("data", {}).get("text/plain", ""))
+    return "".join(out)
 
 
 @pytest.mark.slow
@@ -53,8 +101,7 @@ def test_a_figure_as_the_value_of_a_cell_is_shown_once(tmp_path, monkeypatch):
     from nbclient import NotebookClient
 
     monkeypatch.delenv("MPLBACKEND", raising=False)   # the kernel picks its own, as in Jupyter
-    root = Path(__file__).resolve().parents[1]
-    cells = [(f"import sys\nsys.path.insert(0, {str(root)!r})\n"
+    cells = [(f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
               "from tests import synthetic\nfrom ncprobe import plots\nres = synthetic.build()"),
              'plots.FIGURES["ratio"](res)',   # a figure as the cell's value
              ("import matplotlib, matplotlib.pyplot as plt\n"

@@ -271,7 +271,10 @@ def test_extras_bring_what_their_models_need(setup_cfg) -> None:
     assert "gensim" in extras["static"]
     # the suite runs every family: the test extra holds what the others add (docs aside)
     everything = set().union(*(v for k, v in extras.items() if k not in ("docs", "test")))
-    assert everything - {"accelerate"} <= extras["test"]
+    # the suite executes the notebooks with nbclient and ipykernel (which brings
+    # matplotlib-inline); JupyterLab is only for opening them
+    assert everything - {"accelerate", "jupyterlab", "matplotlib-inline"} <= extras["test"]
+    assert {"jupyterlab", "ipykernel", "matplotlib-inline"} | hf <= extras["notebook"]
     # CI installs a pinned torch before the test extra, so that pip never picks a torch
     lines = [ln.strip() for ln in (REPO / ".ci" / "run").read_text().splitlines()
              if ln.strip().startswith("pip install")]

@@ -17,24 +17,16 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from ..errors import DataError
+# the vocabularies of the stimuli; LANGS, NATURALISTIC, NEUTRAL ... stay importable from here
+from ..schema import (CLASSES, CONTEXT_ALIASES, CONTEXTS, LANGS, NATURALISTIC, NEUTRAL,
+                      NEUTRAL_PLURAL, PROBE_ALIASES, PROBE_FAMILIES)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-LANGS = ("en", "pt")
-NATURALISTIC = ("S1", "S2", "S3")
-NEUTRAL = "N"
-NEUTRAL_PLURAL = "Npl"
-CONTEXTS = NATURALISTIC + (NEUTRAL, NEUTRAL_PLURAL)
-#: Probe families. ``original`` is the NC itself; the others are the paper's
-#: P_Syn, P_Comp (head and modifier kept apart), P_WordsSyn and P_Rand.
-PROBES = ("original", "syn", "comp-head", "comp-mod", "wordssyn", "rand")
-CLASSES = ("I", "PC", "C")
-
-_CONTEXT_ALIASES = {"nat": NATURALISTIC, "naturalistic": NATURALISTIC, "neut": (NEUTRAL,),
-                    "neutral": (NEUTRAL,), "neut-pl": (NEUTRAL_PLURAL,),
-                    "plural": (NEUTRAL_PLURAL,), "all": CONTEXTS}
-_PROBE_ALIASES = {"comp": ("comp-head", "comp-mod"), "all": PROBES}
+#: The probe families (:data:`ncprobe.schema.PROBE_FAMILIES`) under their older name, as
+#: ``ncprobe.PROBES`` and ``ncprobe.data.PROBES`` export them.
+PROBES = PROBE_FAMILIES
 
 
 def expand_contexts(contexts: str | Iterable[str]) -> tuple[str, ...]:
@@ -43,7 +35,7 @@ def expand_contexts(contexts: str | Iterable[str]) -> tuple[str, ...]:
     >>> expand_contexts("nat,neut")
     ('S1', 'S2', 'S3', 'N')
     """
-    return _expand(contexts, CONTEXTS, _CONTEXT_ALIASES, "context")
+    return _expand(contexts, CONTEXTS, CONTEXT_ALIASES, "context")
 
 
 def expand_probes(probes: str | Iterable[str]) -> tuple[str, ...]:
@@ -52,8 +44,8 @@ def expand_probes(probes: str | Iterable[str]) -> tuple[str, ...]:
     >>> expand_probes("syn,comp")
     ('original', 'syn', 'comp-head', 'comp-mod')
     """
-    got = _expand(probes, PROBES, _PROBE_ALIASES, "probe")
-    return tuple(p for p in PROBES if p == "original" or p in got)
+    got = _expand(probes, PROBE_FAMILIES, PROBE_ALIASES, "probe")
+    return tuple(p for p in PROBE_FAMILIES if p == "original" or p in got)
 
 
 def _expand(value, allowed, aliases, what) -> tuple[str, ...]:
@@ -103,7 +95,7 @@ class Stimulus:
         lang: ``en`` or ``pt`` (or the language of a user's own pairs).
         nc: canonical NC key (``compound`` of the NCIMP files).
         context: ``S1``, ``S2``, ``S3``, ``N`` or ``Npl``.
-        probe: one of :data:`PROBES`.
+        probe: one of :data:`~ncprobe.schema.PROBE_FAMILIES`.
         variant: 1-based variant number within the probe family.
         tokens: the pre-tokenised sentence (words are whitespace tokens).
         span: word span ``(start, end)``, end exclusive.
@@ -239,8 +231,9 @@ class Stimuli(Sequence[Stimulus]):
         """The stimuli matching every given criterion (a value or a collection of values).
 
         Values are matched exactly: context ids (``S1``, ``S2``, ``S3``, ``N``, ``Npl``),
-        probe families (:data:`PROBES`), language codes and NC keys, never the aliases
-        of :func:`expand_contexts` (``filter(context=expand_contexts("nat"))`` for those).
+        probe families (:data:`~ncprobe.schema.PROBE_FAMILIES`), language codes and NC
+        keys, never the aliases of :func:`expand_contexts`
+        (``filter(context=expand_contexts("nat"))`` for those).
         A value that can match nothing, because it is not a context id, probe family,
         language or NC of this collection, raises: a typo never gives an empty selection.
 
@@ -252,8 +245,8 @@ class Stimuli(Sequence[Stimulus]):
         langs, ctxs, probes, ncs = map(as_set, (lang, context, probe, nc))
         present_langs = {s.lang for s in self.items} | {lg for lg, _ in self.ncs}
         _check_known("lang", langs, tuple(LANGS) + tuple(sorted(present_langs - set(LANGS))))
-        _check_known("context", ctxs, CONTEXTS, _CONTEXT_ALIASES)
-        _check_known("probe", probes, PROBES, _PROBE_ALIASES)
+        _check_known("context", ctxs, CONTEXTS, CONTEXT_ALIASES)
+        _check_known("probe", probes, PROBE_FAMILIES, PROBE_ALIASES)
         _check_known("nc", ncs, tuple(sorted({s.nc for s in self.items}
                                             | {n for _, n in self.ncs})))
         return self._with(s for s in self.items

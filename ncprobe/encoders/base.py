@@ -128,9 +128,15 @@ def require_hf(model: str, family: str = "hf") -> None:
         ModelUnavailableError: torch, transformers or (``family="sbert"``)
             sentence-transformers is missing (exit 5).
     """
+    why = hf_missing(model, family)
+    if why:
+        raise ModelUnavailableError(why)
+
+
+def hf_missing(model: str, family: str = "hf") -> str | None:
+    """Why transformer model ``model`` cannot run here for want of a package, else None."""
     missing = missing_module(HF_PACKAGES[family])
-    if missing:
-        raise hf_unavailable(model, missing, family)
+    return str(hf_unavailable(model, missing, family)) if missing else None
 
 
 def hf_unavailable(model: str, missing: str, family: str = "hf") -> ModelUnavailableError:
@@ -140,6 +146,58 @@ def hf_unavailable(model: str, missing: str, family: str = "hf") -> ModelUnavail
         f"{model} needs {', '.join(names[:-1])} and {names[-1]}, which a plain `pip install "
         f"ncprobe` leaves out ({missing.replace('_', '-')} is not installed): "
         f"{HF_INSTALL_HINT}")
+
+
+#: The names ``--dtype`` accepts, and the torch dtype each means.
+DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
+          "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}
+
+
+def parse_dtype(dtype: str | None) -> str:
+    """The torch dtype name that ``--dtype`` means (``None``: float32).
+
+    Raises:
+        UsageError: a name that is no dtype.
+    """
+    name = DTYPES.get(dtype or "float32")
+    if name is None:
+        raise UsageError(f"--dtype {dtype!r} is not a dtype; use float32, float16 or bfloat16")
+    return name
+
+
+def unreachable(url: str, timeout: float = 3.0) -> str | None:
+    """Why ``url``'s server cannot be reached now (one TCP connection, ``timeout`` s), else None.
+
+    Connects to the proxy instead when one is configured for the URL's scheme, as
+    the download itself would.
+    """
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    u = urllib.parse.urlsplit(url)
+    host, port = u.hostname or "", u.port or (443 if u.scheme == "https" else 80)
+    proxy = urllib.request.getproxies().get(u.scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        p = urllib.parse.urlsplit(proxy if "//" in proxy else "//" + proxy)
+        host, port = p.hostname or host, p.port or 8080
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        return f"{host} cannot be reached ({e})"
+    return None
+
+
+def gpu_unavailable(model: str) -> str | None:
+    """Why ``model``, too large for a CPU, cannot run on a GPU here, else None (imports torch)."""
+    if missing_module(("torch",)):
+        return f"{model} needs a GPU and torch, which is not installed: {HF_INSTALL_HINT}"
+    import torch
+
+    if torch.cuda.is_available():
+        return None
+    return (f"{model} needs a GPU; none is visible. To run it on the CPU anyway (float32, "
+            "about 4 bytes per parameter of memory), pass --device cpu")
 
 
 def torch_device(device: str | None, model: str):

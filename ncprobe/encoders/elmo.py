@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import ClassVar, Sequence
 
 from ..errors import ModelUnavailableError, NcprobeError
-from .base import Encoded, hash_cache, pool_batch, torch_device
+from .base import Encoded, hash_cache, missing_module, pool_batch, torch_device
 
 log = logging.getLogger(__name__)
 
@@ -132,18 +132,19 @@ def _check_options(options: dict, path: Path) -> None:
                            "residual connections (all published ELMo models) are supported")
 
 
-def _missing_package() -> str | None:
-    """The first package ELMo needs that is not installed (found without importing it:
-    importing torch costs seconds, and a run whose vectors are cached never needs it)."""
-    import importlib.util
+#: The packages (modules) ELMo needs: the extra ``elmo``.
+PACKAGES = ("h5py", "torch", "simple_elmo_pytorch")
 
-    for name in ("h5py", "torch", "simple_elmo_pytorch"):
-        try:
-            if importlib.util.find_spec(name) is None:
-                return name
-        except (ImportError, ValueError):  # a broken or blocked package
-            return name
-    return None
+
+def packages_missing() -> str | None:
+    """Why ELMo cannot run here for want of a package (found without importing it:
+    importing torch costs seconds, and a run whose vectors are cached never needs it),
+    else None."""
+    missing = missing_module(PACKAGES)
+    if missing is None:
+        return None
+    return ("ELMo needs the packages simple-elmo-pytorch, h5py and torch "
+            f"({missing} is missing): {INSTALL_HINT}")
 
 
 class ElmoEncoder:
@@ -166,10 +167,9 @@ class ElmoEncoder:
 
     def __init__(self, model_dir_or_files, *, name: str | None = None,
                  device: str | None = None) -> None:
-        missing = _missing_package()
-        if missing:
-            raise ModelUnavailableError("ELMo needs the packages simple-elmo-pytorch, h5py and "
-                                        f"torch ({missing} is missing): {INSTALL_HINT}")
+        why = packages_missing()
+        if why:
+            raise ModelUnavailableError(why)
         if isinstance(model_dir_or_files, (str, Path)):
             options_path, weights_path = find_elmo_files(model_dir_or_files)
             default_name = Path(model_dir_or_files).expanduser().resolve().name

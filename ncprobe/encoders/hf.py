@@ -29,13 +29,11 @@ from typing import ClassVar, Sequence
 from .._io import tree_sha256
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
 from .base import (LAST_FOUR, Encoded, SentenceTooLongError, hash_cache, hf_unavailable,
-                   pool_batch, require_hf, torch_device)
+                   parse_dtype, pool_batch, require_hf, torch_device, unreachable)
 
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-_DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
-           "half": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16"}
 
 
 def parse_layers(layers, n_layers: int) -> tuple[tuple[int, ...], ...]:
@@ -116,10 +114,7 @@ class HFEncoder:
         self.name = name or model_id
         require_hf(self.name)  # torch and transformers: not in a plain `pip install ncprobe`
         self.model_id, self.revision = model_id, revision
-        self.dtype = _DTYPES.get(dtype or "float32")
-        if self.dtype is None:
-            raise UsageError(f"--dtype {dtype!r} is not a dtype; use float32, float16 or "
-                             "bfloat16")
+        self.dtype = parse_dtype(dtype)
         self.device_map, self._layers = device_map, layers
         self._device_arg, self._device = device, None
         self._tokenizer, self._model = None, None
@@ -144,7 +139,7 @@ class HFEncoder:
 
     def _set_shape(self, get, where: str) -> None:
         """``n_layers``, ``dim``, ``causal`` and ``views`` from a config (raw or loaded)."""
-        self.n_layers, self.dim, self.causal, self.views = _shape(get, self._layers)
+        self.n_layers, self.dim, self.causal, self.views = config_shape(get, self._layers)
         self._shape_from = where
 
     # --- loading ----------------------------------------------------------------------------
@@ -245,7 +240,7 @@ class HFEncoder:
         cfg = model.config
         get = attr_getter(cfg)
         if lazy:  # the fingerprint was made from the files: they must describe this model
-            check_loaded(model_id, (self.n_layers, self.dim, self.causal), _sizes(get),
+            check_loaded(model_id, (self.n_layers, self.dim, self.causal), config_sizes(get),
                          self._shape_from, self._commit, getattr(cfg, "_commit_hash", None))
         else:
             self._set_shape(get, where="the loaded model")
@@ -257,7 +252,7 @@ class HFEncoder:
 
     def fingerprint(self) -> dict:
         if self._identity is None:  # hashing a large directory: once
-            self._identity = self.revision or _weights_identity(self.model_id, self._commit)
+            self._identity = self.revision or weights_identity(self.model_id, self._commit)
         return {"family": "hf", "model": self.model_id, "revision": self._identity,
                 "views": self.views, "dtype": self.dtype,
                 "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
@@ -305,7 +300,7 @@ def attr_getter(config):
                                None)
 
 
-def _sizes(get) -> tuple[int, int, bool]:
+def config_sizes(get) -> tuple[int, int, bool]:
     """``(n_layers, dim, causal)`` of a config; ``get(*names)`` gives the first of the
     names the config sets (``config.json`` keys or attributes of a loaded config)."""
     n_layers = int(get("num_hidden_layers", "n_layer", "n_layers", "num_layers") or 0)
@@ -315,9 +310,9 @@ def _sizes(get) -> tuple[int, int, bool]:
     return n_layers, dim, causal
 
 
-def _shape(get, layers) -> tuple[int, int, bool, tuple[tuple[int, ...], ...]]:
-    """``(n_layers, dim, causal, views)`` of a config (see :func:`_sizes`)."""
-    n_layers, dim, causal = _sizes(get)
+def config_shape(get, layers) -> tuple[int, int, bool, tuple[tuple[int, ...], ...]]:
+    """``(n_layers, dim, causal, views)`` of a config (see :func:`config_sizes`)."""
+    n_layers, dim, causal = config_sizes(get)
     return n_layers, dim, causal, parse_layers(layers, n_layers)
 
 
@@ -397,13 +392,9 @@ def hub_file(model_id: str, filename: str, revision: str | None) -> Path | None:
     file is downloaded), offline or with ``HF_HUB_OFFLINE=1`` it takes the local cache.
     Returns ``None`` when the file cannot be had (the loader then reports why).
     """
-    import os
-
-    from .registry import _truthy
-
     if Path(model_id).expanduser().exists() or model_id.count("/") != 1:
         return None
-    offline = any(_truthy(os.environ.get(v)) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    offline = hub_offline()
     try:
         from huggingface_hub import hf_hub_download
 
@@ -415,7 +406,7 @@ def hub_file(model_id: str, filename: str, revision: str | None) -> Path | None:
     return Path(path)
 
 
-def _snapshot_commit(path: Path, filename: str) -> str | None:
+def snapshot_commit(path: Path, filename: str) -> str | None:
     """The commit of a file in the HuggingFace cache layout ``.../snapshots/<commit>/<file>``."""
     import re
 
@@ -446,13 +437,13 @@ def describe_model(model_id: str, revision: str | None = None, subfolder: str = 
     if local.is_dir():
         return ModelFiles(_read_config(local / rel), str(local / rel), None)
     path = hub_file(model_id, rel, revision)
-    commit = _snapshot_commit(path, rel) if path is not None else None
+    commit = snapshot_commit(path, rel) if path is not None else None
     if commit is None:
         return None
     return ModelFiles(_read_config(path), f"{model_id}@{commit}/{rel}", commit)
 
 
-def _weights_identity(model_id: str, commit: str | None) -> str:
+def weights_identity(model_id: str, commit: str | None) -> str:
     """What identifies the weights when no revision was given.
 
     A hub model: the snapshot commit (see :func:`describe_model`): the model is loaded
@@ -473,3 +464,37 @@ def _weights_identity(model_id: str, commit: str | None) -> str:
                                f"{e}") from e
         return "dir-sha256:" + digest
     return commit or "hub:" + model_id
+
+
+def hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` asks for no network."""
+    import os
+
+    return any((os.environ.get(v) or "").strip().upper() in ("1", "ON", "YES", "TRUE")
+               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def hub_unavailable(model_id: str, *, revision: str | None = None) -> str | None:
+    """Why hub model ``model_id`` cannot be had now (not cached, the hub unreachable), else None.
+
+    Checked before loading, so that an offline machine gets one line in a moment instead
+    of transformers' download retries (~50 s) and their log. Local directories, ids that
+    are not ``org/name`` and models in the HuggingFace cache pass.
+    """
+    if model_id.count("/") != 1 or Path(model_id).expanduser().exists():
+        return None  # a local directory: the loader says what is wrong with it
+    try:
+        from huggingface_hub import constants, try_to_load_from_cache
+
+        for filename in ("config.json", "modules.json"):
+            if isinstance(try_to_load_from_cache(model_id, filename, revision=revision), str):
+                return None
+        endpoint = constants.ENDPOINT
+    except Exception:  # an unusual cache layout or id: let the loader decide
+        return None
+    if hub_offline():
+        return f"{model_id} is not in the local HuggingFace cache and HF_HUB_OFFLINE=1"
+    why = unreachable(endpoint)
+    if why:
+        return f"{model_id} is not in the local HuggingFace cache and {why} (offline?)"
+    return None

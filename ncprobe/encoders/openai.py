@@ -36,6 +36,23 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 INSTALL_HINT = "pip install 'ncprobe[openai]'"
 
 
+#: The environment variable that holds the key.
+KEY_VARIABLE = "OPENAI_API_KEY"
+
+
+def requirements_missing(api_key: str | None, variable: str = KEY_VARIABLE) -> str | None:
+    """What the encoder lacks here, else None: the key (``api_key`` ``None`` or empty: the
+    environment variable ``variable`` is not set) or the package openai."""
+    missing = []
+    if not api_key:
+        missing.append(f"an API key: set {variable}")
+    # find_spec, not import: importing openai costs about a second, which a rerun whose
+    # vectors are all cached does not need to pay
+    if importlib.util.find_spec("openai") is None:
+        missing.append(f"the package openai: {INSTALL_HINT}")
+    return "the OpenAI encoder needs " + " and ".join(missing) if missing else None
+
+
 class OpenAIEncoder:
     """Sentence embeddings from an OpenAI-compatible ``/embeddings`` endpoint.
 
@@ -68,16 +85,10 @@ class OpenAIEncoder:
         self.name = name or model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
                          ).rstrip("/")
-        self.api_key = api_key or os.environ.get("OPENAI_API_KEY")
-        missing = []
-        if not self.api_key:
-            missing.append("an API key: set OPENAI_API_KEY")
-        # find_spec, not import: importing openai costs about a second, which a rerun whose
-        # vectors are all cached does not need to pay
-        if importlib.util.find_spec("openai") is None:
-            missing.append(f"the package openai: {INSTALL_HINT}")
-        if missing:
-            raise ModelUnavailableError("the OpenAI encoder needs " + " and ".join(missing))
+        self.api_key = api_key or os.environ.get(KEY_VARIABLE)
+        why = requirements_missing(self.api_key)
+        if why:
+            raise ModelUnavailableError(why)
         self.retries, self.timeout = retries, timeout
         self.dim = 0  # known after the first answer
         self._client: Any = None

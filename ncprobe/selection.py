@@ -1,14 +1,16 @@
-"""Selecting and labelling rows of a :class:`~ncprobe.results.Results` for figures and tables.
+"""Selecting and labelling the rows of a :class:`~ncprobe.results.Results` that figures and
+tables show.
 
-Shared by :mod:`ncprobe.plots` and :mod:`ncprobe.tables` (no plotting here):
+Shared by :mod:`ncprobe.plots` and :mod:`ncprobe.tables` (no plotting here; the names and
+labels are those of :mod:`ncprobe.schema`):
 
 * a **condition** is language x context group: ``EN-Nat``, ``EN-Neut``, ``PT-Nat``,
   ``PT-Neut`` (and ``EN-Neut-pl`` / ``PT-Neut-pl`` for the plural neutral
-  sentences, shown only on request);
+  sentences, shown only on request), labelled by :func:`ncprobe.schema.condition_label`;
 * :func:`select` keeps one vector space (``raw`` by default), one layer view per
   model and language, the chosen levels and context groups, and adds the
   ``condition`` column;
-* :data:`LABELS` are the measure names of the study as they are printed.
+* :func:`model_order` gives the models in the order the runs were joined in.
 
 The layer view: a run of a transformer may hold several (``--layers`` with a
 layer-wise analysis). Unless one is named, figures and tables use, for each
@@ -23,51 +25,23 @@ from typing import Iterable
 
 import pandas as pd
 
-from .data.stimuli import CLASSES
-from .measures import AFFINITIES, MEASURES, PROBE_MEASURES, RATIO, SCALED
+from .schema import CONDITIONS, CONTEXT_GROUPS, DEFAULT_CONTEXT_GROUPS, condition_label
 
-#: Context groups shown unless others are asked for: the four conditions of the study.
-DEFAULT_CONTEXTS = ("nat", "neut")
-_CONTEXT_NAMES = {"nat": "Nat", "neut": "Neut", "neut-pl": "Neut-pl"}
-#: Every condition, in the order they are shown.
-CONDITIONS = tuple(f"{lang}-{ctx}" for lang in ("EN", "PT")
-                   for ctx in ("Nat", "Neut", "Neut-pl"))
-#: The probe families of the study's figures and tables (P_Comp is the per-sentence max of
-#: the head and modifier substitutions; the components themselves are in the data, not shown).
-PROBES = ("syn", "comp", "wordssyn", "rand")
-LEVEL_NAMES = {"sent": "Sent", "nc": "NC"}
-
-#: The name of each measure as the study writes it.
-LABELS = {
-    "syn": "P_Syn", "comp-head": "P_Comp(head)", "comp-mod": "P_Comp(mod)", "comp": "P_Comp",
-    "wordssyn": "P_WordsSyn", "rand": "P_Rand",
-    "A_Syn|WordsSyn": "A_Syn|WordsSyn", "A_Syn|Rand": "A_Syn|Rand",
-    "Sim_R|Syn": "Sim_R|Syn", "Sim_R|WordsSyn": "Sim_R|WordsSyn",
-    RATIO: "Sim_R|Syn / Sim_R|WordsSyn", "gold": "Comp (gold)",
-}
-
-__all__ = ["AFFINITIES", "CLASSES", "CONDITIONS", "DEFAULT_CONTEXTS", "LABELS", "LEVEL_NAMES",
-           "MEASURES", "PROBES", "PROBE_MEASURES", "RATIO", "SCALED", "condition",
-           "contexts_of", "model_order", "select"]
-
-
-def condition(lang: str, context: str) -> str:
-    """``("en", "nat") -> "EN-Nat"``."""
-    return f"{str(lang).upper()}-{_CONTEXT_NAMES.get(str(context), str(context))}"
+__all__ = ["contexts_of", "model_order", "select"]
 
 
 def contexts_of(contexts: str | Iterable[str] | None) -> tuple[str, ...]:
     """Context groups from ``"nat,neut"``, a sequence, ``"all"`` or ``None`` (the default two)."""
     if contexts is None:
-        return DEFAULT_CONTEXTS
+        return DEFAULT_CONTEXT_GROUPS
     if isinstance(contexts, str):
         if contexts == "all":
-            return tuple(_CONTEXT_NAMES)
+            return tuple(CONTEXT_GROUPS)
         contexts = [c.strip() for c in contexts.split(",") if c.strip()]
     out = tuple(contexts)
-    bad = [c for c in out if c not in _CONTEXT_NAMES]
+    bad = [c for c in out if c not in CONTEXT_GROUPS]
     if bad:
-        raise ValueError(f"unknown context group(s) {bad}: choose from {list(_CONTEXT_NAMES)}")
+        raise ValueError(f"unknown context group(s) {bad}: choose from {list(CONTEXT_GROUPS)}")
     return out
 
 
@@ -123,7 +97,7 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
     levels = _as_tuple(level)
     if levels is not None and "level" in out.columns:
         out = out[out["level"].isin(levels)]
-    if "context" in out.columns and out["context"].isin(list(_CONTEXT_NAMES)).any():
+    if "context" in out.columns and out["context"].isin(list(CONTEXT_GROUPS)).any():
         out = out[out["context"].isin(contexts_of(contexts))]
     out = out.copy()
     if "measure" in out.columns:
@@ -135,6 +109,6 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
         if col in out.columns:
             out[col] = out[col].astype(object).where(out[col].notna(), None)
     if {"lang", "context"} <= set(out.columns):
-        cond = [condition(lg, ctx) for lg, ctx in zip(out["lang"], out["context"])]
+        cond = [condition_label(lg, ctx) for lg, ctx in zip(out["lang"], out["context"])]
         out["condition"] = pd.Categorical(cond, categories=list(CONDITIONS), ordered=True)
     return out.reset_index(drop=True)

@@ -1,0 +1,252 @@
+"""The names ncprobe uses everywhere: vocabularies, column names and display labels.
+
+Every other module takes these from here; this one imports nothing of ncprobe (and nothing
+but :mod:`typing`), so any module may import it. Three parts:
+
+* **vocabularies**, the values the stimuli and the results hold: languages, sentence
+  contexts and context groups, probe families, measures, levels, vector spaces, classes,
+  analyses, and the tables of a results directory;
+* **column names** of the results tables;
+* **display labels**, how figures and tables print those values: one label per measure
+  (:data:`MEASURE_LABELS`), level and class, and the condition labels (``EN-Nat`` ...,
+  :func:`condition_label`).
+
+Names that look alike and are not the same:
+
+* :data:`PROBE_FAMILIES` are the probe families of the stimuli (``original`` and the five
+  substitutions; ``ncprobe.PROBES``); :data:`DISPLAY_PROBES` the four that the figures and
+  tables show (``comp`` is the per-sentence max of ``comp-head`` and ``comp-mod``);
+  :data:`PROBE_MEASURES` the measures that are a probe's Sim (the five and ``comp``).
+* :data:`CONTEXTS` are sentence contexts (``S1`` ... ``Npl``: the stimuli, the ``cosines``
+  and ``sentences`` tables); :data:`CONTEXT_GROUPS` the per-NC context groups (``nat``,
+  ``neut``, ``neut-pl``: every other results table).
+* :data:`RESULT_TABLES` are the tables of a :class:`~ncprobe.results.Results` (parquet
+  files; ``ncprobe.TABLES``); :data:`PAPER_TABLES` the study's tables
+  (:mod:`ncprobe.tables`, Markdown and LaTeX).
+
+The ``typing.Literal`` types (``Lang``, ``Level`` ...) are the same values for editors and
+type checkers; the tuples are made from them (``typing.get_args``) wherever the order of
+the values is the order of the type.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# ---------------------------------------------------------------------------------------------
+# vocabularies
+
+#: Languages of the NCIMP data (a user's own pairs may have others).
+Lang = Literal["en", "pt"]
+LANGS: tuple[str, ...] = get_args(Lang)
+
+#: Sentence contexts: naturalistic S1-S3, neutral (singular) N, neutral plural Npl.
+NATURALISTIC: tuple[str, ...] = ("S1", "S2", "S3")
+NEUTRAL = "N"
+NEUTRAL_PLURAL = "Npl"
+CONTEXTS: tuple[str, ...] = NATURALISTIC + (NEUTRAL, NEUTRAL_PLURAL)
+#: :data:`CONTEXTS` as a type.
+SentenceContext = Literal["S1", "S2", "S3", "N", "Npl"]
+
+#: Per-NC context groups and the sentence contexts each stands for (``nat`` values are the
+#: mean over S1-S3), in the order they are shown.
+ContextGroup = Literal["nat", "neut", "neut-pl"]
+CONTEXT_GROUPS: dict[str, tuple[str, ...]] = dict(zip(
+    get_args(ContextGroup), (NATURALISTIC, (NEUTRAL,), (NEUTRAL_PLURAL,)), strict=True))
+#: The context group of each sentence context.
+GROUP_OF_CONTEXT: dict[str, str] = {c: g for g, cs in CONTEXT_GROUPS.items() for c in cs}
+#: Context groups that figures and tables show unless others are asked for (the study's).
+DEFAULT_CONTEXT_GROUPS: tuple[str, ...] = ("nat", "neut")
+#: A column ``context`` of the results: sentence contexts or context groups, by table.
+Context = Literal[ContextGroup, SentenceContext]
+#: What ``contexts=`` options accept besides context ids (``load_stimuli``, ``RunConfig``).
+CONTEXT_ALIASES: dict[str, tuple[str, ...]] = {
+    "nat": NATURALISTIC, "naturalistic": NATURALISTIC, "neut": (NEUTRAL,),
+    "neutral": (NEUTRAL,), "neut-pl": (NEUTRAL_PLURAL,), "plural": (NEUTRAL_PLURAL,),
+    "all": CONTEXTS}
+
+#: The substitutions of the study: P_Syn, P_Comp (head and modifier kept apart), P_WordsSyn,
+#: P_Rand; the values of the column ``probe`` of the ``cosines`` table.
+Probe = Literal["syn", "comp-head", "comp-mod", "wordssyn", "rand"]
+#: Probe families of the stimuli: ``original`` is the NC itself (``ncprobe.PROBES``).
+PROBE_FAMILIES: tuple[str, ...] = ("original",) + get_args(Probe)
+#: What ``probes=`` options accept besides probe families.
+PROBE_ALIASES: dict[str, tuple[str, ...]] = {"comp": ("comp-head", "comp-mod"),
+                                             "all": PROBE_FAMILIES}
+#: The probe families of the study's figures and tables: P_Comp is the per-sentence max of
+#: the head and modifier substitutions (the components are in the results, not shown).
+DISPLAY_PROBES: tuple[str, ...] = ("syn", "comp", "wordssyn", "rand")
+
+#: The measures (SPEC §3, :mod:`ncprobe.measures`): Sim of each probe (and ``comp``), the
+#: Affinities (Eq. 4), the Scaled Similarities (Eq. 5) and their ratio, in this order.
+PROBE_MEASURES: tuple[str, ...] = ("syn", "comp-head", "comp-mod", "comp", "wordssyn", "rand")
+AFFINITIES: tuple[str, ...] = ("A_Syn|WordsSyn", "A_Syn|Rand")
+SCALED: tuple[str, ...] = ("Sim_R|Syn", "Sim_R|WordsSyn")
+RATIO = "Sim_R|Syn/Sim_R|WordsSyn"
+MEASURES: tuple[str, ...] = PROBE_MEASURES + AFFINITIES + SCALED + (RATIO,)
+#: The measures the study's figures and tables show (no ``comp-head`` / ``comp-mod``).
+DISPLAY_MEASURES: tuple[str, ...] = DISPLAY_PROBES + AFFINITIES + SCALED + (RATIO,)
+
+#: Levels: the whole sentence's vector, or the NC's (the probe's) own tokens.
+Level = Literal["sent", "nc"]
+LEVELS: tuple[str, ...] = get_args(Level)
+
+#: Vector spaces: as the model gives them, and z-scored per language and context group.
+Space = Literal["raw", "standardised"]
+SPACES: tuple[str, ...] = get_args(Space)
+
+#: Compositionality classes: idiomatic, partly compositional, compositional.
+Class = Literal["I", "PC", "C"]
+CLASSES: tuple[str, ...] = get_args(Class)
+#: The ``cls`` of the rows of the ``distributions`` table over every NC.
+ALL_CLASSES = "all"
+Cls = Literal[Class, "all"]
+
+#: Analyses of the ``correlations`` table: over the NCs, over the NCs whose gold synonym
+#: shares no word with the NC, over naturalistic sentences (``per_sentence`` runs).
+Analysis = Literal["nc", "overlap-filtered", "sentence"]
+ANALYSES: tuple[str, ...] = get_args(Analysis)
+
+#: The tables of a :class:`~ncprobe.results.Results`, in the order they are written
+#: (``<table>.parquet``). ``lexical_overlap`` holds the Spearman correlations between
+#: naturalistic sentence length and sentence-level Sim: the name is kept, as results
+#: directories are read by these file names (the study's table is ``length_correlations``).
+ResultTable = Literal["cosines", "sentences", "measures", "correlations", "distributions",
+                      "lexical_overlap", "rogue", "standardisation", "ncs"]
+RESULT_TABLES: tuple[str, ...] = get_args(ResultTable)
+
+#: The study's tables (SPEC §4, :mod:`ncprobe.tables`), in order; ``table_<name>`` files.
+PAPER_TABLES: tuple[str, ...] = (
+    "sent_correlations", "nc_correlations", "length_correlations", "affinity_correlations",
+    "scaled_correlations", "means", "filtered_correlations", "standardisation", "examples")
+#: The study's figures (SPEC §4, :mod:`ncprobe.plots`), in order; ``figNN_<name>`` files.
+PAPER_FIGURES: tuple[str, ...] = (
+    "sent_cosines", "nc_cosines", "affinity", "affinity_by_class", "scaled_similarity",
+    "simr_syn_by_class", "simr_wordssyn_by_class", "ratio", "ratio_by_class", "correlogram")
+
+# ---------------------------------------------------------------------------------------------
+# column names
+
+#: Columns that identify one set of cosines: a model, language, vector space, layer view, level.
+RUN_KEYS: tuple[str, ...] = ("model", "lang", "space", "layers", "level")
+#: Columns that identify one per-NC value of a measure: a run's keys, context group and NC.
+NC_KEYS: tuple[str, ...] = RUN_KEYS + ("context", "nc")
+#: The column of the ``ncs`` table holding each naturalistic context's token-level score.
+TOKEN_SCORE_COLUMNS: dict[str, str] = {c: c.lower() for c in NATURALISTIC}
+#: The columns of each results table, in order (``comp`` is the NC's gold score; in
+#: ``ncs``, ``comp_token`` is Eq. 1 and ``comp`` the gold of the run).
+RESULT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "cosines": RUN_KEYS + ("context", "nc", "cls", "comp", "probe", "variant", "target",
+                           "length", "cosine"),
+    "sentences": RUN_KEYS + ("context", "nc", "measure", "value"),
+    "measures": NC_KEYS + ("measure", "value", "cls", "comp"),
+    "correlations": RUN_KEYS + ("context", "measure", "analysis", "n", "rho", "p",
+                                "significant", "ci_low", "ci_high"),
+    "distributions": RUN_KEYS + ("context", "measure", "cls", "n", "mean", "sd", "ci_low",
+                                 "ci_high"),
+    "lexical_overlap": ("model", "lang", "space", "layers", "measure", "n", "rho", "p",
+                        "significant"),
+    "rogue": RUN_KEYS + ("context", "rank", "dim", "contribution", "share",
+                         "expected_cosine"),
+    "standardisation": ("model", "layers", "level", "lang", "context", "n", "rho", "p"),
+    "ncs": ("lang", "nc", "cls", "comp_token", "comp_type", "comp",
+            *TOKEN_SCORE_COLUMNS.values(), "head", "modifier", "syn_overlap"),
+}
+
+# ---------------------------------------------------------------------------------------------
+# display labels
+
+#: Each level as printed.
+LEVEL_LABELS: dict[str, str] = {"sent": "Sent", "nc": "NC"}
+#: Each context group as printed in a condition label.
+CONTEXT_GROUP_LABELS: dict[str, str] = dict(zip(CONTEXT_GROUPS, ("Nat", "Neut", "Neut-pl"),
+                                                strict=True))
+#: Each class as a legend names it.
+CLASS_LABELS: dict[str, str] = {"I": "I (idiomatic)", "PC": "PC (partly compositional)",
+                                "C": "C (compositional)"}
+
+
+def condition_label(lang: str, group: str) -> str:
+    """The label of a condition, language x context group: ``("en", "nat") -> "EN-Nat"``.
+
+    A context group that is not one of :data:`CONTEXT_GROUPS` is printed as it is.
+    """
+    return f"{str(lang).upper()}-{CONTEXT_GROUP_LABELS.get(str(group), str(group))}"
+
+
+#: Every condition of the NCIMP languages, in the order they are shown.
+CONDITIONS: tuple[str, ...] = tuple(condition_label(lang, group) for lang in LANGS
+                                    for group in CONTEXT_GROUPS)
+_CONDITION_PARTS = {condition_label(lang, group): (lang, group) for lang in LANGS
+                    for group in CONTEXT_GROUPS}
+
+
+def condition_parts(label: str) -> tuple[str, str]:
+    """``(lang, context group)`` of one of :data:`CONDITIONS`: ``"EN-Nat" -> ("en", "nat")``.
+
+    Raises:
+        KeyError: ``label`` is not one of :data:`CONDITIONS`.
+    """
+    return _CONDITION_PARTS[label]
+
+
+#: The name of each measure as the study writes it: the tables' column headers, the figures'
+#: axis labels and legends. ``gold`` is the gold compositionality score.
+MEASURE_LABELS: dict[str, str] = {
+    "syn": "P_Syn", "comp-head": "P_Comp(head)", "comp-mod": "P_Comp(mod)", "comp": "P_Comp",
+    "wordssyn": "P_WordsSyn", "rand": "P_Rand",
+    "A_Syn|WordsSyn": "A_Syn|WordsSyn", "A_Syn|Rand": "A_Syn|Rand",
+    "Sim_R|Syn": "Sim_R|Syn", "Sim_R|WordsSyn": "Sim_R|WordsSyn",
+    RATIO: "Sim_R|Syn / Sim_R|WordsSyn", "gold": "Comp (gold)",
+}
+
+# Two shorter labels of some measures are still in use, each in its own place (to be unified
+# with MEASURE_LABELS):
+
+#: Tick labels of the box plots (figures 1-5) and ideal panels, where a panel shows measures
+#: of one kind: a probe without ``P_``, an Affinity or a Scaled Similarity by the part after
+#: ``|`` (when every measure of the panel is of its kind; otherwise its
+#: :data:`MEASURE_LABELS` name), the ratio ``ratio``.
+PANEL_TICKS: dict[str, str] = {
+    "syn": "Syn", "comp": "Comp", "wordssyn": "WordsSyn", "rand": "Rand",
+    "comp-head": "Comp-head", "comp-mod": "Comp-mod",
+    "A_Syn|WordsSyn": "WordsSyn", "A_Syn|Rand": "Rand",
+    "Sim_R|Syn": "Syn", "Sim_R|WordsSyn": "WordsSyn", RATIO: "ratio",
+}
+#: Tick labels of the correlogram (figure 10): ``A Syn|WS``, ``SimR WS`` ...
+CORRELOGRAM_TICKS: dict[str, str] = {
+    "syn": "Syn", "comp": "Comp", "wordssyn": "WordsSyn", "rand": "Rand",
+    "comp-head": "Comp-head", "comp-mod": "Comp-mod",
+    "A_Syn|WordsSyn": "A Syn|WS", "A_Syn|Rand": "A Syn|Rand", "Sim_R|Syn": "SimR Syn",
+    "Sim_R|WordsSyn": "SimR WS", RATIO: "SimR ratio", "gold": "Comp (gold)",
+}
+
+#: One line on what each of the study's tables shows (the report's index and LaTeX captions).
+PAPER_TABLE_CAPTIONS: dict[str, str] = {
+    "sent_correlations": "Spearman rho of the probes' sentence-level similarities with Comp "
+                         "(- : p > 0.05)",
+    "nc_correlations": "Spearman rho of the probes' NC-level similarities with Comp "
+                       "(- : p > 0.05)",
+    "length_correlations": "Spearman rho between naturalistic sentence length and "
+                           "sentence-level similarity (- : p > 0.05)",
+    "affinity_correlations": "Spearman rho of the Affinities with Comp (- : p > 0.05)",
+    "scaled_correlations": "Spearman rho of the Scaled Similarities and their ratio with Comp "
+                           "(- : p > 0.05)",
+    "means": "Mean ± sd over NCs of every probe, Affinity and Scaled Similarity",
+    "filtered_correlations": "Spearman rho with Comp without the NCs whose gold synonym "
+                             "shares a word with the NC (- : p > 0.05)",
+    "standardisation": "Spearman between the P_Syn cosines before and after standardisation",
+    "examples": "Every measure of the example NCs (NC level)",
+}
+
+__all__ = [
+    "AFFINITIES", "ALL_CLASSES", "ANALYSES", "Analysis", "CLASSES", "CLASS_LABELS", "CONDITIONS",
+    "CONTEXTS", "CONTEXT_ALIASES", "CONTEXT_GROUPS", "CONTEXT_GROUP_LABELS", "CORRELOGRAM_TICKS",
+    "Class", "Cls", "Context", "ContextGroup", "DEFAULT_CONTEXT_GROUPS", "DISPLAY_MEASURES",
+    "DISPLAY_PROBES", "GROUP_OF_CONTEXT", "LANGS", "LEVELS", "LEVEL_LABELS", "Lang", "Level",
+    "MEASURES", "MEASURE_LABELS", "NATURALISTIC", "NC_KEYS", "NEUTRAL", "NEUTRAL_PLURAL",
+    "PANEL_TICKS", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS", "PROBE_ALIASES",
+    "PROBE_FAMILIES", "PROBE_MEASURES", "Probe", "RATIO", "RESULT_COLUMNS", "RESULT_TABLES",
+    "RUN_KEYS", "ResultTable", "SCALED", "SPACES", "SentenceContext", "Space",
+    "TOKEN_SCORE_COLUMNS", "condition_label", "condition_parts",
+]

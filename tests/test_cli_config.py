@@ -1,0 +1,224 @@
+"""The run options of `ncprobe compute` and `reproduce` come from RunConfig: one source for
+their names, defaults, choices, help and value checks; the exit codes come from the error
+classes; the provenance section of a reproduced report is part of its index."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import typing
+from pathlib import Path
+
+import pytest
+
+from ncprobe import cli, errors, plots, report
+from ncprobe.config import RunConfig
+
+from .synthetic import build
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[name]
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """Every long option of a parser, by its name."""
+    return {s: a for a in parser._actions for s in a.option_strings if s.startswith("--")}
+
+
+def _code(argv: list[str]) -> int:
+    try:
+        return cli.main(argv)
+    except SystemExit as e:
+        return int(e.code)
+
+
+# the option of each field, as README's CLI reference names them
+OPTION_OF = {"model": "--model", "lang": "--lang", "contexts": "--context", "levels": "--level",
+             "layers": "--layers", "device": "--device", "dtype": "--dtype",
+             "batch_size": "--batch-size", "standardise": "--standardise",
+             "wordssyn": "--wordssyn", "gold": "--gold", "per_sentence": "--per-sentence",
+             "n_boot": "--n-boot", "seed": "--seed", "top_k": "--top-k",
+             "en_naturalistic": "--en-naturalistic",
+             "accept_modified_data": "--accept-modified-data"}
+
+
+def test_every_runconfig_field_is_a_compute_option_with_its_default() -> None:
+    assert set(OPTION_OF) == {f.name for f in dataclasses.fields(RunConfig)}
+    compute = _subparser(cli.build_parser(), "compute")
+    options = _options(compute)
+    for f in dataclasses.fields(RunConfig):
+        action = options[OPTION_OF[f.name]]
+        assert action.dest == f.name
+        assert action.default == f.default, f.name
+    # parsed with no option, they make the default RunConfig
+    args = cli.build_parser().parse_args(["compute"])
+    assert RunConfig(**{f.name: getattr(args, f.name)
+                        for f in dataclasses.fields(RunConfig)}) == RunConfig()
+
+
+def test_compute_help_shows_the_field_defaults_and_choices(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["compute", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default 1000; 0: none)" in out and "bootstrap seed (default 0)" in out
+    assert "sentences per forward pass (default 32)" in out
+    assert "--top-k TOP_K rogue dimensions listed per condition (default 5)" in out
+    assert "--en-naturalistic {auto,official,reference}" in out
+    assert "--lang {en,pt} language (default: en)" in out
+    assert "(default: glove-6b-50d, offline)" in out
+    assert "--wordssyn {first,all}" in out and "--gold {comp,type}" in out
+
+
+def test_reproduce_takes_the_same_run_options() -> None:
+    compute = _options(_subparser(cli.build_parser(), "compute"))
+    reproduce = _options(_subparser(cli.build_parser(), "reproduce"))
+    for name in ("--context", "--n-boot", "--seed"):
+        assert reproduce[name].default == compute[name].default
+        assert reproduce[name].help == compute[name].help
+    assert reproduce["--n-boot"].default == 1000 and reproduce["--context"].default == "nat,neut"
+    assert "--batch-size" not in reproduce and "--top-k" not in reproduce
+
+
+@dataclasses.dataclass(frozen=True)
+class Extended(RunConfig):
+    """RunConfig with three more fields: each must become an option of compute."""
+
+    window: int = dataclasses.field(default=7, metadata={
+        "help": "words on each side (default %(default)s)"})
+    mode: typing.Literal["fast", "slow"] = "fast"
+    log_vectors: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.window < 1:
+            raise ValueError("window must be 1 or more")
+
+
+def test_a_new_field_is_a_new_compute_option(monkeypatch, capsys) -> None:
+    parser = cli.build_parser(config=Extended)
+    options = _options(_subparser(parser, "compute"))
+    assert options["--window"].default == 7 and options["--mode"].choices == ("fast", "slow")
+    assert options["--log-vectors"].default is False
+    assert "--window" not in _options(_subparser(parser, "reproduce"))
+    args = parser.parse_args(["compute", "--window", "3", "--mode", "slow", "--log-vectors",
+                              "--n-boot", "0"])
+    assert cli.config_from_args(args, Extended) == Extended(window=3, mode="slow",
+                                                            log_vectors=True, n_boot=0)
+    assert cli.config_from_args(parser.parse_args(["compute"]), Extended) == Extended()
+    # a patched RunConfig: main's parser and its checks follow it
+    monkeypatch.setattr(cli, "RunConfig", Extended)
+    assert _code(["compute", "--window", "0"]) == 2
+    assert "--window 0: window must be 1 or more" in capsys.readouterr().err
+    assert _code(["compute", "--mode", "medium"]) == 2
+    assert "--mode" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["compute", "--help"])
+    assert "words on each side (default 7)" in " ".join(capsys.readouterr().out.split())
+
+
+def _reason(**values) -> str:
+    """What RunConfig itself says about these values."""
+    with pytest.raises(ValueError) as e:
+        RunConfig(**values)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("argv, option, values", [
+    (["compute", "--batch-size", "0"], "--batch-size", {"batch_size": 0}),
+    (["compute", "--n-boot", "-1"], "--n-boot", {"n_boot": -1}),
+    (["compute", "--level", "word"], "--level", {"levels": "word"}),
+    (["compute", "--context", "S4"], "--context", {"contexts": "S4"}),
+    (["reproduce", "--n-boot", "-1"], "--n-boot", {"n_boot": -1}),
+    (["reproduce", "--context", "nat,S9"], "--context", {"contexts": "nat,S9"}),
+])
+def test_a_bad_value_exits_2_naming_the_option(argv, option, values, tmp_path, monkeypatch,
+                                               capsys) -> None:
+    monkeypatch.chdir(tmp_path)  # reproduce's default --out and --results-dir
+    if argv[0] == "reproduce":
+        argv = argv + ["--models", "glove-6b-50d", "--langs", "en", "--jobs", "1",
+                       "--data-dir", str(tmp_path / "nowhere")]
+    assert _code(argv) == 2
+    err = capsys.readouterr().err
+    assert option in err and _reason(**values) in err  # RunConfig's own reason
+    assert not any(tmp_path.iterdir())  # refused before any work
+
+
+@dataclasses.dataclass(frozen=True)
+class Paired(RunConfig):
+    """A check of two fields together: each value passes alone."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_boot == 0 and self.top_k == 0:
+            raise ValueError("n_boot and top_k cannot both be 0")
+
+
+def test_values_refused_together_exit_2_naming_the_options(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(cli, "RunConfig", Paired)
+    assert _code(["compute", "--n-boot", "0", "--top-k", "0", "--seed", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--n-boot 0" in err and "--top-k 0" in err and "cannot both be 0" in err
+    assert "--seed" not in err  # at its default: not one of the culprits
+
+
+def test_exit_codes_come_from_the_error_classes(raw_dir, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(errors.ModelUnavailableError, "exit_code", 55)
+    monkeypatch.setattr(errors.DataError, "exit_code", 33)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("NCPROBE_CACHE", str(tmp_path / "cache"))
+    assert cli.main(["reproduce", "--models", "elmo", "--langs", "en", "--jobs", "1", "--quiet",
+                     "--out", str(tmp_path / "o"), "--results-dir", str(tmp_path / "r"),
+                     "--data-dir", str(raw_dir)]) == 55
+    assert cli.main(["data", "info", "--data-dir", str(tmp_path / "nowhere")]) == 33
+    assert cli.main(["data", "check", "--data-dir", str(tmp_path / "nowhere")]) == 33
+
+
+def test_reproduce_writes_its_provenance_inside_the_report_lock(tmp_path, monkeypatch,
+                                                                capsys) -> None:
+    import ncprobe.reproduce as reproduce_module
+    from ncprobe._version import VERSION
+
+    results = build()  # model-a and model-b, en and pt
+
+    def fake_reproduce(models, langs, **kw):
+        ran = [(m, lg, f"results/{m}-{lg}") for m in ("model-a", "model-b") for lg in langs]
+        return reproduce_module.Reproduction(
+            results, ran, [("elmo", "en", "no weights here"), ("elmo", "pt", "none either")])
+
+    def no_figures(results, formats, dpi, workers):  # the index is what is tested here
+        for name in plots.FIGURES:
+            yield name, (None, ["not drawn in this test"])
+
+    readme_at_unlock = []
+    real_lock = report.dir_lock
+
+    @contextlib.contextmanager
+    def watched_lock(path, **kw):
+        with real_lock(path, **kw) as locked:
+            yield locked
+            # still locked: what the index holds when the lock is given up
+            readme_at_unlock.append((Path(path) / "README.md").read_text(encoding="utf-8"))
+
+    monkeypatch.setattr(reproduce_module, "reproduce", fake_reproduce)
+    monkeypatch.setattr(report, "_figures", no_figures)
+    monkeypatch.setattr(report, "dir_lock", watched_lock)
+    out = tmp_path / "figs"
+    assert cli.main(["reproduce", "--langs", "en,pt", "--out", str(out), "--jobs", "1",
+                     "--quiet"]) == 0
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert readme_at_unlock == [readme]  # nothing was added after the lock was released
+    head, section = readme.split("\n\n## How these files were made\n\n")
+    assert head.startswith("# ncprobe report\n") and "## Tables" in head
+    lines = section.split("\n")
+    assert lines[0] == (f"`ncprobe reproduce --models model-a,model-b --langs en,pt` "
+                        f"(ncprobe {VERSION}).")
+    assert "Skipped here:\n\n- elmo (en): no weights here\n- elmo (pt): none either\n" in section
+    assert "The study's own models (" in section and "are not in these files" in section
+    assert readme.endswith("add their panels.\n")
+    manifest = json.loads((out / report.MANIFEST).read_text())
+    assert "README.md" in manifest["files"]
