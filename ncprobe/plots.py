@@ -410,11 +410,8 @@ def fig_sentence_cosines(results, *, space: str = "raw", contexts=None, layers=N
     its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
     ``return_notes=True`` returns ``(fig, notes)``.
     """
-    return _distribution_figure(results, measures=list(DISPLAY_PROBES), level="sent",
-                                space=space, contexts=contexts, layers=layers, sharey=sharey,
-                                ideal=ideal,
-                                title="Sentence-level cosine similarity per probe",
-                                ylabel="cosine (Sim)", ax=ax, return_notes=return_notes)
+    return _cosine_figure(results, "sent", space=space, contexts=contexts, layers=layers,
+                          sharey=sharey, ideal=ideal, ax=ax, return_notes=return_notes)
 
 
 def fig_nc_cosines(results, *, space: str = "raw", contexts=None, layers=None,
@@ -430,11 +427,16 @@ def fig_nc_cosines(results, *, space: str = "raw", contexts=None, layers=None,
     its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
     ``return_notes=True`` returns ``(fig, notes)``.
     """
-    return _distribution_figure(results, measures=list(DISPLAY_PROBES), level="nc",
-                                space=space, contexts=contexts, layers=layers, sharey=sharey,
-                                ideal=ideal,
-                                title="NC-level cosine similarity per probe",
-                                ylabel="cosine (Sim)", ax=ax, return_notes=return_notes)
+    return _cosine_figure(results, "nc", space=space, contexts=contexts, layers=layers,
+                          sharey=sharey, ideal=ideal, ax=ax, return_notes=return_notes)
+
+
+def _cosine_figure(results, level: str, **kw):
+    """Figures 1 and 2: the Sim of each display probe at one level."""
+    title = {"sent": "Sentence-level", "nc": "NC-level"}[level]
+    return _distribution_figure(results, measures=list(DISPLAY_PROBES), level=level,
+                                title=f"{title} cosine similarity per probe",
+                                ylabel="cosine (Sim)", **kw)
 
 
 def fig_affinity(results, *, level: str = "nc", space: str = "raw", contexts=None,

@@ -13,6 +13,9 @@ statistics are computed here with scipy, independently of ncprobe.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Sequence
+
 import numpy as np
 import pandas as pd
 import scipy.stats as ss
@@ -191,3 +194,27 @@ def relabel(results: Results, model: str) -> Results:
             df["model"] = model
         tables[f.name] = df
     return Results(**tables, meta=results.meta)
+
+
+def write_pairs(path: Path, long_substitute: str | None = None, *, n_nc: int = 3,
+                classes: Sequence[str] = ("I", "C"), comp_step: float = 2) -> Path:
+    """A pairs CSV: ``n_nc`` English NCs, contexts S1-S3 and N, every probe family; NC i
+    has class ``classes[i % len(classes)]`` and gold ``i * comp_step``.
+
+    With ``long_substitute``, the second ``rand`` probe of NC ``w1 x1`` in context S2 uses
+    it (data row 36 of the file: 6 rows per context, 4 contexts per NC, 1-based)."""
+    lines = ["nc,sentence,start,end,probe,substitute,comp,class,context"]
+    for i in range(n_nc):
+        nc = f"w{i} x{i}"
+        for ctx in ("S1", "S2", "S3", "N"):
+            sent = f"one {nc} is here" if ctx != "N" else f"this is a {nc}"
+            start = 1 if ctx != "N" else 3
+            subs = [("syn", f"s{i}"), ("comp-head", f"x{i}"), ("comp-mod", f"w{i}"),
+                    ("wordssyn", f"a{i} b{i}"), ("rand", f"r{i} q"), ("rand", f"t{i} u")]
+            for j, (probe, sub) in enumerate(subs):
+                if long_substitute and (i, ctx, j) == (1, "S2", 5):
+                    sub = long_substitute
+                lines.append(f"{nc},{sent},{start},{start + 2},{probe},{sub},{i * comp_step},"
+                             f"{classes[i % len(classes)]},{ctx}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -18,6 +18,7 @@ from ncprobe.encoders import load_encoder
 from ncprobe.errors import DataError, ModelUnavailableError, UsageError
 from ncprobe.results import TABLES
 
+from .synthetic import write_pairs
 from .tiny_models import tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,28 +57,6 @@ def st_dir(bert_dir, tmp_path_factory) -> Path:
 
 
 N_NC = 3
-
-
-def write_pairs(path: Path, long_substitute: str | None = None) -> Path:
-    """A pairs CSV: N_NC English NCs, contexts S1-S3 and N, every probe family.
-
-    With ``long_substitute``, the second ``rand`` probe of NC ``w1 x1`` in context S2 uses
-    it (data row 36 of the file: 6 rows per context, 4 contexts per NC, 1-based)."""
-    lines = ["nc,sentence,start,end,probe,substitute,comp,class,context"]
-    for i in range(N_NC):
-        nc = f"w{i} x{i}"
-        for ctx in ("S1", "S2", "S3", "N"):
-            sent = f"one {nc} is here" if ctx != "N" else f"this is a {nc}"
-            start = 1 if ctx != "N" else 3
-            subs = [("syn", f"s{i}"), ("comp-head", f"x{i}"), ("comp-mod", f"w{i}"),
-                    ("wordssyn", f"a{i} b{i}"), ("rand", f"r{i} q"), ("rand", f"t{i} u")]
-            for j, (probe, sub) in enumerate(subs):
-                if long_substitute and (i, ctx, j) == (1, "S2", 5):
-                    sub = long_substitute
-                lines.append(f"{nc},{sent},{start},{start + 2},{probe},{sub},{i * 2},"
-                             f"{'IC'[i % 2]},{ctx}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def write_vectors(path: Path, words, dim: int = 4, seed: int = 0) -> Path:

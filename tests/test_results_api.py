@@ -22,6 +22,8 @@ from ncprobe.embed import Embeddings
 from ncprobe.encoders import load_encoder
 from ncprobe.analysis import analyse
 
+from .synthetic import write_pairs
+
 N_NC = 9
 CLASSES = ["I", "PC", "C"]
 KEYS = ["model", "lang", "space", "layers", "level", "context", "nc"]
@@ -31,19 +33,8 @@ MEASURE_ORDER = ["syn", "comp-head", "comp-mod", "comp", "wordssyn", "rand", "A_
 
 
 def _pairs(path) -> ncprobe.Stimuli:
-    lines = ["nc,sentence,start,end,probe,substitute,comp,class,context"]
-    for i in range(N_NC):
-        nc = f"w{i} x{i}"
-        for ctx in ("S1", "S2", "S3", "N"):
-            sent = f"here a {nc} stood {ctx.lower()}" if ctx != "N" else f"that is the {nc}"
-            start = 2 if ctx != "N" else 3
-            subs = [("syn", f"s{i}"), ("comp-head", f"x{i}"), ("comp-mod", f"w{i}"),
-                    ("wordssyn", f"a{i} b{i}"), ("rand", f"r{i} q"), ("rand", f"t{i} u")]
-            for probe, sub in subs:
-                lines.append(f"{nc},{sent},{start},{start + 2},{probe},{sub},{i * 0.5},"
-                             f"{CLASSES[i % 3]},{ctx}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return ncprobe.load_pairs(path, lang="en")
+    return ncprobe.load_pairs(write_pairs(path, n_nc=N_NC, classes=CLASSES, comp_step=0.5),
+                              lang="en")
 
 
 def _run(stim, model: str, seed: int) -> ncprobe.Results:
