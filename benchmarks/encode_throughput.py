@@ -105,7 +105,7 @@ def main() -> None:
     contexts = [all_contexts[i] for i in sorted(pick)]
     n_naive = 0
     t = time.perf_counter()
-    for lang, nc, ctx in contexts:
+    for _lang, nc, ctx in contexts:
         group = stim.filter(nc=nc, context=ctx)
         orig = next(s for s in group if s.probe == "original")
         for s in group:

@@ -16,13 +16,21 @@ The public API::
 from __future__ import annotations
 
 from ._version import VERSION as __version__
-
-from .data import (NounCompound, SplicedStimuliWarning, Stimuli, Stimulus, download, load_pairs,
-                   load_stimuli, resolve_data_dir)
 from .config import RunConfig
+from .data import (
+                   NounCompound,
+                   SplicedStimuliWarning,
+                   Stimuli,
+                   Stimulus,
+                   download,
+                   load_pairs,
+                   load_stimuli,
+                   resolve_data_dir,
+)
 from .errors import DataError, DataErrors, DownloadError, ModelUnavailableError, NcprobeError
 from .pipeline import compute
 from .results import Results
+
 # the vocabularies (ncprobe.schema holds every name): PROBES are the stimuli's probe
 # families, TABLES the tables of a Results
 from .schema import CLASSES, CONTEXTS, MEASURES

@@ -20,8 +20,16 @@ from .errors import NcprobeError
 from .measures import cosine, nc_measures, sentence_measures, undefined_counts
 from .results import Results
 from .rogue import dimension_contributions, fit_standardiser, rank_dimensions, standardise
-from .schema import (ALL_CLASSES, CLASSES, GROUP_OF_CONTEXT, NATURALISTIC, PROBE_MEASURES,
-                     RESULT_COLUMNS, RUN_KEYS, TOKEN_SCORE_COLUMNS)
+from .schema import (
+    ALL_CLASSES,
+    CLASSES,
+    GROUP_OF_CONTEXT,
+    NATURALISTIC,
+    PROBE_MEASURES,
+    RESULT_COLUMNS,
+    RUN_KEYS,
+    TOKEN_SCORE_COLUMNS,
+)
 from .stats import ALPHA, bootstrap_mean, bootstrap_spearman, spearman
 
 
@@ -207,10 +215,10 @@ def ncs_table(stimuli: Stimuli) -> pd.DataFrame:
             syn_words.setdefault((s.lang, s.nc), set()).update(s.target.lower().split())
     df = stimuli.ncs_frame()
     present = {(s.lang, s.nc) for s in stimuli}
-    df = df[[(lg, nc) in present for lg, nc in zip(df["lang"], df["nc"])]].copy()
+    df = df[[(lg, nc) in present for lg, nc in zip(df["lang"], df["nc"], strict=True)]].copy()
     df["gold"] = df["gold"].astype(float)
     df["syn_overlap"] = [bool(nc_words.get(k, set()) & syn_words.get(k, set()))
-                         for k in zip(df["lang"], df["nc"])]
+                         for k in zip(df["lang"], df["nc"], strict=True)]
     # the gold of the run is the "comp" column everywhere downstream
     df = df.rename(columns={"comp": "comp_token"}).rename(columns={"gold": "comp"})
     return df.reset_index(drop=True)
@@ -231,7 +239,8 @@ def _probe_frame(stimuli: Stimuli, probe_rows, orig_rows, ncs: pd.DataFrame) -> 
 def _correlations(measures, sentences, ncs, cfg: RunConfig) -> pd.DataFrame:
     keys = [*RUN_KEYS, "context", "measure"]
     rows = []
-    overlap = set(zip(ncs.loc[ncs["syn_overlap"], "lang"], ncs.loc[ncs["syn_overlap"], "nc"]))
+    flagged = ncs[ncs["syn_overlap"]]
+    overlap = set(zip(flagged["lang"], flagged["nc"], strict=True))
     # numpy arrays and group positions instead of a sub-frame per group: a layer-wise run has
     # hundreds of groups, and pandas indexing per group cost more than the statistics
     value = measures["value"].to_numpy(dtype=np.float64)
@@ -274,8 +283,9 @@ def _corr_row(key, keys, analysis, values, gold, cfg: RunConfig) -> dict:
     gold = np.asarray(gold, dtype=np.float64)
     c = spearman(values, gold)
     lo, hi = bootstrap_spearman(values, gold, n_boot=cfg.n_boot, seed=cfg.seed)
-    return {**dict(zip(keys, key)), "analysis": analysis, "n": c.n, "rho": c.rho, "p": c.p,
-            "significant": bool(c.p <= ALPHA), "ci_low": lo, "ci_high": hi}
+    return {**dict(zip(keys, key, strict=True)), "analysis": analysis,
+            "n": c.n, "rho": c.rho, "p": c.p, "significant": bool(c.p <= ALPHA),
+            "ci_low": lo, "ci_high": hi}
 
 
 def _distributions(measures: pd.DataFrame, cfg: RunConfig) -> pd.DataFrame:
@@ -288,7 +298,7 @@ def _distributions(measures: pd.DataFrame, cfg: RunConfig) -> pd.DataFrame:
             v = value[idx] if cls == ALL_CLASSES else value[idx[cls_of[idx] == cls]]
             v = v[~np.isnan(v)]
             lo, hi = bootstrap_mean(v, n_boot=cfg.n_boot, seed=cfg.seed)
-            rows.append({**dict(zip(keys, key)), "cls": cls, "n": len(v),
+            rows.append({**dict(zip(keys, key, strict=True)), "cls": cls, "n": len(v),
                          "mean": float(v.mean()) if len(v) else np.nan,
                          "sd": float(v.std(ddof=1)) if len(v) > 1 else np.nan,
                          "ci_low": lo, "ci_high": hi})
@@ -297,7 +307,7 @@ def _distributions(measures: pd.DataFrame, cfg: RunConfig) -> pd.DataFrame:
 
 def _lexical_overlap(sentences: pd.DataFrame, base: pd.DataFrame, cfg: RunConfig
                      ) -> pd.DataFrame:
-    """Spearman between the length (words) of naturalistic sentences and their sentence-level Sim."""
+    """Spearman between naturalistic sentence length (words) and the sentence-level Sim."""
     nat = sentences[(sentences["level"] == "sent") & sentences["context"].isin(NATURALISTIC)
                     & sentences["measure"].isin(PROBE_MEASURES)]
     lengths = base.drop_duplicates(["lang", "nc", "context"])[["lang", "nc", "context", "length"]]
@@ -306,6 +316,6 @@ def _lexical_overlap(sentences: pd.DataFrame, base: pd.DataFrame, cfg: RunConfig
     keys = ["model", "lang", "space", "layers", "measure"]
     for key, g in nat.groupby(keys, observed=True, sort=True):
         c = spearman(g["length"].to_numpy(dtype=np.float64), g["value"].to_numpy())
-        rows.append({**dict(zip(keys, key)), "n": c.n, "rho": c.rho, "p": c.p,
+        rows.append({**dict(zip(keys, key, strict=True)), "n": c.n, "rho": c.rho, "p": c.p,
                      "significant": bool(c.p <= ALPHA)})
     return _table("lexical_overlap", rows)

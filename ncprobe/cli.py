@@ -23,8 +23,7 @@ from typing import Sequence
 
 from ._version import VERSION as __version__
 from .config import DEFAULT_MODEL, RunConfig
-from .data.sources import (DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT,
-                           check_download_options)
+from .data.sources import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, check_download_options
 from .errors import DataError, DataErrors, ModelUnavailableError, NcprobeError, UsageError
 
 #: Exit code of a bad option or argument, or of no command (help printed).
@@ -452,8 +451,8 @@ def _reproduce(args) -> int:
     import time
 
     from .encoders.registry import study_models
-    from .reproduce import reproduce
     from .report import FigureWorkers, check_out, reproduce_provenance, write_report
+    from .reproduce import reproduce
 
     options = {name: getattr(args, name) for name in REPRODUCE_OPTIONS}
     config_from_args(args)  # the run options together, before any work

@@ -37,8 +37,16 @@ import numpy as np
 import pandas as pd
 
 # the measures' names and the key columns; MEASURES ... stay importable from here
-from .schema import (AFFINITIES, GROUP_OF_CONTEXT, MEASURES, NC_KEYS, PROBE_MEASURES, RATIO,
-                     RUN_KEYS, SCALED)
+from .schema import (
+    AFFINITIES,
+    GROUP_OF_CONTEXT,
+    MEASURES,
+    NC_KEYS,
+    PROBE_MEASURES,
+    RATIO,
+    RUN_KEYS,
+    SCALED,
+)
 
 #: Distance from 1 (for Sim(rand)) or 0 (for a ratio's denominator) below which a
 #: scaled value is undefined.
@@ -113,7 +121,8 @@ def _derive(wide: pd.DataFrame) -> pd.DataFrame:
 
 
 def _long(wide: pd.DataFrame) -> pd.DataFrame:
-    long = wide.rename_axis(columns="measure").stack(future_stack=True).rename("value").reset_index()
+    long = (wide.rename_axis(columns="measure").stack(future_stack=True)
+            .rename("value").reset_index())
     long["measure"] = pd.Categorical(long["measure"], categories=list(MEASURES), ordered=True)
     return long
 

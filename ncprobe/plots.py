@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 import sys
 from contextlib import contextmanager
+from itertools import pairwise
 from typing import Callable
 
 import matplotlib
@@ -58,9 +59,24 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from .errors import NcprobeError, UsageError
-from .schema import (AFFINITIES, ALL_CLASSES, CLASS_LABELS, CLASSES, CONDITIONS, CORRELOGRAM_TICKS,
-                     DISPLAY_PROBES, LANGS, LEVEL_LABELS, MEASURE_LABELS, PANEL_TICKS,
-                     PAPER_FIGURES, RATIO, SCALED, condition_label, condition_parts)
+from .schema import (
+    AFFINITIES,
+    ALL_CLASSES,
+    CLASS_LABELS,
+    CLASSES,
+    CONDITIONS,
+    CORRELOGRAM_TICKS,
+    DISPLAY_PROBES,
+    LANGS,
+    LEVEL_LABELS,
+    MEASURE_LABELS,
+    PANEL_TICKS,
+    PAPER_FIGURES,
+    RATIO,
+    SCALED,
+    condition_label,
+    condition_parts,
+)
 from .selection import model_order, select
 from .stats import ALPHA, spearman
 
@@ -333,7 +349,7 @@ def _declutter(fig, axes=None) -> None:
             continue
         # the extents at the layout just drawn (the renderer of that draw)
         boxes = sorted((t.get_window_extent() for t in labels), key=lambda b: b.x0)
-        if any(a.x1 + 3 > b.x0 for a, b in zip(boxes, boxes[1:])):
+        if any(a.x1 + 3 > b.x0 for a, b in pairwise(boxes)):
             for t in labels:
                 t.set_rotation(30)
                 t.set_ha("right")
@@ -375,7 +391,7 @@ def _distribution_figure(results, *, measures: list[str], level: str, title: str
     conds = [c for c in CONDITION_PALETTE if c in set(data["condition"].astype(str))]
     with _style():
         grid = _Grid(models, ideal=ideal, sharey=sharey, ax=ax)
-        for i, (model, pax) in enumerate(zip(models, grid.axes[0])):
+        for i, (model, pax) in enumerate(zip(models, grid.axes[0], strict=True)):
             _boxes(pax, data[data["model"] == model], x="measure", order=measures,
                    hue="condition", hue_order=conds, palette=CONDITION_PALETTE)
             pax.set_xticks(range(len(measures)), [_short_measure(m, measures) for m in measures])
@@ -494,7 +510,7 @@ def _class_figure(results, *, measures: list[str], level: str, title: str, space
     with _style():
         grid = _Grid(models, ideal=ideal, blocks=len(measures), sharey=sharey, ax=ax)
         for b, measure in enumerate(measures):
-            for i, (model, pax) in enumerate(zip(models, grid.axes[b])):
+            for i, (model, pax) in enumerate(zip(models, grid.axes[b], strict=True)):
                 sub = data[(data["model"] == model) & (data["measure"] == measure)]
                 _boxes(pax, sub, x="condition", order=conds, hue="cls",
                        hue_order=list(CLASSES), palette=CLASS_PALETTE)
@@ -653,7 +669,7 @@ def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers,
         grid = (_Grid(models, ideal=ideal, ax=ax) if by_class else
                 _Grid(models, ideal=False, ax=ax,
                       panel_width=min(PANEL_WIDTH, 0.9 + 0.45 * len(conds))))
-        for i, (model, pax) in enumerate(zip(models, grid.axes[0])):
+        for i, (model, pax) in enumerate(zip(models, grid.axes[0], strict=True)):
             _errorbars(pax, rows[rows["model"] == model], x_order=conds, x="condition", hue=hue,
                        hue_order=hue_order, palette=palette)
             pax.set_xticks(range(len(conds)), conds)
@@ -768,7 +784,7 @@ def fig_correlogram(results, *, level: str = "nc", space: str = "raw", contexts=
         axes = fig.subplots(nrows, ncols, squeeze=False)
         flat = axes.ravel()
         mesh = None
-        for k, (pax, (cond, variables, rho, p)) in enumerate(zip(flat, panels)):
+        for k, (pax, (cond, variables, rho, p)) in enumerate(zip(flat, panels, strict=True)):
             mesh = _correlogram_panel(pax, variables, rho, p)
             pax.set_title(cond)
             if same and len(panels) > 1:

@@ -24,8 +24,8 @@ import stat
 from pathlib import Path
 from typing import Sequence
 
-from ._version import VERSION as __version__
 from ._io import atomic_write_bytes, atomic_write_text, dir_lock
+from ._version import VERSION as __version__
 from .errors import NcprobeError, UsageError
 
 log = logging.getLogger(__name__)

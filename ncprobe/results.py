@@ -58,8 +58,22 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import DataError, UsageError
-from .schema import (ALL_CLASSES, CONTEXT_GROUPS, LEVELS, MEASURES, NC_KEYS, RESULT_TABLES,
-                     Analysis, Class, Cls, Context, ContextGroup, Level, Probe, Space)
+from .schema import (
+    ALL_CLASSES,
+    CONTEXT_GROUPS,
+    LEVELS,
+    MEASURES,
+    NC_KEYS,
+    RESULT_TABLES,
+    Analysis,
+    Class,
+    Cls,
+    Context,
+    ContextGroup,
+    Level,
+    Probe,
+    Space,
+)
 from .schema import ResultTable as Table
 from .stats import ALPHA
 
@@ -462,7 +476,7 @@ def _differences(old: list[dict], new: list[dict]) -> str:
     if len(old) != len(new):
         return f"{len(old)} run(s) there, {len(new)} now"
     diffs = []
-    for a, b in zip(old, new):
+    for a, b in zip(old, new, strict=True):
         keys = sorted(set(a["config"]) | set(b["config"]))
         diffs += [f"{k} {a['config'].get(k)!r} there, {b['config'].get(k)!r} now" for k in keys
                   if a["config"].get(k) != b["config"].get(k)]

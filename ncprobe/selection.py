@@ -90,7 +90,7 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
             first = out.drop_duplicates(key)[key + ["layers"]]
             out = out.merge(first, on=key + ["layers"], how="inner")
         elif isinstance(layers, dict):
-            keep = [layers.get(m) == lv for m, lv in zip(out["model"], out["layers"])]
+            keep = [layers.get(m) == lv for m, lv in zip(out["model"], out["layers"], strict=True)]
             out = out[keep]
         else:
             out = out[out["layers"] == layers]
@@ -109,6 +109,7 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
         if col in out.columns:
             out[col] = out[col].astype(object).where(out[col].notna(), None)
     if {"lang", "context"} <= set(out.columns):
-        cond = [condition_label(lg, ctx) for lg, ctx in zip(out["lang"], out["context"])]
+        cond = [condition_label(lg, ctx)
+                for lg, ctx in zip(out["lang"], out["context"], strict=True)]
         out["condition"] = pd.Categorical(cond, categories=list(CONDITIONS), ordered=True)
     return out.reset_index(drop=True)

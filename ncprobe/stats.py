@@ -48,7 +48,8 @@ def _paired(x, y) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"spearman needs two 1-d arrays of one length, got {x.shape} and {y.shape}")
+        raise ValueError(
+            f"spearman needs two 1-d arrays of one length, got {x.shape} and {y.shape}")
     ok = ~(np.isnan(x) | np.isnan(y))
     return x[ok], y[ok]
 

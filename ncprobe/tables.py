@@ -18,9 +18,20 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from .schema import (AFFINITIES, ALL_CLASSES, CONDITIONS, DISPLAY_MEASURES, DISPLAY_PROBES,
-                     LEVEL_LABELS, MEASURE_LABELS, PAPER_TABLE_CAPTIONS, PAPER_TABLES, RATIO,
-                     SCALED, condition_label)
+from .schema import (
+    AFFINITIES,
+    ALL_CLASSES,
+    CONDITIONS,
+    DISPLAY_MEASURES,
+    DISPLAY_PROBES,
+    LEVEL_LABELS,
+    MEASURE_LABELS,
+    PAPER_TABLE_CAPTIONS,
+    PAPER_TABLES,
+    RATIO,
+    SCALED,
+    condition_label,
+)
 from .selection import model_order, select
 from .stats import ALPHA
 

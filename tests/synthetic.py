@@ -72,7 +72,7 @@ def _measure_rows(rng, ncs: pd.DataFrame) -> pd.DataFrame:
                             shift = 0.1 if space == "standardised" else 0.0
                             shift += 0.05 if layers == "12" else 0.0
                             n = len(sub)
-                            e = lambda s=noise: rng.normal(0, s, n)  # noqa: E731
+                            e = lambda s=noise, n=n: rng.normal(0, s, n)  # noqa: E731
                             syn = 0.6 + shift + e()
                             head = 0.3 + 0.08 * gold + e()
                             mod = 0.25 + 0.08 * gold + e()
@@ -120,10 +120,10 @@ def build() -> Results:
     overlap = set(OVERLAP)
     cor, dist = [], []
     for key, g in measures.groupby(keys, observed=True, sort=False):
-        base = dict(zip(keys, key))
+        base = dict(zip(keys, key, strict=True))
         for analysis in ("nc", "overlap-filtered"):
             h = g if analysis == "nc" else g[[(lg, nc) not in overlap
-                                              for lg, nc in zip(g["lang"], g["nc"])]]
+                                              for lg, nc in zip(g["lang"], g["nc"], strict=True)]]
             rho, p, n = _spearman(h["value"], h["comp"])
             cor.append({**base, "analysis": analysis, "n": n, "rho": rho, "p": p,
                         "significant": p <= 0.05, "ci_low": np.nan, "ci_high": np.nan})

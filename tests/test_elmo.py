@@ -117,7 +117,7 @@ def test_dim_from_options(elmo_dir) -> None:
 def test_span_and_sentence_are_means_of_concatenated_layers(elmo_dir) -> None:
     enc = load_encoder(str(elmo_dir))
     out = enc.encode(SENTS, SPANS)
-    for words, (s, e), sent, span in zip(SENTS, SPANS, out.sent, out.span):
+    for words, (s, e), sent, span in zip(SENTS, SPANS, out.sent, out.span, strict=True):
         layers = raw_layers(elmo_dir, words)  # (n, 3, 16)
         # layer 0 is the context-free char-CNN vector, duplicated by ELMo
         np.testing.assert_array_equal(layers[:, 0, :8], layers[:, 0, 8:])

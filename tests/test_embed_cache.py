@@ -12,8 +12,8 @@ import pytest
 from ncprobe.cache import EmbeddingStore, cache_clear, cache_info
 from ncprobe.data.stimuli import Stimulus
 from ncprobe.embed import embed
-from ncprobe.encoders.base import Encoded
 from ncprobe.encoders import load_encoder
+from ncprobe.encoders.base import Encoded
 
 
 def _stim(words, span, probe="original", variant=1, context="N"):

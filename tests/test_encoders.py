@@ -47,7 +47,7 @@ def test_span_and_sentence_are_hand_computed_means(which, bert_dir, llama_dir) -
     enc = load_encoder(str(path), layers=[-1])
     assert isinstance(enc, HFEncoder) and enc.causal == (which == "llama")
     out = enc.encode(SENTS, SPANS)
-    for words, (s, e), sent, span in zip(SENTS, SPANS, out.sent, out.span):
+    for words, (s, e), sent, span in zip(SENTS, SPANS, out.sent, out.span, strict=True):
         states, wids, _ = _hidden(enc, words, [enc.n_layers])
         word_vecs = [states[[t for t, w in enumerate(wids) if w == k]].mean(0)
                      for k in range(len(words))]

@@ -16,10 +16,10 @@ import pytest
 
 import ncprobe
 from ncprobe import analysis
+from ncprobe.analysis import _CHUNK, _groups, _pair_cosines, analyse
 from ncprobe.config import RunConfig
 from ncprobe.embed import Embeddings
 from ncprobe.measures import cosine
-from ncprobe.analysis import _CHUNK, _groups, _pair_cosines, analyse
 
 
 def test_pair_cosines_are_the_cosines_of_the_gathered_pairs():
@@ -58,7 +58,7 @@ def test_groups_are_those_of_groupby():
         want = [(k, g.index.to_numpy()) for k, g in df.groupby(keys, observed=True, sort=True)]
         got = list(_groups(df, keys))
         assert [k for k, _ in got] == [k for k, _ in want]
-        for (_, pos), (_, idx) in zip(got, want):
+        for (_, pos), (_, idx) in zip(got, want, strict=True):
             assert np.array_equal(pos, idx)  # default RangeIndex: labels are positions
 
 
@@ -98,7 +98,7 @@ def test_standardised_space_without_standardise_is_that_of_the_full_run(neutral_
         res[flag] = analyse(neutral_en, emb, cfg, model="m", view_names=["a", "b"],
                             levels=("sent", "nc"))
     assert len(seen[False]) == len(seen[True]) == 4  # 2 levels x 2 views
-    for (raw0, syn0), (raw1, syn1) in zip(seen[False], seen[True]):
+    for (raw0, syn0), (raw1, syn1) in zip(seen[False], seen[True], strict=True):
         assert np.array_equal(raw0, raw1, equal_nan=True)
         assert np.array_equal(syn0, syn1, equal_nan=True)  # bit for bit
     assert res[False].rogue.equals(res[True].rogue)

@@ -12,8 +12,16 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ncprobe.measures import (RATIO, affinity, cosine, nc_measures, ratio, scaled_similarity,
-                              sentence_measures, undefined_counts)
+from ncprobe.measures import (
+    RATIO,
+    affinity,
+    cosine,
+    nc_measures,
+    ratio,
+    scaled_similarity,
+    sentence_measures,
+    undefined_counts,
+)
 from ncprobe.rogue import dimension_contributions, fit_standardiser, standardise, top_dimensions
 
 unit = st.floats(-1, 1, allow_nan=False)
@@ -94,7 +102,7 @@ def test_undefined_cosines_are_left_out_and_counted():
 def test_cosine_matches_numpy_and_handles_zero_and_nan():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(50, 7)), rng.normal(size=(50, 7))
-    want = [x @ y / np.sqrt((x @ x) * (y @ y)) for x, y in zip(a, b)]
+    want = [x @ y / np.sqrt((x @ x) * (y @ y)) for x, y in zip(a, b, strict=True)]
     np.testing.assert_allclose(cosine(a, b), want, rtol=1e-12)
     a[0] = 0.0
     a[1, 3] = np.nan

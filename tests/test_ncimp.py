@@ -40,7 +40,7 @@ def test_acceptance_counts(stimuli_all) -> None:
     assert round(en["mean_naturalistic_length"], 1) == 23.4
     assert round(pt["mean_naturalistic_length"], 1) == 13.0
     for lang in ("en", "pt"):
-        for c, want in zip(("I", "PC", "C"), PAPER_CLASS_MEANS[lang]):
+        for c, want in zip(("I", "PC", "C"), PAPER_CLASS_MEANS[lang], strict=True):
             assert abs(d[lang]["class_mean_gold"][c] - want) <= 0.01
 
 
@@ -124,8 +124,8 @@ def test_probe_sentences_differ_from_original_only_in_span(stimuli_all) -> None:
 def test_pt_head_modifier(stimuli_all, raw_dir: Path) -> None:
     """comp-head holds the semantic head (the neutral file's `compound noun head`) everywhere."""
     neu = pd.read_csv(raw_dir / NEUTRAL_FILE.format(LANG="PT"), dtype=str, keep_default_na=False)
-    heads = dict(zip(neu["compound"], neu["compound noun head"]))
-    mods = dict(zip(neu["compound"], neu["compound noun modifier"]))
+    heads = dict(zip(neu["compound"], neu["compound noun head"], strict=True))
+    mods = dict(zip(neu["compound"], neu["compound noun modifier"], strict=True))
     swapped = {x.strip() for x in PT_SWAPPED.replace("\n", " ").split(",")}
     assert len(swapped) == 30
     for s in stimuli_all.filter(lang="pt", context=("S1", "S2", "S3", "N"),

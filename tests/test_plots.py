@@ -232,7 +232,7 @@ def _expected_correlogram(res, cond, models=MODELS):
     m = res.measures
     m = m[(m["space"] == "raw") & (m["level"] == "nc") & (m["lang"] == lang)
           & (m["context"] == ctx)]
-    m = m[[DEFAULT_VIEW[x] == lv for x, lv in zip(m["model"], m["layers"])]]
+    m = m[[DEFAULT_VIEW[x] == lv for x, lv in zip(m["model"], m["layers"], strict=True)]]
     ncs = sorted(set(m["nc"]))
     gold = m.drop_duplicates("nc").set_index("nc")["comp"].reindex(ncs).to_numpy(float)
     cols = [gold]
@@ -351,7 +351,7 @@ def test_readable_at_the_saved_size(figure, name):
         labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
         if labels and not any(t.get_rotation() for t in labels):
             boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
-            assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), (name, ax.get_title())
+            assert all(a.x1 <= b.x0 for a, b in itertools.pairwise(boxes)), (name, ax.get_title())
     for legend in fig.legends:
         lb = legend.get_window_extent(renderer)
         for ax in fig.axes:

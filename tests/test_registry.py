@@ -171,7 +171,7 @@ def _vector_file(path: Path, words, dim: int = 4, seed: int = 0) -> Path:
     words = sorted(set(words))
     vecs = np.random.default_rng(seed).normal(size=(len(words), dim)).astype(np.float32)
     lines = [f"{len(words)} {dim}"] + [w + " " + " ".join(repr(float(x)) for x in v)
-                                       for w, v in zip(words, vecs)]
+                                       for w, v in zip(words, vecs, strict=True)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     np.save(path.with_suffix(".npy"), vecs)
     path.with_suffix(".words").write_text("\n".join(words), encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The report end to end on Results made by the pipeline itself (analyse) for 2 models x 2 languages.
+"""The report end to end on Results made by the pipeline (analyse) for 2 models x 2 languages.
 
 The figure and table functions are tested cell by cell in test_plots.py and test_tables.py on
 hand-built tables; here the tables come from `analyse`, as in a real run.
@@ -17,9 +17,9 @@ import pytest  # noqa: E402
 
 import ncprobe  # noqa: E402
 from ncprobe import plots, tables  # noqa: E402
+from ncprobe.analysis import analyse  # noqa: E402
 from ncprobe.config import RunConfig  # noqa: E402
 from ncprobe.embed import Embeddings  # noqa: E402
-from ncprobe.analysis import analyse  # noqa: E402
 from ncprobe.report import write_report  # noqa: E402
 
 N_NC = 12
@@ -98,7 +98,7 @@ def test_figure_workers_write_the_same_files_as_one_process(results, tmp_path):
     one = write_report(results, tmp_path / "one", formats=("png", "pdf"), dpi=60)
     two = write_report(results, tmp_path / "two", formats=("png", "pdf"), dpi=60, jobs=2)
     assert [p.name for p in one] == [p.name for p in two]
-    for a, b in zip(one, two):
+    for a, b in zip(one, two, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
 
 

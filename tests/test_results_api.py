@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 import ncprobe
+from ncprobe.analysis import analyse
 from ncprobe.config import RunConfig
 from ncprobe.embed import Embeddings
 from ncprobe.encoders import load_encoder
-from ncprobe.analysis import analyse
 
 from .synthetic import write_pairs
 
@@ -162,8 +162,8 @@ def test_wide_filters_as_select(results) -> None:
     sub = m[(m["model"] == "m-a") & (m["level"] == "nc") & (m["context"] == "neut")
             & (m["nc"] == "w4 x4")]
     assert list(w.columns) == KEYS + ["cls", "gold", "syn", "rand"]
-    assert sorted(zip(w["layers"], w["space"])) == [("12", "raw"), ("12", "standardised"),
-                                                     ("6", "raw"), ("6", "standardised")]
+    assert sorted(zip(w["layers"], w["space"], strict=True)) == [
+        ("12", "raw"), ("12", "standardised"), ("6", "raw"), ("6", "standardised")]
     for row in w.to_dict("records"):
         at = sub[(sub["layers"] == row["layers"]) & (sub["space"] == row["space"])]
         for measure in ("syn", "rand"):

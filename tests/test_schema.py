@@ -222,7 +222,8 @@ def test_figures_and_tables_label_conditions_with_the_schema(res) -> None:
     legend = {t.get_text() for t in plots.fig_nc_cosines(res, ideal=False).legends[0].get_texts()}
     assert set(shown) <= legend
     sel = selection.select(res.measures)
-    want = [schema.condition_label(lg, g) for lg, g in zip(sel["lang"], sel["context"])]
+    want = [schema.condition_label(lg, g)
+            for lg, g in zip(sel["lang"], sel["context"], strict=True)]
     assert list(sel["condition"].astype(str)) == want
     length = tables.length_correlations(res)
     assert set(length.index.get_level_values("condition")) == {"EN-Nat", "PT-Nat"}

@@ -40,7 +40,7 @@ def _shown(df: pd.DataFrame) -> pd.DataFrame:
     """Rows a table shows: raw space, each model's default layer view."""
     if "space" in df.columns:
         df = df[df["space"] == "raw"]
-    return df[[DEFAULT_VIEW[m] == lv for m, lv in zip(df["model"], df["layers"])]]
+    return df[[DEFAULT_VIEW[m] == lv for m, lv in zip(df["model"], df["layers"], strict=True)]]
 
 
 def _expected_cell(rho, p) -> str:

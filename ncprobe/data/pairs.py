@@ -278,7 +278,7 @@ def _integer(v) -> int | None:
 
 
 def _span_notes(items: list[Stimulus]) -> list[str]:
-    """A note when original spans hold something else than the NC key (inflection, or a wrong span)."""
+    """A note when original spans hold other than the NC key (inflection, or a wrong span)."""
     odd = [s for s in items if s.probe == "original" and s.target.lower() != s.nc.lower()]
     if not odd:
         return []

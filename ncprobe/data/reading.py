@@ -136,7 +136,7 @@ class Table:
     def records(self) -> list[dict[str, str]]:
         """One ``{column: cell}`` dict per row (what ``DataFrame.to_dict("records")`` gives)."""
         cols = self.columns
-        return [dict(zip(cols, r)) for r in self.rows]
+        return [dict(zip(cols, r, strict=True)) for r in self.rows]
 
     def column(self, name: str) -> list[str]:
         """The cells of one column, in row order."""
@@ -149,7 +149,7 @@ class Table:
     @classmethod
     def from_frame(cls, df: pd.DataFrame) -> "Table":
         return cls(tuple(str(c) for c in df.columns),
-                   [list(r) for r in zip(*(df[c].tolist() for c in df.columns))])
+                   [list(r) for r in zip(*(df[c].tolist() for c in df.columns), strict=True)])
 
 
 def _check_header(header: list[str], name: str, remedy: str) -> None:

@@ -26,7 +26,8 @@ from .reading import LoadContext
 
 NCTTI = "marcospln+nctti/data/data_{lang}.tsv"
 NCS_IDS = "marcospln+noun_compound_senses/input/sentids_{lang}.csv"
-XLSX = "risehnhew+Finding-Idiomaticity-in-Word-Representations/dataset/human_compositionality scores.xlsx"
+XLSX = ("risehnhew+Finding-Idiomaticity-in-Word-Representations/dataset/"
+        "human_compositionality scores.xlsx")
 _CLASS = {"NC": "I", "PC": "PC", "C": "C"}
 
 

@@ -28,8 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .._version import VERSION as __version__
 from .._io import atomic_write_bytes, git_blob_sha1, retry
+from .._version import VERSION as __version__
 from ..errors import DownloadError, UsageError
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,19 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from ..errors import DataError
+
 # the vocabularies of the stimuli; LANGS, NATURALISTIC, NEUTRAL ... stay importable from here
-from ..schema import (CLASSES, CONTEXT_ALIASES, CONTEXTS, LANGS, NATURALISTIC, NEUTRAL,
-                      NEUTRAL_PLURAL, PROBE_ALIASES, PROBE_FAMILIES)
+from ..schema import (
+    CLASSES,
+    CONTEXT_ALIASES,
+    CONTEXTS,
+    LANGS,
+    NATURALISTIC,
+    NEUTRAL,
+    NEUTRAL_PLURAL,
+    PROBE_ALIASES,
+    PROBE_FAMILIES,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -28,8 +28,18 @@ from typing import ClassVar, Sequence
 
 from .._io import tree_sha256
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
-from .base import (LAST_FOUR, Encoded, SentenceTooLongError, hash_cache, hf_unavailable,
-                   parse_dtype, pool_batch, require_hf, torch_device, unreachable)
+from .base import (
+    LAST_FOUR,
+    Encoded,
+    SentenceTooLongError,
+    hash_cache,
+    hf_unavailable,
+    parse_dtype,
+    pool_batch,
+    require_hf,
+    torch_device,
+    unreachable,
+)
 
 log = logging.getLogger(__name__)
 

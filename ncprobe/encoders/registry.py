@@ -182,8 +182,13 @@ def _refuse(why: str) -> Callable:
 def _static_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Target:
     """A vector file, ``gensim:NAME`` (gensim-data, when allowed), or ``file:<what>``: a file
     to download by hand."""
-    from .static import (StaticEncoder, gensim_data, gensim_data_refused, gensim_missing,
-                         load_vectors_file)
+    from .static import (
+        StaticEncoder,
+        gensim_data,
+        gensim_data_refused,
+        gensim_missing,
+        load_vectors_file,
+    )
 
     mid = spec.model_id(lang)
     if mid.startswith("file:"):

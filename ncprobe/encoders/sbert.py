@@ -24,9 +24,19 @@ import numpy as np
 
 from ..errors import ModelUnavailableError, NcprobeError
 from .base import Encoded, hf_unavailable, parse_dtype, require_hf, torch_device
-from .hf import (FORMAT_VERSION, HFEncoder, ModelFiles, attr_getter, check_loaded,
-                 config_shape, config_sizes, describe_model, hub_file, snapshot_commit,
-                 weights_identity)
+from .hf import (
+    FORMAT_VERSION,
+    HFEncoder,
+    ModelFiles,
+    attr_getter,
+    check_loaded,
+    config_shape,
+    config_sizes,
+    describe_model,
+    hub_file,
+    snapshot_commit,
+    weights_identity,
+)
 
 
 class SBertEncoder:

@@ -76,7 +76,7 @@ class StaticEncoder:
         span = np.full((n, 1, self.dim), np.nan, dtype=np.float32)
         missing = np.zeros(n, dtype=np.int32)
         missing_span = np.zeros(n, dtype=np.int32)
-        for i, (words, (start, end)) in enumerate(zip(sentences, spans)):
+        for i, (words, (start, end)) in enumerate(zip(sentences, spans, strict=True)):
             rows = [self.index.get(w.lower() if self.lowercase else w) for w in words]
             known = [j for j, r in enumerate(rows) if r is not None]
             inside = [j for j in known if start <= j < end]

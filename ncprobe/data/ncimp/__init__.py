@@ -34,8 +34,17 @@ from ...errors import ErrorSink
 from ..reading import RESTORE, LoadContext
 from ..scores import load_scores
 from ..sources import resolve_data_dir
-from ..stimuli import (LANGS, NATURALISTIC, NEUTRAL, NEUTRAL_PLURAL, NounCompound, Stimuli,
-                       Stimulus, expand_contexts, expand_probes)
+from ..stimuli import (
+    LANGS,
+    NATURALISTIC,
+    NEUTRAL,
+    NEUTRAL_PLURAL,
+    NounCompound,
+    Stimuli,
+    Stimulus,
+    expand_contexts,
+    expand_probes,
+)
 from .anomalies import UNSCORED_BY_DESIGN, note_repeats
 from .layout import NAT_FILE, NEUTRAL_COLUMNS, NEUTRAL_FILE, PLURAL_COLUMNS, REF_FILE, REF_SLOTS
 from .official import NeutralFile, listed, naturalistic, same_ncs

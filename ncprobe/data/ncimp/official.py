@@ -12,8 +12,15 @@ from ...errors import ErrorSink
 from ..reading import RESTORE, LoadContext
 from ..stimuli import NEUTRAL, Stimulus
 from .anomalies import nc_parts, semantic_comp
-from .layout import (NAT_COLUMNS, NAT_FILE, NAT_KEY_COLUMNS, NEUTRAL_FILE, NEUTRAL_KEY_COLUMNS,
-                     pick, wordssyn_alternatives)
+from .layout import (
+    NAT_COLUMNS,
+    NAT_FILE,
+    NAT_KEY_COLUMNS,
+    NEUTRAL_FILE,
+    NEUTRAL_KEY_COLUMNS,
+    pick,
+    wordssyn_alternatives,
+)
 
 
 def words(text: str) -> str:
