@@ -29,12 +29,13 @@ from .schema import (
     RESULT_COLUMNS,
     RUN_KEYS,
     TOKEN_SCORE_COLUMNS,
+    Level,
 )
 from .stats import ALPHA, bootstrap_mean, bootstrap_spearman, spearman
 
 
 def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
-            view_names: Sequence[str], levels: Sequence[str], meta: dict | None = None
+            view_names: Sequence[str], levels: Sequence[Level], meta: dict | None = None
             ) -> Results:
     """Cosines, measures and statistics from stimuli and their vectors (no model code)."""
     meta = dict(meta or {"config": cfg.to_dict()})

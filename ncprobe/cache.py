@@ -293,7 +293,8 @@ class EmbeddingStore:
             # keeps names unique across processes and threads
             name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.npz"
             with atomic_open(self.dir / name) as fh:
-                np.savez(fh, **data)
+                # numbers only: shards are read back with allow_pickle=False
+                np.savez(fh, allow_pickle=False, **data)
             self._load(name)
 
 

@@ -143,7 +143,12 @@ def _option(f: dataclasses.Field) -> str:
 
 
 def _default(f: dataclasses.Field):
-    return f.default if f.default is not dataclasses.MISSING else f.default_factory()
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    # every config field has a default: an option left out must take one
+    raise TypeError(f"config field {f.name!r} has no default")
 
 
 def config_from_args(args: argparse.Namespace, config: type | None = None):

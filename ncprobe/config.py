@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
 
 from .data.stimuli import expand_contexts
-from .schema import LEVELS, Lang, Level  # the languages and levels (ncprobe.schema)
+from .schema import LANGS, LEVELS, Lang, Level  # the languages and levels (ncprobe.schema)
 
 #: The choices of RunConfig's options, as types (an editor completes them); the values
 #: checked at run time are taken from them (``typing.get_args``).
@@ -16,6 +16,16 @@ EnNaturalistic = Literal["auto", "official", "reference"]
 Dtype = Literal["float32", "float16", "bfloat16"]
 
 DEFAULT_MODEL = "glove-6b-50d"
+
+
+def is_lang(value: object) -> TypeGuard[Lang]:
+    """Whether ``value`` is a language of the NCIMP data (one of :data:`LANGS`)."""
+    return value in LANGS
+
+
+def is_level(value: object) -> TypeGuard[Level]:
+    """Whether ``value`` is a level of vectors (one of :data:`LEVELS`)."""
+    return value in LEVELS
 
 
 @dataclass(frozen=True)

@@ -100,11 +100,14 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
             store.put(pending_keys, _concat(pending))
         if bar is not None:
             bar.close()
+    got: Encoded | None
     if store is not None:
         done_keys, got = list(first), store.get(list(first))
     else:  # everything was encoded now, in ``todo`` order
         done_keys, got = pending_keys, _concat(pending) if pending else None
     if keys:
+        # some stimuli: each was stored or encoded above, so there are vectors to take
+        assert got is not None, "stimuli given but nothing encoded or stored"
         row = {k: j for j, k in enumerate(done_keys)}
         idx = np.fromiter((row[k] for k in keys), dtype=np.intp, count=len(keys))
         sent, span = got.sent[idx], got.span[idx]

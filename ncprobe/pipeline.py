@@ -20,7 +20,17 @@ from typing import Sequence
 from ._io import json_sha256, safe_name
 from ._version import VERSION as __version__
 from .analysis import analyse
-from .config import LEVELS, Dtype, EnNaturalistic, Gold, Lang, Level, RunConfig, WordsSyn
+from .config import (
+    LEVELS,
+    Dtype,
+    EnNaturalistic,
+    Gold,
+    Lang,
+    Level,
+    RunConfig,
+    WordsSyn,
+    is_level,
+)
 from .data.stimuli import Stimuli
 from .embed import embed
 from .errors import UsageError
@@ -144,7 +154,7 @@ def compute(config: RunConfig | None = None, *,
         asked = {"contexts": cfg.contexts, "probes": "all"}  # NCIMP: all the config asks for
     # never compute on incomplete input: every NC needs every context, probe and gold score
     notes += stimuli.notes + check_coverage(stimuli, **asked)
-    levels = _levels(cfg, encoder)
+    run_levels = _levels(cfg, encoder)
     store = EmbeddingStore(encoder.fingerprint(), root=cache_root(cache_dir)) if cache else None
     emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size, progress=progress)
     notes += store.problems if store is not None else []  # cache shards found corrupt
@@ -157,13 +167,13 @@ def compute(config: RunConfig | None = None, *,
             "encoded": emb.encoded, "unique": emb.unique,
             "notes": notes}
     return analyse(stimuli, emb, cfg, model=encoder.name, view_names=_view_names(encoder),
-                   levels=levels, meta=meta)
+                   levels=run_levels, meta=meta)
 
 
-def _levels(cfg: RunConfig, encoder) -> tuple[str, ...]:
+def _levels(cfg: RunConfig, encoder) -> tuple[Level, ...]:
     have = tuple(getattr(encoder, "levels", LEVELS))
     if cfg.levels is None:
-        return tuple(lv for lv in LEVELS if lv in have)
+        return tuple(lv for lv in LEVELS if is_level(lv) and lv in have)
     missing = [lv for lv in cfg.levels if lv not in have]
     if missing:
         raise UsageError(f"model {encoder.name!r} gives no {'/'.join(missing)}-level vectors "

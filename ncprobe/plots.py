@@ -46,7 +46,7 @@ import math
 import sys
 from contextlib import contextmanager
 from itertools import pairwise
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import matplotlib
 import matplotlib.ticker
@@ -56,6 +56,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Patch
 
 from .errors import NcprobeError, UsageError
@@ -79,6 +80,9 @@ from .schema import (
 )
 from .selection import model_order, select
 from .stats import ALPHA, spearman
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.typing import RcKeyType  # matplotlib >= 3.9: the rc names, as a Literal
 
 #: Colour of each condition (:data:`ncprobe.schema.CONDITIONS`, in that order): English blue
 #: (EN-Nat, EN-Neut, EN-Neut-pl), Portuguese orange (PT-...); naturalistic darker, neutral
@@ -109,7 +113,7 @@ PANEL_WIDTH = 2.3     # inches, one model panel
 PANEL_HEIGHT = 2.2
 IDEAL_WIDTH = 1.45
 FONT_SIZE = 8         # points at the saved size; nothing is drawn smaller
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "font.size": FONT_SIZE, "axes.titlesize": FONT_SIZE + 1, "axes.labelsize": FONT_SIZE,
     "xtick.labelsize": FONT_SIZE, "ytick.labelsize": FONT_SIZE, "legend.fontsize": FONT_SIZE,
     "legend.title_fontsize": FONT_SIZE, "figure.titlesize": FONT_SIZE + 2,
@@ -163,9 +167,13 @@ def _inline_display() -> None:
 
 def _root_figure(ax: Axes) -> Figure:
     try:
-        return ax.get_figure(root=True)
+        fig = ax.get_figure(root=True)
     except TypeError:  # matplotlib < 3.10: a subfigure's .figure is the root figure
-        return ax.figure.figure
+        fig = ax.figure.figure
+    if fig is None:
+        raise UsageError("ax: the Axes is on no figure; draw on one made with "
+                         "plt.subplots() or Figure.add_subplot()")
+    return fig
 
 
 def _one_panel(ax: Axes | None, ideal: bool | None, panels: int, what: str) -> bool:
@@ -234,7 +242,10 @@ class _Grid:
         widths = ([IDEAL_WIDTH] if ideal else []) + [panel_width] * ncols
         height = panel_height * nrows + 0.45 + 0.22 * legend_rows
         self.fig = _new_figure(figsize=(sum(widths) + 0.4, height), layout="constrained")
-        self.fig.get_layout_engine().set(w_pad=0.04, h_pad=0.04, wspace=0.03, hspace=0.04)
+        engine = self.fig.get_layout_engine()
+        if not isinstance(engine, ConstrainedLayoutEngine):  # made with layout="constrained"
+            raise TypeError(f"expected a constrained layout engine, got {engine!r}")
+        engine.set(w_pad=0.04, h_pad=0.04, wspace=0.03, hspace=0.04)
         gs = self.fig.add_gridspec(nrows, len(widths), width_ratios=widths)
         off = 1 if ideal else 0
         self.axes = []      # [block][model index]

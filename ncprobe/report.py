@@ -22,11 +22,14 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ._io import atomic_write_bytes, atomic_write_text, dir_lock
 from ._version import VERSION as __version__
 from .errors import NcprobeError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import ProcessPoolExecutor
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +252,8 @@ class FigureWorkers:
     def __init__(self, jobs: int) -> None:
         if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
             raise UsageError(f"jobs={jobs!r}: give a whole number of processes, 1 or more")
-        self.jobs, self.pool = jobs, None
+        self.jobs = jobs
+        self.pool: ProcessPoolExecutor | None = None  # started by __enter__ for jobs > 1
 
     def __enter__(self) -> "FigureWorkers":
         if self.jobs > 1:

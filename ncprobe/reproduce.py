@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .config import RunConfig
+from .config import RunConfig, is_lang
 from .encoders.registry import MODELS, availability, offline_models, study_models
 from .pipeline import compute, run_dir
 from .results import Results
+from .schema import LANGS
 
 
 def default_models() -> list[str]:
@@ -65,7 +66,7 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
         for lang in langs:
             spec = MODELS.get(model)
             if spec is None or spec.covers(lang):
-                cfg = RunConfig(model=model, lang=lang, **options)
+                cfg = _run_config(model, lang, options)
                 check_target(run_dir(results_dir, model, lang, cfg), cfg.to_dict(),
                              overwrite=overwrite)
 
@@ -81,13 +82,20 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
                 skip(model, lang, why)
                 continue
             try:
-                res = compute(RunConfig(model=model, lang=lang, **options), data_dir=data_dir,
+                res = compute(_run_config(model, lang, options), data_dir=data_dir,
                               cache=cache, cache_dir=cache_dir, progress=progress)
             except ModelUnavailableError as e:
                 skip(model, lang, str(e))
                 continue
-            out = res.to_parquet(run_dir(results_dir, model, lang, RunConfig(
-                model=model, lang=lang, **options)), overwrite=overwrite)
+            out = res.to_parquet(run_dir(results_dir, model, lang,
+                                         _run_config(model, lang, options)), overwrite=overwrite)
             ran.append((model, lang, str(out)))
             parts.append(res)
     return Reproduction(Results.concat(parts) if parts else None, ran, skipped)
+
+
+def _run_config(model: str, lang: str, options: dict) -> RunConfig:
+    """The RunConfig of one run; a language the NCIMP data lacks is refused."""
+    if not is_lang(lang):
+        raise ValueError(f"unknown language {lang!r}; NCIMP has {', '.join(LANGS)}")
+    return RunConfig(model=model, lang=lang, **options)

@@ -306,10 +306,11 @@ class Results:
             >>> res.select(level="nc", context="nat", measure=["syn", "comp"])  # doctest: +SKIP
             >>> res.select(analysis="nc", space="raw").query("significant")     # doctest: +SKIP
         """
-        filters = {"model": model, "lang": lang, "space": space, "layers": layers,
-                   "level": level, "context": context, "measure": measure, "nc": nc,
-                   "cls": cls, "probe": probe, "analysis": analysis}
-        filters = {k: v for k, v in filters.items() if v is not None}
+        given: dict[str, object] = {
+            "model": model, "lang": lang, "space": space, "layers": layers, "level": level,
+            "context": context, "measure": measure, "nc": nc, "cls": cls, "probe": probe,
+            "analysis": analysis}
+        filters = {k: v for k, v in given.items() if v is not None}
         if table is None:
             table = "correlations" if "analysis" in filters else "measures"
         if table not in TABLES:
@@ -321,8 +322,10 @@ class Results:
                 takes = [c for c in SELECT_FILTERS if c in df.columns]
                 raise ValueError(f"the {table} table has no column {col!r} to filter on; its "
                                  f"filters: {', '.join(takes)}")
-            one = isinstance(wanted, (str, bytes)) or not isinstance(wanted, Iterable)
-            values = [str(v) for v in ([wanted] if one else wanted)]
+            if isinstance(wanted, Iterable) and not isinstance(wanted, (str, bytes)):
+                values = [str(v) for v in wanted]
+            else:
+                values = [str(wanted)]
             present = list(dict.fromkeys(str(v) for v in df[col].dropna().unique()))
             _check_present(table, col, values, present)
             keep &= df[col].isin(values)
@@ -331,9 +334,9 @@ class Results:
     def wide(self, *, model: Filter = None, lang: Filter = None,
              space: Space | Sequence[Space] | None = None, layers: Filter = None,
              level: Level | Sequence[Level] | None = None,
-             context: ContextGroup | Sequence[str] | None = None,
+             context: ContextGroup | Sequence[ContextGroup] | None = None,
              measure: Filter = None, nc: Filter = None,
-             cls: Class | Sequence[str] | None = None) -> pd.DataFrame:
+             cls: Class | Sequence[Class] | None = None) -> pd.DataFrame:
         """The per-NC measures, one row per NC and condition, one column per measure.
 
         The rows of ``measures`` that :meth:`select` gives for the same filters, pivoted:
@@ -624,4 +627,10 @@ def find_results(paths) -> list[Path]:
         log.info("%s: %d results directories found", p, len(found))
         out += sorted(found)
     seen: set[Path] = set()
-    return [d for d in out if not (d.resolve() in seen or seen.add(d.resolve()))]
+    unique = []
+    for d in out:
+        resolved = d.resolve()
+        if resolved not in seen:
+            seen.add(resolved)
+            unique.append(d)
+    return unique

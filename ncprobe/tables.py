@@ -163,11 +163,13 @@ def examples(results, ncs: Sequence[str] | None = None, *, level: str = "nc",
     return out
 
 
+# the builders take different keyword options: each is called as builder(results, **kw)
+_BUILDERS: tuple[Callable[..., pd.DataFrame], ...] = (
+    sent_correlations, nc_correlations, length_correlations, affinity_correlations,
+    scaled_correlations, means, filtered_correlations, standardisation, examples)
 #: The tables of SPEC §4, in order: name (:data:`ncprobe.schema.PAPER_TABLES`) ->
 #: builder(results) -> DataFrame.
-TABLES: dict[str, Callable] = dict(zip(PAPER_TABLES, (
-    sent_correlations, nc_correlations, length_correlations, affinity_correlations,
-    scaled_correlations, means, filtered_correlations, standardisation, examples), strict=True))
+TABLES: dict[str, Callable[..., pd.DataFrame]] = dict(zip(PAPER_TABLES, _BUILDERS, strict=True))
 #: One line on what each table shows (the report's index uses these).
 CAPTIONS = PAPER_TABLE_CAPTIONS
 

@@ -32,3 +32,19 @@ def test_no_module_imports_names_from_the_package_root() -> None:
                 if names and path.name != "__init__.py":
                     upward.append(f"{path.relative_to(PKG.parent)}: {', '.join(names)}")
     assert not upward, upward
+
+
+def test_readme_architecture_lists_every_module() -> None:
+    readme = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Architecture\n", 1)[1].split("\n## ", 1)[0]
+    tree = section.split("```text\n", 1)[1].split("```", 1)[0]
+    listed, stack = set(), []
+    for line in tree.splitlines()[1:]:  # below "ncprobe/"
+        depth = (len(line) - len(line.lstrip(" "))) // 2 - 1
+        name = line.split()[0]
+        stack[depth:] = [name]
+        if name.endswith(".py"):
+            listed.add("/".join(s.rstrip("/") for s in stack))
+    modules = {str(p.relative_to(PKG)) for p in PKG.rglob("*.py")
+               if p.name != "__init__.py" and "__pycache__" not in p.parts}
+    assert listed == modules, (sorted(listed - modules), sorted(modules - listed))

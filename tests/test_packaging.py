@@ -270,7 +270,8 @@ def test_extras_bring_what_their_models_need(setup_cfg) -> None:
     assert {"torch", "transformers", "accelerate"} <= extras["gpu"]
     assert "gensim" in extras["static"]
     # the suite runs every family: the test extra holds what the others add (docs aside)
-    everything = set().union(*(v for k, v in extras.items() if k not in ("docs", "test")))
+    everything = set().union(*(v for k, v in extras.items()
+                               if k not in ("docs", "test", "lint")))
     # the suite executes the notebooks with nbclient and ipykernel (which brings
     # matplotlib-inline); JupyterLab is only for opening them
     assert everything - {"accelerate", "jupyterlab", "matplotlib-inline"} <= extras["test"]
@@ -279,5 +280,16 @@ def test_extras_bring_what_their_models_need(setup_cfg) -> None:
     lines = [ln.strip() for ln in (REPO / ".ci" / "run").read_text().splitlines()
              if ln.strip().startswith("pip install")]
     torch_at = next(i for i, ln in enumerate(lines) if re.search(r"\btorch==[0-9.]+", ln))
-    test_at = next(i for i, ln in enumerate(lines) if ".[test]" in ln)
+    test_at = next(i for i, ln in enumerate(lines) if re.search(r"\.\[test\b", ln))
     assert torch_at < test_at
+
+
+def test_the_package_declares_its_annotations(setup_cfg) -> None:
+    # PEP 561: type checkers read an installed package's annotations only beside a py.typed
+    data = setup_cfg["options.package_data"]["ncprobe"].split(",")
+    assert "py.typed" in [d.strip() for d in data]
+    assert (REPO / "ncprobe" / "py.typed").is_file()
+    lint = _requirements(setup_cfg["options.extras_require"]["lint"])
+    assert {"ruff", "mypy"} <= lint
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert "ruff check ." in ci and "mypy" in ci

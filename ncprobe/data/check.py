@@ -72,18 +72,18 @@ def check(data_dir: str | Path | None = None) -> CheckReport:
                             collect=True, accept_modified=True, cross_check=True)
         report.notes = [n for n in stim.notes if not n.startswith("MODIFIED DATA")]
         check_coverage(stim, contexts="all", probes="all")
-    except DataErrors as e:
-        found.extend(e.errors)
-    except DataError as e:
-        found.append(e)
+    except DataErrors as errs:
+        found.extend(errs.errors)
+    except DataError as err:
+        found.append(err)
     seen = {str(e) for e in report.errors}
-    for e in found:
+    for problem in found:
         # a missing or unreadable file is already listed once, by its pin status
-        again = _relative(e.file, root) in reported and e.reason.startswith(
+        again = _relative(problem.file, root) in reported and problem.reason.startswith(
             ("file not found", "cannot be read"))
-        if not again and str(e) not in seen:
-            seen.add(str(e))
-            report.errors.append(e)
+        if not again and str(problem) not in seen:
+            seen.add(str(problem))
+            report.errors.append(problem)
     return report
 
 

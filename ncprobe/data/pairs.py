@@ -310,10 +310,10 @@ def _read_rows(path: Path, sink: ErrorSink) -> list[tuple[int, dict]]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
+        line_no = data[:e.start].count(b"\n") + 1
         raise DataError(f"not UTF-8 text: byte 0x{data[e.start]:02x} cannot be decoded (a file "
                         f"saved as Latin-1 or Windows-1252?); re-save it as UTF-8",
-                        file=str(path), row=line) from None
+                        file=str(path), row=line_no) from None
     rows = []
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -335,7 +335,7 @@ def _read_rows(path: Path, sink: ErrorSink) -> list[tuple[int, dict]]:
 def _span(r: dict, sink: ErrorSink, where: dict) -> tuple[int, int] | None:
     """``[start, end)`` from ``span`` or ``start``/``end``; both given must agree."""
     bad = ("span must be two integers: start and end columns, or span as [start, end]")
-    span = None
+    span: tuple[int, int] | None = None
     if _given(r, "span"):
         raw = r["span"]
         if isinstance(raw, str):
@@ -344,11 +344,12 @@ def _span(r: dict, sink: ErrorSink, where: dict) -> tuple[int, int] | None:
             except json.JSONDecodeError:
                 raw = None
         parts = [_integer(x) for x in raw] if isinstance(raw, list) and len(raw) == 2 else []
-        if len(parts) != 2 or None in parts:
+        ints = [x for x in parts if x is not None]
+        if len(parts) != 2 or len(ints) != 2:
             sink.error(f"{bad}; got {json.dumps(r['span'], ensure_ascii=False)[:40]}",
                        column="span", **where)
             return None
-        span = (parts[0], parts[1])
+        span = (ints[0], ints[1])
     if _given(r, "start") or _given(r, "end"):
         start, end = _integer(r.get("start")), _integer(r.get("end"))
         if start is None or end is None:

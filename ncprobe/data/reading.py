@@ -290,7 +290,7 @@ class LoadContext:
         return x
 
     def tag_span(self, sentence: str, tag: str, *, file: str, row: int, column: str,
-                 key: str) -> tuple[int, int] | None:
+                 key: str | None) -> tuple[int, int] | None:
         """The ``[start, end)`` word span of a boolean tag list, validated against the sentence.
 
         The tag must be a Python list literal of booleans with one entry per

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 from .reading import LoadContext
 
@@ -29,6 +30,14 @@ NCS_IDS = "marcospln+noun_compound_senses/input/sentids_{lang}.csv"
 XLSX = ("risehnhew+Finding-Idiomaticity-in-Word-Representations/dataset/"
         "human_compositionality scores.xlsx")
 _CLASS = {"NC": "I", "PC": "PC", "C": "C"}
+
+
+class _Where(TypedDict):
+    """Where a cell sits, as :meth:`LoadContext.score` and error reports take it."""
+
+    file: str
+    row: int
+    key: str
 
 
 @dataclass(frozen=True)
@@ -55,11 +64,12 @@ def load_scores(lang: str, ctx: LoadContext, *, cross_check: bool = False) -> di
     fell_back = []
     for i, r in enumerate(df.records(), start=1):
         key = r["compound"].strip().lower()
-        where = dict(file=rel, row=i, key=r["compound"])
+        where: _Where = {"file": rel, "row": i, "key": r["compound"]}
         if key in out:
             ctx.sink.error("duplicate NC", column="compound", **where)
             continue
-        tok = tuple(ctx.score(r[c], column=c, **where) for c in ("MeanS1", "MeanS2", "MeanS3"))
+        s1, s2, s3 = (ctx.score(r[c], column=c, **where) for c in ("MeanS1", "MeanS2", "MeanS3"))
+        tok = (s1, s2, s3)
         ctype = ctx.score(r["CompType"], column="CompType", allow_empty=True, **where)
         if math.isnan(ctype) and key in type_fallback:
             ctype = type_fallback[key]
@@ -68,10 +78,10 @@ def load_scores(lang: str, ctx: LoadContext, *, cross_check: bool = False) -> di
         if cls is None:
             ctx.sink.error(f"class {r['CompScale']!r} is not one of NC, PC, C",
                            column="CompScale", **where)
-        out[key] = Score(tok, sum(tok) / 3, ctype, cls)  # type: ignore[arg-type]
+        out[key] = Score(tok, sum(tok) / 3, ctype, cls)
     for key, t in type_fallback.items():
         if key not in out:
-            out[key] = Score((math.nan,) * 3, math.nan, t, None)  # type: ignore[arg-type]
+            out[key] = Score((math.nan,) * 3, math.nan, t, None)
             fell_back.append(key)
     if fell_back:
         ctx.notes.append(f"{lang}: type-level score taken from {NCS_IDS.format(lang=lang)} for "
@@ -105,7 +115,7 @@ def _cross_check_xlsx(lang: str, ctx: LoadContext, scores: dict[str, Score]) -> 
         if r["language"] != lang:
             continue
         key = r["compound"].strip().lower()
-        where = dict(file=XLSX, row=i, key=r["compound"])
+        where: _Where = {"file": XLSX, "row": i, "key": r["compound"]}
         score = scores.get(key)
         if score is None:
             absent.add(r["compound"])

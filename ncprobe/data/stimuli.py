@@ -211,7 +211,7 @@ class Stimuli(Sequence[Stimulus]):
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return self._with(self.items[i])
         return self.items[i]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from .._io import tree_sha256
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
@@ -40,6 +40,9 @@ from .base import (
     torch_device,
     unreachable,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,7 @@ def parse_layers(layers, n_layers: int) -> tuple[tuple[int, ...], ...]:
         UsageError: a spec that is not one of these, or a layer the model does not have.
     """
     total = n_layers + 1
+    specs: list[tuple[int, ...]]
     try:
         if layers is None or layers == "last4":
             specs = [LAST_FOUR]
@@ -126,7 +130,8 @@ class HFEncoder:
         self.model_id, self.revision = model_id, revision
         self.dtype = parse_dtype(dtype)
         self.device_map, self._layers = device_map, layers
-        self._device_arg, self._device = device, None
+        self._device_arg = device
+        self._device: torch.device | None = None
         self._tokenizer, self._model = None, None
         self._identity: str | None = None
         self._commit: str | None = None  # the hub snapshot the lazy fingerprint names
@@ -361,13 +366,14 @@ class ModelFiles:
             directory (its files are hashed instead).
     """
 
-    config: dict
+    config: dict | None
     config_path: str
     commit: str | None
 
     def config_get(self, *names):
         """The first of ``names`` that the config sets (to a true value), else ``None``."""
-        return next((self.config[n] for n in names if (self.config or {}).get(n)), None)
+        config = self.config or {}
+        return next((config[n] for n in names if config.get(n)), None)
 
 
 def _read_config(path: str | Path) -> dict | None:
@@ -447,7 +453,9 @@ def describe_model(model_id: str, revision: str | None = None, subfolder: str = 
     if local.is_dir():
         return ModelFiles(_read_config(local / rel), str(local / rel), None)
     path = hub_file(model_id, rel, revision)
-    commit = snapshot_commit(path, rel) if path is not None else None
+    if path is None:
+        return None
+    commit = snapshot_commit(path, rel)
     if commit is None:
         return None
     return ModelFiles(_read_config(path), f"{model_id}@{commit}/{rel}", commit)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from .hf import (
     snapshot_commit,
     weights_identity,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentence_transformers import SentenceTransformer
 
 
 class SBertEncoder:
@@ -64,7 +67,9 @@ class SBertEncoder:
         self._device_arg, self._device = device, None
         if device is not None and device != "cpu":  # asked for: a missing device fails now
             self._device = str(torch_device(device, self.name))
-        self._st, self._tokens = None, None
+        # both set by _load, on first use
+        self._st: SentenceTransformer | None = None
+        self._tokens: HFEncoder | None = None
         self._identity: str | None = None
         desc = describe_st(model_id, revision)
         self._desc = desc
@@ -92,6 +97,7 @@ class SBertEncoder:
         """The transformer module as an :class:`HFEncoder` (loaded on first use)."""
         if self._st is None:
             self._load()
+        assert self._tokens is not None, "_load sets the transformer module or raises"
         return self._tokens
 
     @property
@@ -176,6 +182,8 @@ def describe_st(model_id: str, revision: str | None = None) -> ModelFiles | None
     loaded, and reports what is wrong).
     """
     local = Path(model_id).expanduser()
+    modules_path: Path | None
+    commit: str | None
     if local.is_dir():
         modules_path, commit = local / "modules.json", None
     else:

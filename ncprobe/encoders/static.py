@@ -78,14 +78,15 @@ class StaticEncoder:
         missing_span = np.zeros(n, dtype=np.int32)
         for i, (words, (start, end)) in enumerate(zip(sentences, spans, strict=True)):
             rows = [self.index.get(w.lower() if self.lowercase else w) for w in words]
-            known = [j for j, r in enumerate(rows) if r is not None]
+            found = {j: r for j, r in enumerate(rows) if r is not None}  # position -> row
+            known = list(found)
             inside = [j for j in known if start <= j < end]
             missing[i] = len(words) - len(known)
             missing_span[i] = sum(1 for j in range(start, min(end, len(words)))
                                   if rows[j] is None)
             for out, cols in ((sent, known), (span, inside)):
                 if cols:
-                    vecs = np.asarray(self.vectors[[rows[j] for j in cols]], dtype=np.float32)
+                    vecs = np.asarray(self.vectors[[found[j] for j in cols]], dtype=np.float32)
                     out[i, 0] = vecs.sum(axis=0, dtype=np.float32) / np.float32(len(cols))
         return Encoded(sent, span, missing, missing_span)
 
@@ -272,6 +273,8 @@ def _load_downloaded(folder: Path, name: str):
     module_name = "ncprobe_gensim_data_" + re.sub(r"\W", "_", name)
     try:
         spec = importlib.util.spec_from_file_location(module_name, folder / "__init__.py")
+        if spec is None or spec.loader is None:  # reported as the folder's error below
+            raise ImportError(f"no loader for {folder / '__init__.py'}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module.load_data()

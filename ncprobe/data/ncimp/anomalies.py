@@ -102,8 +102,8 @@ def note_repeats(items: list[Stimulus], ctx: LoadContext) -> None:
                              f"the same NC ({s.nc} {seen_orig[key]}={s.context})")
             seen_orig[key] = s.context
             continue
-        key = (s.lang, s.nc, s.context, s.probe, s.target)
-        if key in seen_sub:
+        sub_key = (s.lang, s.nc, s.context, s.probe, s.target)
+        if sub_key in seen_sub:
             ctx.tolerate(f"{s.lang}: {s.probe} variants repeating an earlier variant's phrase in "
                          "the same context (kept: each variant is a substitution)")
-        seen_sub.add(key)
+        seen_sub.add(sub_key)

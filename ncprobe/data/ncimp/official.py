@@ -75,17 +75,18 @@ class NeutralFile:
         :data:`~.layout.PLURAL_COLUMNS`), reporting to ``ctx`` (default: the file's own)."""
         if self.df is None:
             return []
+        present = self.df.columns
         ctx = ctx or self.ctx
         cols = dict(columns)
         if wordssyn == "all" and context == NEUTRAL:
-            for variant, c in wordssyn_alternatives(self.df.columns).items():
+            for variant, c in wordssyn_alternatives(present).items():
                 cols[("wordssyn", variant)] = (c, None, f"only {c}")
         out: list[Stimulus] = []
         for (probe, variant), (sent_spec, tag_col, phrase_spec) in cols.items():
             sent_col = pick(sent_spec, self.lang)
             tag_col = tag_col or f"{sent_col}_tag"
             phrase_col = pick(phrase_spec, self.lang)
-            if not self._has(ctx, sent_col, tag_col, phrase_col):
+            if not self._has(ctx, present, sent_col, tag_col, phrase_col):
                 continue
             for i, r in enumerate(self.records, start=1):
                 s = tagged(ctx, self.lang, r, i, self.rel, context, probe, variant,
@@ -94,8 +95,8 @@ class NeutralFile:
                     out.append(s)
         return out
 
-    def _has(self, ctx: LoadContext, *columns) -> bool:
-        missing = [c for c in columns if c and c not in self.df.columns]
+    def _has(self, ctx: LoadContext, present: tuple[str, ...], *columns) -> bool:
+        missing = [c for c in columns if c and c not in present]
         for c in missing:
             ctx.sink.error("missing column", file=self.rel, column=c)
         return not missing
@@ -179,7 +180,7 @@ def naturalistic(lang: str, context: str, wordssyn: str, neutral: NeutralFile,
                       "original sentence_tag", "compound noun")
         if orig is None:
             continue
-        row = {"original": orig}
+        row: dict[str | tuple[str, int], Stimulus] = {"original": orig}
         for (probe, variant), col in cols.items():
             s = tagged(ctx, lang, r, i, rel, context, probe, variant, col, f"{col}_tag", None)
             if s is not None:
