@@ -17,16 +17,39 @@ included. Spearman's rho of the resample is then the Pearson correlation of thos
 with each pair weighted by its count: the same number as ranking the resampled arrays
 explicitly (the tests check it against an explicit loop with scipy), with no sort per
 resample.
+
+Tests (issue 12, "comparisons that are tests"):
+
+* :func:`correct` corrects a family of p-values for multiple comparisons (Holm,
+  Benjamini-Hochberg; ``statsmodels``).
+* :func:`paired_bootstrap_rho_diff`: the difference of two variables' rhos with one gold on
+  the same items, with a paired percentile interval and bootstrap p-value, from the same
+  resamples (and the same count-based ranks) as :func:`bootstrap_spearman`.
+* :func:`williams_t` (Williams 1959, as Steiger 1980, eq. 7) and :func:`meng_z` (Meng,
+  Rosenthal & Rubin 1992): the classical tests of two dependent correlations that share a
+  variable, a cross-check of the bootstrap.
+* :func:`class_tests`: Kruskal-Wallis across the classes and pairwise Mann-Whitney U with
+  rank-biserial effect sizes, the pairs corrected as one family.
+
+:func:`ncprobe.compare.compare` applies the difference tests to two runs' results.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Cells with p <= ALPHA are significant (tables show the others as "-").
 ALPHA = 0.05
@@ -122,6 +145,19 @@ def _resample_ranks(data: bytes, n_boot: int, seed: int) -> tuple[np.ndarray, np
     return ranks, ss
 
 
+def _resample_rhos(x: np.ndarray, y: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """Spearman's rho of ``x`` and ``y`` (NaN-free, one length ``n``) in each of the
+    ``(n_boot, n)`` resamples of :func:`_resamples`; NaN where a resample is constant."""
+    n = len(x)
+    ra, sa = _resample_ranks(x.tobytes(), n_boot, seed)
+    rb, sb = _resample_ranks(y.tobytes(), n_boot, seed)
+    cov = np.einsum("ij,ij,ij->i", _resample_counts(n, n_boot, seed), ra, rb)
+    den = np.sqrt(sa * sb)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where(den > 0, cov / den, np.nan)
+    return np.clip(rho, -1.0, 1.0)
+
+
 def bootstrap_spearman(x, y, *, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
                        ) -> tuple[float, float]:
     """Percentile bootstrap interval of Spearman's rho (pairs resampled with replacement)."""
@@ -129,13 +165,7 @@ def bootstrap_spearman(x, y, *, n_boot: int = N_BOOT, seed: int = 0, level: floa
     n = len(x)
     if n < 3 or n_boot < 1:
         return (math.nan, math.nan)
-    ra, sa = _resample_ranks(x.tobytes(), n_boot, seed)
-    rb, sb = _resample_ranks(y.tobytes(), n_boot, seed)
-    cov = np.einsum("ij,ij,ij->i", _resample_counts(n, n_boot, seed), ra, rb)
-    den = np.sqrt(sa * sb)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = np.where(den > 0, cov / den, np.nan)
-    return _percentiles(np.clip(rho, -1.0, 1.0), level)
+    return _percentiles(_resample_rhos(x, y, n_boot, seed), level)
 
 
 def bootstrap_mean(x, *, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
@@ -156,3 +186,247 @@ def _percentiles(values: np.ndarray, level: float) -> tuple[float, float]:
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(values, [tail, 100.0 - tail])
     return (float(lo), float(hi))
+
+
+# ---------------------------------------------------------------------------------------------
+# tests: multiple comparisons, differences of correlations, classes
+
+#: The multiple-comparison corrections of :func:`correct`: Holm's step-down (controls the
+#: family-wise error rate), Benjamini-Hochberg's step-up (controls the false discovery
+#: rate), or none.
+Correction = Literal["holm", "fdr_bh", "none"]
+CORRECTIONS: tuple[str, ...] = get_args(Correction)
+
+
+def correct(p: ArrayLike, method: Correction = "holm") -> np.ndarray:
+    """The p-values ``p`` corrected for multiple comparisons, in the same order.
+
+    The family is every p-value of ``p`` that is not NaN; a NaN stays NaN (a test that was
+    not defined is no part of the family). The corrected values are those of
+    ``statsmodels.stats.multitest.multipletests`` (``holm``: Holm 1979, step-down;
+    ``fdr_bh``: Benjamini & Hochberg 1995, step-up); ``none`` returns them unchanged.
+
+    >>> correct([0.01, 0.04, float("nan"), 0.03], "holm").round(4).tolist()
+    [0.03, 0.06, nan, 0.06]
+
+    Raises:
+        UsageError: an unknown ``method`` (it names the known ones).
+    """
+    if method not in CORRECTIONS:
+        raise UsageError(f"unknown multiple-comparison correction {method!r}; choose from "
+                         + ", ".join(CORRECTIONS))
+    values = np.array(p, dtype=np.float64, ndmin=1)
+    if values.ndim != 1:
+        raise ValueError(f"correct needs a 1-d sequence of p-values, got shape {values.shape}")
+    ok = ~np.isnan(values)
+    if method == "none" or not ok.any():
+        return values
+    from statsmodels.stats.multitest import multipletests
+
+    values[ok] = multipletests(values[ok], method=method)[1]
+    return values
+
+
+@dataclass(frozen=True)
+class RhoDifference:
+    """:func:`paired_bootstrap_rho_diff`: ``rho_a - rho_b`` on ``n`` items, its percentile
+    interval ``[ci_low, ci_high]`` and its two-sided bootstrap p-value."""
+
+    rho_a: float
+    rho_b: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    p: float
+    n: int
+
+
+def _complete(*columns: ArrayLike) -> list[np.ndarray]:
+    """The columns (1-d, one length) without the items that are NaN in any of them."""
+    arrays = [np.asarray(c, dtype=np.float64) for c in columns]
+    if any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
+        raise ValueError("needs 1-d arrays of one length, got shapes "
+                         + ", ".join(str(a.shape) for a in arrays))
+    ok = ~np.any([np.isnan(a) for a in arrays], axis=0)
+    return [a[ok] for a in arrays]
+
+
+def paired_bootstrap_rho_diff(a: ArrayLike, b: ArrayLike, gold: ArrayLike, *,
+                              n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
+                              ) -> RhoDifference:
+    """Is ``a`` more correlated with ``gold`` than ``b`` is, on the same items?
+
+    ``diff = rho(a, gold) - rho(b, gold)`` (Spearman, :func:`spearman`) on the items where
+    none of ``a``, ``b``, ``gold`` is NaN (``n`` of them). The items are resampled jointly
+    (the triple of an item stays together): the resamples are those of
+    :func:`bootstrap_spearman` for the same ``n`` and ``seed``
+    (``default_rng(seed).integers(0, n, (n_boot, n))``), and each resample's two rhos are
+    computed from counts as there, without ranking it. A resample in which ``a``, ``b`` or
+    ``gold`` is constant has no difference and is left out; ``B`` is the number left.
+
+    * ``ci_low``, ``ci_high``: the percentile interval of the ``B`` differences (``level``).
+    * ``p``: two-sided bootstrap p-value of ``diff = 0``: with ``k_le`` resample differences
+      ``<= 0`` and ``k_ge`` ``>= 0``, ``p = min(1, 2 (min(k_le, k_ge) + 1) / (B + 1))``.
+      It is the smallest ``1 - level`` at which the percentile interval leaves out 0, with
+      the usual ``+1`` for the observed sample, so that it is never 0 (its least value is
+      ``2 / (B + 1)``).
+
+    Fewer than three items, a constant variable or ``n_boot < 1`` give NaN where the value
+    is undefined (``n`` is always the number of complete items).
+    """
+    x, y, g = _complete(a, b, gold)
+    n = len(x)
+    rho_a, rho_b = spearman(x, g).rho, spearman(y, g).rho
+    diff = rho_a - rho_b
+    if math.isnan(diff) or n_boot < 1:
+        return RhoDifference(rho_a, rho_b, diff, math.nan, math.nan, math.nan, n)
+    diffs = _resample_rhos(x, g, n_boot, seed) - _resample_rhos(y, g, n_boot, seed)
+    diffs = diffs[~np.isnan(diffs)]
+    if len(diffs) == 0:
+        return RhoDifference(rho_a, rho_b, diff, math.nan, math.nan, math.nan, n)
+    lo, hi = _percentiles(diffs, level)
+    k = min(int(np.sum(diffs <= 0.0)), int(np.sum(diffs >= 0.0)))
+    p = min(1.0, 2.0 * (k + 1) / (len(diffs) + 1))
+    return RhoDifference(rho_a, rho_b, diff, lo, hi, p, n)
+
+
+def _valid_correlations(n: int, *rs: float) -> bool:
+    return n >= 4 and all(not math.isnan(r) and abs(r) < 1.0 for r in rs)
+
+
+def williams_t(r_ag: float, r_bg: float, r_ab: float, n: int) -> tuple[float, float]:
+    """Williams' t for two dependent correlations that share a variable: ``(t, p)``.
+
+    Does ``a`` correlate with ``g`` as much as ``b`` does, measured on the same ``n``
+    items? ``r_ag``, ``r_bg`` are the two correlations, ``r_ab`` the correlation of ``a``
+    and ``b``. In the form of Steiger (1980), eq. 7::
+
+        |R| = 1 - r_ag^2 - r_bg^2 - r_ab^2 + 2 r_ag r_bg r_ab
+        rbar = (r_ag + r_bg) / 2
+        t = (r_ag - r_bg) sqrt((n-1)(1+r_ab) / (2 (n-1)/(n-3) |R| + rbar^2 (1-r_ab)^3))
+
+    with ``n - 3`` degrees of freedom; ``p`` is two-sided (Student's t,
+    ``scipy.stats.t``). The test is derived for Pearson correlations; applying it to
+    Spearman rhos, as ncprobe does, is the usual approximation (the rhos are Pearson
+    correlations of ranks). ``n < 4``, a correlation that is NaN or of absolute value 1,
+    or a non-positive denominator (correlations that no data can have) give NaN.
+
+    >>> t, p = williams_t(0.5, 0.5, 0.3, 50)
+    >>> t, p
+    (0.0, 1.0)
+    """
+    from scipy.stats import t as student_t
+
+    if not _valid_correlations(n, r_ag, r_bg, r_ab):
+        return (math.nan, math.nan)
+    det = 1.0 - r_ag**2 - r_bg**2 - r_ab**2 + 2.0 * r_ag * r_bg * r_ab
+    rbar = (r_ag + r_bg) / 2.0
+    den = 2.0 * (n - 1) / (n - 3) * det + rbar**2 * (1.0 - r_ab) ** 3
+    if not den > 0.0:
+        return (math.nan, math.nan)
+    t = (r_ag - r_bg) * math.sqrt((n - 1) * (1.0 + r_ab) / den)
+    return (t, float(min(1.0, 2.0 * student_t.sf(abs(t), n - 3))))
+
+
+def meng_z(r_ag: float, r_bg: float, r_ab: float, n: int) -> tuple[float, float]:
+    """Meng, Rosenthal & Rubin's (1992) z for two dependent correlations sharing a variable.
+
+    The same question as :func:`williams_t`, on Fisher's z of the two correlations::
+
+        rbar2 = (r_ag^2 + r_bg^2) / 2
+        f = min(1, (1 - r_ab) / (2 (1 - rbar2)))
+        h = (1 - f rbar2) / (1 - rbar2)
+        z = (atanh(r_ag) - atanh(r_bg)) sqrt((n - 3) / (2 (1 - r_ab) h))
+
+    Returns ``(z, p)``, ``p`` two-sided from the standard normal. Applied to Spearman rhos
+    it is an approximation, as :func:`williams_t`. ``n < 4`` or a correlation that is NaN
+    or of absolute value 1 give NaN.
+    """
+    from scipy.stats import norm
+
+    if not _valid_correlations(n, r_ag, r_bg, r_ab):
+        return (math.nan, math.nan)
+    rbar2 = (r_ag**2 + r_bg**2) / 2.0
+    f = min(1.0, (1.0 - r_ab) / (2.0 * (1.0 - rbar2)))
+    h = (1.0 - f * rbar2) / (1.0 - rbar2)
+    z = (math.atanh(r_ag) - math.atanh(r_bg)) * math.sqrt((n - 3) / (2.0 * (1.0 - r_ab) * h))
+    return (z, float(min(1.0, 2.0 * norm.sf(abs(z)))))
+
+
+#: The columns of :func:`class_tests`.
+CLASS_TEST_COLUMNS: tuple[str, ...] = (
+    "test", "cls_a", "cls_b", "n_a", "n_b", "statistic", "p", "p_corrected", "rank_biserial",
+    "significant")
+
+
+def class_tests(values: ArrayLike, classes: ArrayLike | Sequence[str | None], *,
+                correct_method: Correction = "holm") -> pd.DataFrame:
+    """Do the values of one measure differ between the classes (I, PC, C)?
+
+    ``values[i]`` is the measure of item ``i`` and ``classes[i]`` its class; items whose
+    value is NaN or whose class is missing are dropped. The classes present are tested in
+    the order of :data:`ncprobe.schema.CLASSES` (any other class after them, sorted).
+
+    Returns one row per test (columns :data:`CLASS_TEST_COLUMNS`):
+
+    * ``test == "kruskal-wallis"``: ``scipy.stats.kruskal`` across every class present;
+      ``cls_a`` is ``"all"``, ``cls_b`` and ``n_b`` are missing (``<NA>``), ``n_a`` the
+      number of items, ``statistic`` H. Its ``p_corrected`` is its ``p``: it is one test per
+      measure (correct it across measures with :func:`correct`).
+    * ``test == "mann-whitney"``: for each pair of classes (``I``-``PC``, ``I``-``C``,
+      ``PC``-``C``), the two-sided ``scipy.stats.mannwhitneyu`` of ``cls_a`` against
+      ``cls_b`` (its defaults: exact for small samples without ties, else normal with
+      continuity correction); ``statistic`` is ``U1``, the U of ``cls_a`` (pairs in which
+      the ``cls_a`` item is larger, plus half the ties); ``rank_biserial`` is the effect
+      size ``2 U1 / (n_a n_b) - 1``, in [-1, 1]: positive when the values of ``cls_a``
+      tend to be larger than those of ``cls_b``. ``p_corrected`` corrects the p-values of
+      the pairs as one family (``correct_method``, :func:`correct`).
+
+    ``significant`` is ``p_corrected <= ALPHA``. A test that is undefined (fewer than two
+    classes, every value equal) has NaN ``statistic`` and ``p`` and is not significant.
+    """
+    import pandas as pd
+    from scipy.stats import kruskal, mannwhitneyu
+
+    from .schema import ALL_CLASSES, CLASSES
+
+    v = np.asarray(values, dtype=np.float64)
+    c = pd.Series(np.asarray(classes, dtype=object)).reset_index(drop=True)
+    if v.ndim != 1 or len(c) != len(v):
+        raise ValueError(f"class_tests needs values and classes of one length, got {v.shape} "
+                         f"and {len(c)}")
+    ok = ~np.isnan(v) & c.notna().to_numpy()
+    v, labels = v[ok], c[ok].astype(str).to_numpy()
+    present = set(labels.tolist())
+    order = [k for k in CLASSES if k in present] + sorted(present - set(CLASSES))
+    groups = {k: v[labels == k] for k in order}
+    rows: list[dict] = []
+    h = p = math.nan
+    if len(order) >= 2 and len(np.unique(v)) > 1:
+        res = kruskal(*groups.values())
+        h, p = float(res.statistic), float(res.pvalue)
+    rows.append({"test": "kruskal-wallis", "cls_a": ALL_CLASSES, "cls_b": pd.NA,
+                 "n_a": len(v), "n_b": pd.NA, "statistic": h, "p": p, "p_corrected": p,
+                 "rank_biserial": math.nan})
+    pairs = []
+    for i, ka in enumerate(order):
+        for kb in order[i + 1:]:
+            x, y = groups[ka], groups[kb]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # every value tied: p is NaN, said below
+                res = mannwhitneyu(x, y, alternative="two-sided")
+            u1 = float(res.statistic)
+            pairs.append({"test": "mann-whitney", "cls_a": ka, "cls_b": kb, "n_a": len(x),
+                          "n_b": len(y), "statistic": u1, "p": float(res.pvalue),
+                          "rank_biserial": 2.0 * u1 / (len(x) * len(y)) - 1.0})
+    corrected = correct([r["p"] for r in pairs], correct_method)
+    for r, pc in zip(pairs, corrected, strict=True):
+        r["p_corrected"] = float(pc)
+    rows += pairs
+    out = pd.DataFrame(rows, columns=list(CLASS_TEST_COLUMNS[:-1]))
+    out["cls_a"] = out["cls_a"].astype("string")
+    out["cls_b"] = out["cls_b"].astype("string")
+    out["n_a"] = out["n_a"].astype("Int64")
+    out["n_b"] = out["n_b"].astype("Int64")
+    out["significant"] = (out["p_corrected"] <= ALPHA).to_numpy()
+    return out

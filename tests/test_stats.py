@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.stats as ss
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ncprobe.stats import bootstrap_mean, bootstrap_spearman, spearman
+from ncprobe.errors import UsageError
+from ncprobe.stats import (
+    CLASS_TEST_COLUMNS,
+    Correction,
+    bootstrap_mean,
+    bootstrap_spearman,
+    class_tests,
+    correct,
+    meng_z,
+    paired_bootstrap_rho_diff,
+    spearman,
+    williams_t,
+)
 
 
 @pytest.mark.parametrize("n", [3, 4, 7, 30, 280])
@@ -87,3 +101,263 @@ def test_bootstrap_mean():
     assert (lo, hi) == tuple(np.percentile(means, [2.5, 97.5]))
     assert lo < 49.5 < hi
     assert all(math.isnan(v) for v in bootstrap_mean([1.0], n_boot=10))
+
+
+# --- tests: corrections, paired differences of rho, dependent correlations, classes ----------
+
+def _holm_by_hand(p: list[float]) -> list[float]:
+    """Holm's step-down: the i-th smallest p times (m - i + 1), made non-decreasing."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):  # rank 0 = smallest
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def _bh_by_hand(p: list[float]) -> list[float]:
+    """Benjamini-Hochberg step-up: the i-th smallest p times m / i, made non-increasing from
+    the largest down."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 1.0
+    for rank in range(m - 1, -1, -1):
+        i = order[rank]
+        running = min(running, m * p[i] / (rank + 1))
+        out[i] = running
+    return out
+
+
+def test_correct_hand_worked_numbers():
+    p = [0.01, 0.04, 0.03, 0.005]
+    # sorted 0.005 0.01 0.03 0.04; Holm x4 x3 x2 x1 = 0.02 0.03 0.06 0.04 -> cummax
+    assert correct(p, "holm") == pytest.approx([0.03, 0.06, 0.06, 0.02], abs=1e-15)
+    # BH m p / i = 0.02 0.02 0.04 0.04 -> cummin from the top
+    assert correct(p, "fdr_bh") == pytest.approx([0.02, 0.04, 0.04, 0.02], abs=1e-15)
+    assert correct(p, "none").tolist() == p
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_correct_matches_hand_loops_and_statsmodels_nan_outside_the_family(seed):
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 30))
+    p = rng.uniform(0, 0.2, m) ** 2
+    p[rng.integers(0, m, m // 4)] = 0.0123  # ties
+    with_nan = np.insert(p, rng.integers(0, m + 1, 3), np.nan)
+    ok = ~np.isnan(with_nan)
+    cases: list[tuple[Correction, Callable[[list[float]], list[float]]]] = [
+        ("holm", _holm_by_hand), ("fdr_bh", _bh_by_hand)]
+    for method, by_hand in cases:
+        got = correct(with_nan, method)
+        assert np.isnan(got[~ok]).all()
+        assert got[ok] == pytest.approx(by_hand(p.tolist()), abs=1e-14)
+        assert got[ok] == pytest.approx(multipletests(p, method=method)[1], abs=1e-15)
+    assert np.array_equal(correct(with_nan, "none"), with_nan, equal_nan=True)
+
+
+def test_correct_edge_cases():
+    assert correct([], "holm").tolist() == []
+    assert np.isnan(correct([math.nan, math.nan], "holm")).all()
+    assert correct([0.3], "holm").tolist() == [0.3]
+    original = np.array([0.01, 0.02])
+    correct(original, "holm")
+    assert original.tolist() == [0.01, 0.02]  # the input is not changed
+    unknown: Any = "bonferroni"  # what a caller without a type checker may pass
+    with pytest.raises(UsageError, match="holm, fdr_bh, none"):
+        correct([0.1], unknown)
+
+
+def _diffs_by_loop(a, b, g, n_boot, seed):
+    """rho(a, g) - rho(b, g) in each resample, ranked by scipy one resample at a time."""
+    n = len(a)
+    diffs = []
+    for i in np.random.default_rng(seed).integers(0, n, (n_boot, n)):
+        x, y, z = a[i], b[i], g[i]
+        if any(np.all(v == v[0]) for v in (x, y, z)):
+            continue  # rho undefined: the resample is left out
+        diffs.append(ss.spearmanr(x, z).statistic - ss.spearmanr(y, z).statistic)
+    out = np.array(diffs)
+    # a resample where a and b rank alike has a difference of exactly 0 (scipy may leave a
+    # last-digit rounding there): 0 it is, counted on both sides by the p-value
+    out[np.abs(out) < 1e-12] = 0.0
+    return out
+
+
+def _p_by_definition(diffs: np.ndarray) -> float:
+    k = min(int((diffs <= 0).sum()), int((diffs >= 0).sum()))
+    return min(1.0, 2 * (k + 1) / (len(diffs) + 1))
+
+
+@pytest.mark.parametrize("n, n_boot, seed", [(12, 300, 0), (40, 500, 5), (150, 400, 11)])
+def test_paired_bootstrap_matches_an_explicit_loop_with_ties_and_nan(n, n_boot, seed):
+    rng = np.random.default_rng(100 + seed)
+    gold = rng.integers(0, 6, n).astype(float)           # gold scores with many ties
+    a = np.round(gold + rng.normal(0, 1.5, n))            # ties in a and b too
+    b = np.round(0.5 * gold + rng.normal(0, 2.0, n), 1)
+    a[1], b[4], gold[7] = math.nan, math.nan, math.nan   # dropped jointly
+    got = paired_bootstrap_rho_diff(a, b, gold, n_boot=n_boot, seed=seed)
+    keep = ~(np.isnan(a) | np.isnan(b) | np.isnan(gold))
+    x, y, g = a[keep], b[keep], gold[keep]
+    assert got.n == n - 3
+    rho_a, rho_b = ss.spearmanr(x, g).statistic, ss.spearmanr(y, g).statistic
+    assert got.rho_a == pytest.approx(rho_a, abs=1e-12)
+    assert got.rho_b == pytest.approx(rho_b, abs=1e-12)
+    assert got.diff == pytest.approx(rho_a - rho_b, abs=1e-12)
+    diffs = _diffs_by_loop(x, y, g, n_boot, seed)
+    if n == 12:
+        assert (diffs == 0).any()  # resamples with no difference, counted on both sides
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    assert got.ci_low == pytest.approx(lo, abs=1e-12)
+    assert got.ci_high == pytest.approx(hi, abs=1e-12)
+    assert got.p == pytest.approx(_p_by_definition(diffs), abs=1e-15)
+    assert got == paired_bootstrap_rho_diff(a, b, gold, n_boot=n_boot, seed=seed)  # seeded
+    narrow = paired_bootstrap_rho_diff(a, b, gold, n_boot=n_boot, seed=seed, level=0.5)
+    want = np.percentile(diffs, [25, 75])
+    assert (narrow.ci_low, narrow.ci_high) == pytest.approx(tuple(want), abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(4, 60), st.integers(1, 5), st.integers(0, 2**32 - 1))
+def test_paired_bootstrap_equals_the_loop_on_tie_heavy_data(n, levels, seed):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, levels + 1, n).astype(float)
+    a = np.round(g + rng.normal(size=n))
+    b = rng.integers(0, 3, n).astype(float)
+    got = paired_bootstrap_rho_diff(a, b, g, n_boot=100, seed=seed % 997)
+    if any(np.all(v == v[0]) for v in (a, b, g)):
+        assert math.isnan(got.diff) and math.isnan(got.p)
+        return
+    diffs = _diffs_by_loop(a, b, g, 100, seed % 997)
+    if len(diffs) == 0:
+        assert math.isnan(got.ci_low) and math.isnan(got.p)
+        return
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    assert (got.ci_low, got.ci_high) == pytest.approx((lo, hi), abs=1e-9)
+    assert got.p == pytest.approx(_p_by_definition(diffs), abs=1e-15)
+
+
+def test_paired_bootstrap_degenerate_cases():
+    same = np.array([3.0, 1.0, 2.0, 5.0, 4.0, 4.0])
+    gold = np.array([1.0, 2.0, 2.0, 4.0, 5.0, 6.0])
+    d = paired_bootstrap_rho_diff(same, same.copy(), gold, n_boot=200, seed=1)
+    assert d.diff == 0.0 and d.ci_low == 0.0 and d.ci_high == 0.0 and d.p == 1.0
+    short = paired_bootstrap_rho_diff([1, 2], [2, 1], [1, 2], n_boot=50)
+    assert short.n == 2 and math.isnan(short.diff) and math.isnan(short.p)
+    flat = paired_bootstrap_rho_diff([1, 1, 1, 1], [1, 2, 3, 4], [4, 3, 2, 1], n_boot=50)
+    assert math.isnan(flat.rho_a) and math.isnan(flat.ci_low)
+    no_boot = paired_bootstrap_rho_diff(same, gold, gold, n_boot=0)
+    assert not math.isnan(no_boot.diff) and math.isnan(no_boot.ci_low)
+    with pytest.raises(ValueError, match="one length"):
+        paired_bootstrap_rho_diff([1, 2, 3], [1, 2], [1, 2, 3])
+
+
+def test_williams_t_hand_worked():
+    r_ag, r_bg, r_ab, n = 0.5, 0.3, 0.4, 50
+    # |R| = 1 - .25 - .09 - .16 + 2 * .5 * .3 * .4 = 0.62; rbar = 0.4; (1 - r_ab)^3 = 0.216
+    det = 1 - 0.25 - 0.09 - 0.16 + 0.12
+    den = 2 * 49 / 47 * det + 0.4**2 * 0.216
+    want_t = (0.5 - 0.3) * math.sqrt(49 * 1.4 / den)
+    assert det == pytest.approx(0.62) and den == pytest.approx(1.3273259574, abs=1e-9)
+    assert want_t == pytest.approx(1.43782, abs=1e-5)  # by hand: 0.2 * sqrt(51.683)
+    t, p = williams_t(r_ag, r_bg, r_ab, n)
+    assert t == pytest.approx(want_t, abs=1e-12)
+    assert p == pytest.approx(2 * ss.t.sf(want_t, 47), abs=1e-12)
+    assert 0.15 < p < 0.16
+    # antisymmetric in the two correlations
+    t2, p2 = williams_t(r_bg, r_ag, r_ab, n)
+    assert t2 == pytest.approx(-t, abs=1e-12) and p2 == pytest.approx(p, abs=1e-12)
+
+
+def test_williams_t_equal_correlations_and_undefined_cases():
+    assert williams_t(0.42, 0.42, 0.7, 30) == (0.0, 1.0)
+    assert williams_t(-0.2, -0.2, 0.1, 4) == (0.0, 1.0)
+    for args in [(0.5, 0.3, 0.4, 3), (1.0, 0.3, 0.4, 50), (0.5, 0.3, -1.0, 50),
+                 (math.nan, 0.3, 0.4, 50), (0.5, 0.3, 0.4, 0)]:
+        t, p = williams_t(*args)
+        assert math.isnan(t) and math.isnan(p), args
+
+
+def test_meng_rosenthal_rubin_z_hand_worked():
+    # rbar2 = (.25 + .09) / 2 = .17; f = .6 / (2 * .83) = .36145; h = (1 - f .17) / .83
+    f = 0.6 / (2 * 0.83)
+    h = (1 - f * 0.17) / 0.83
+    want = (math.atanh(0.5) - math.atanh(0.3)) * math.sqrt(47 / (2 * 0.6 * h))
+    assert f == pytest.approx(0.361446, abs=1e-6) and h == pytest.approx(1.130788, abs=1e-6)
+    assert want == pytest.approx(1.41121, abs=1e-5)
+    z, p = meng_z(0.5, 0.3, 0.4, 50)
+    assert z == pytest.approx(want, abs=1e-12)
+    assert p == pytest.approx(2 * ss.norm.sf(want), abs=1e-12)
+    # f capped at 1: rbar2 = (.81 + .64) / 2 = .725, (1 - .1) / (2 * .275) = 1.64 > 1 -> h = 1
+    z, _ = meng_z(0.9, 0.8, 0.1, 40)
+    assert z == pytest.approx((math.atanh(0.9) - math.atanh(0.8)) * math.sqrt(37 / 1.8),
+                              abs=1e-12)
+    assert meng_z(0.3, 0.3, 0.5, 20) == (0.0, 1.0)
+    for args in [(0.5, 0.3, 0.4, 3), (0.5, 0.3, 1.0, 50), (0.5, -1.0, 0.4, 50)]:
+        z, p = meng_z(*args)
+        assert math.isnan(z) and math.isnan(p), args
+
+
+def test_class_tests_tiny_example_by_hand():
+    values = [1, 2, 3, 2, 4, 5, 6, 7, math.nan, 9]
+    classes = ["I", "I", "I", "PC", "PC", "C", "C", "C", "C", None]  # NaN value, no class
+    got = class_tests(values, classes, correct_method="holm")
+    assert list(got.columns) == list(CLASS_TEST_COLUMNS)
+    kw = got.iloc[0]
+    assert (kw["test"], kw["cls_a"], kw["n_a"]) == ("kruskal-wallis", "all", 8)
+    assert pd.isna(kw["cls_b"]) and pd.isna(kw["n_b"])
+    want = ss.kruskal([1, 2, 3], [2, 4], [5, 6, 7])
+    assert kw["statistic"] == pytest.approx(want.statistic, abs=1e-12)
+    assert kw["p"] == pytest.approx(want.pvalue, abs=1e-12) and kw["p_corrected"] == kw["p"]
+    pairs = got.iloc[1:]
+    assert list(zip(pairs["cls_a"], pairs["cls_b"], strict=True)) == [
+        ("I", "PC"), ("I", "C"), ("PC", "C")]
+    # U1 of I vs PC: 1 > 2? no, > 4? no; 2 = 2 (half), > 4? no; 3 > 2 yes, > 4? no -> 1.5
+    assert pairs["statistic"].tolist() == [1.5, 0.0, 0.0]
+    # rank-biserial 2 U1 / (n1 n2) - 1: 3 / 6 - 1 = -0.5; I and PC all below C: -1
+    assert pairs["rank_biserial"].tolist() == [-0.5, -1.0, -1.0]
+    groups = {"I": [1, 2, 3], "PC": [2, 4], "C": [5, 6, 7]}
+    p = [ss.mannwhitneyu(groups[x], groups[y], alternative="two-sided").pvalue
+         for x, y in [("I", "PC"), ("I", "C"), ("PC", "C")]]
+    assert pairs["p"].tolist() == pytest.approx(p, abs=1e-12)
+    assert pairs["p_corrected"].tolist() == pytest.approx(_holm_by_hand(p), abs=1e-12)
+    assert got["significant"].tolist() == [bool(v <= 0.05) for v in got["p_corrected"]]
+
+
+@pytest.mark.parametrize("method", ["holm", "fdr_bh", "none"])
+def test_class_tests_match_scipy(method):
+    rng = np.random.default_rng(4)
+    classes = rng.choice(["C", "I", "PC"], 90)
+    values = np.round(rng.normal(size=90) + (classes == "C") * 0.8, 1)  # ties, shifted C
+    got = class_tests(values, classes, correct_method=method)
+    groups = {k: values[classes == k] for k in ("I", "PC", "C")}
+    want = ss.kruskal(*groups.values())
+    assert got.iloc[0]["statistic"] == pytest.approx(want.statistic, abs=1e-12)
+    assert got.iloc[0]["p"] == pytest.approx(want.pvalue, abs=1e-12)
+    ps = []
+    for (_, r), (x, y) in zip(got.iloc[1:].iterrows(), [("I", "PC"), ("I", "C"), ("PC", "C")],
+                              strict=True):
+        u = ss.mannwhitneyu(groups[x], groups[y], alternative="two-sided")
+        u1 = sum((xi > yj) + 0.5 * (xi == yj) for xi in groups[x] for yj in groups[y])
+        assert r["statistic"] == pytest.approx(u.statistic, abs=1e-9) == u1
+        assert r["rank_biserial"] == pytest.approx(2 * u1 / (len(groups[x]) * len(groups[y]))
+                                                   - 1, abs=1e-12)
+        assert r["p"] == pytest.approx(u.pvalue, abs=1e-12)
+        ps.append(u.pvalue)
+    hand: dict[str, Callable[[list[float]], list[float]]] = {
+        "holm": _holm_by_hand, "fdr_bh": _bh_by_hand, "none": list}
+    by_hand = hand[method]
+    assert got.iloc[1:]["p_corrected"].tolist() == pytest.approx(by_hand(ps), abs=1e-12)
+    assert got.iloc[1:]["rank_biserial"].iloc[1] < 0  # I below C
+
+
+def test_class_tests_degenerate():
+    one = class_tests([1.0, 2.0, 3.0], ["I", "I", "I"], correct_method="holm")
+    assert len(one) == 1 and math.isnan(one.iloc[0]["p"]) and not one.iloc[0]["significant"]
+    tied = class_tests([1.0] * 4, ["I", "I", "C", "C"], correct_method="holm")
+    assert math.isnan(tied.iloc[0]["statistic"])
+    assert tied.iloc[1]["rank_biserial"] == 0.0
+    two = class_tests([1.0, 2.0, 3.0, 4.0], ["PC", "C", "PC", "C"], correct_method="holm")
+    assert two.iloc[1][["cls_a", "cls_b"]].tolist() == ["PC", "C"]

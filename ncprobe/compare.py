@@ -1,0 +1,284 @@
+"""Comparisons that are tests: is one run's (or condition's) rho with the gold higher than
+another's, on the same NCs?
+
+:func:`compare` takes the per-NC ``measures`` of two :class:`~ncprobe.results.Results`
+(or of one, under two selections) and, for every cell present on both sides (measure x
+level x context x space x layer view x language, as far as the selections leave them
+open), tests the difference of Spearman's rho with the gold score on the NCs the two sides
+share:
+
+* a paired bootstrap (the NCs resampled jointly, :func:`ncprobe.stats.paired_bootstrap_rho_diff`):
+  the difference, its percentile interval and a bootstrap p-value, which is the test;
+* Williams' t for dependent correlations sharing a variable (:func:`ncprobe.stats.williams_t`)
+  as a classical cross-check;
+* the bootstrap p-values corrected for multiple comparisons across the whole output
+  (:func:`ncprobe.stats.correct`), and ``significant`` from the corrected p.
+
+Examples::
+
+    compare(glove, minilm)                                   # two models, every cell
+    compare(res, select_a={"context": "nat"}, select_b={"context": "neut"})
+    compare(res, select_a={"layers": "6"}, select_b={"layers": "12"})
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import UsageError
+from .results import Results
+from .stats import (
+    ALPHA,
+    CORRECTIONS,
+    Correction,
+    paired_bootstrap_rho_diff,
+    spearman,
+    williams_t,
+)
+from .stats import correct as correct_pvalues
+
+log = logging.getLogger(__name__)
+
+#: The columns that identify a cell of the ``measures`` table (besides the NC), in the
+#: order the output shows them.
+CELL_KEYS: tuple[str, ...] = ("model", "lang", "space", "layers", "level", "context",
+                              "measure")
+#: Resamples of a comparison: more than a run's intervals use (``N_BOOT``), because the least
+#: bootstrap p is 2 / (n_boot + 1) and Holm multiplies it by the number of tests (a table of
+#: 44 cells needs n_boot > 1760 for any cell to be significant after the correction).
+COMPARE_N_BOOT = 10_000
+#: What a selection may filter on: the cell keys, and ``nc`` / ``cls`` (which only filter).
+SELECT_KEYS: tuple[str, ...] = CELL_KEYS + ("nc", "cls")
+#: The statistics of each output row, after its key columns.
+STAT_COLUMNS: tuple[str, ...] = (
+    "n", "rho_a", "rho_b", "diff", "ci_low", "ci_high", "p_boot", "r_ab", "williams_t",
+    "p_williams", "p_corrected", "significant")
+
+#: One selection: column -> one value (which fixes the column on that side) or a list of
+#: values (which only filters).
+Selection = Mapping[str, str | Sequence[str]]
+
+
+def compare(a: Results, b: Results | None = None, *, select_a: Selection | None = None,
+            select_b: Selection | None = None, n_boot: int = COMPARE_N_BOOT,
+            seed: int = 0, correct: Correction = "holm") -> pd.DataFrame:
+    """Test, cell by cell, whether side A's Spearman rho with the gold differs from side B's.
+
+    Args:
+        a: the results of side A.
+        b: the results of side B; ``None``: ``a`` again, under ``select_b`` (nat vs neut of
+            one model, two layer views ...).
+        select_a, select_b: the rows of each side's ``measures`` table, filtered as
+            :meth:`Results.select` does (values compared as text) on ``model``, ``lang``,
+            ``space``, ``layers``, ``level``, ``context``, ``measure``, ``nc``, ``cls``.
+            A cell key given one value (``{"context": "nat"}``) is *fixed* on that side:
+            the output shows it as ``context_a`` / ``context_b`` and the other side must
+            hold one value of it (or fix one). A list of values only filters.
+        n_boot, seed: the bootstrap resamples (``numpy.random.default_rng(seed)``): the same
+            inputs give the same output.
+        correct: the multiple-comparison correction of the bootstrap p-values, the family
+            being every row of the output: ``holm`` (default), ``fdr_bh`` or ``none``.
+
+    Cells are matched on every cell key that is fixed on neither side (language, space,
+    layer view, level, context group, measure, as present), and NCs are paired on
+    ``(lang, nc)``. ``model`` is always a side's own: each side must hold one model. The
+    layer view is a side's own too when each side holds one and they differ (a static
+    model's ``-`` against a transformer's ``3+4+5+6``).
+
+    Returns:
+        One row per cell present on both sides, in the order of side A's rows. Columns:
+        ``model_a, model_b``, then ``<key>_a, <key>_b`` for every other key fixed on a side
+        (``layers_a, layers_b`` ...), then the matched keys (of ``lang, space, layers,
+        level, context, measure``), then :data:`STAT_COLUMNS`:
+
+        * ``n``: the NCs shared, with a value on both sides and a gold score;
+        * ``rho_a``, ``rho_b``: Spearman's rho with the gold on those ``n`` NCs (it can
+          differ from the ``correlations`` table, which uses every NC of one run);
+        * ``diff = rho_a - rho_b``, ``ci_low``, ``ci_high``: its paired percentile bootstrap
+          interval (95%), ``p_boot`` its two-sided bootstrap p-value (the definition is
+          in :func:`ncprobe.stats.paired_bootstrap_rho_diff`);
+        * ``r_ab``: Spearman's rho between the two sides' values; ``williams_t``,
+          ``p_williams``: Williams' t (``n - 3`` df) on ``rho_a``, ``rho_b``, ``r_ab``;
+        * ``p_corrected``: ``p_boot`` corrected across the output (``correct``);
+          ``significant``: ``p_corrected <= ALPHA`` (0.05).
+
+        The least ``p_boot`` is ``2 / (n_boot + 1)``: after Holm's correction of ``m`` tests
+        it is ``2 m / (n_boot + 1)``, so ``n_boot`` must exceed ``40 m`` for any test to be
+        significant under Holm (a warning is logged when it does not).
+
+    Raises:
+        UsageError: a selection names an unknown column or a value the results do not hold
+            (the message lists what they hold), a side holds several models or several
+            values of a key the other side fixes, the two sides share no cell or no NC, or
+            an NC has different gold scores on the two sides (runs made with different
+            ``--gold``).
+    """
+    if correct not in CORRECTIONS:
+        raise UsageError(f"unknown multiple-comparison correction {correct!r}; choose from "
+                         + ", ".join(CORRECTIONS))
+    if b is None:
+        if select_b is None or dict(select_b) == dict(select_a or {}):
+            raise UsageError("comparing a Results with itself needs two different selections "
+                             "(e.g. select_a={'context': 'nat'}, select_b={'context': "
+                             "'neut'}), or give the results of side B")
+        b = a
+    side_a = _side(a, select_a, "a")
+    side_b = _side(b, select_b, "b")
+    fixed = _fixed_keys(side_a, side_b, select_a, select_b)
+    match = [k for k in CELL_KEYS if k not in fixed]
+    pair_on = match + (["lang"] if "lang" in fixed else []) + ["nc"]
+
+    # one row per NC and cell on both sides; the fixed keys of each side become <key>_a/_b
+    cols = list(CELL_KEYS) + ["nc", "value", "comp"]
+    merged = side_a[cols].merge(side_b[cols], on=pair_on, how="inner", suffixes=("_a", "_b"))
+    if merged.empty:
+        raise UsageError("the two sides share no cell and NC: "
+                         + _what_exists(side_a, side_b, pair_on))
+    _check_gold(merged, a, b)
+    for k in fixed:
+        if k == "lang":  # paired on: one value on both sides, shown as lang_a / lang_b
+            merged[f"{k}_a"] = merged[f"{k}_b"] = merged[k]
+    side_cols = [f"{k}{s}" for k in fixed for s in ("_a", "_b")]
+    cell_cols = side_cols + match
+
+    rows = []
+    for key, cell in merged.groupby(cell_cols, sort=False, dropna=False):
+        va = cell["value_a"].to_numpy(dtype=np.float64)
+        vb = cell["value_b"].to_numpy(dtype=np.float64)
+        gold = cell["comp_a"].to_numpy(dtype=np.float64)
+        d = paired_bootstrap_rho_diff(va, vb, gold, n_boot=n_boot, seed=seed)
+        ok = ~(np.isnan(va) | np.isnan(vb) | np.isnan(gold))
+        r_ab = spearman(va[ok], vb[ok]).rho
+        t, p_t = williams_t(d.rho_a, d.rho_b, r_ab, d.n)
+        rows.append({**dict(zip(cell_cols, key, strict=True)), "n": d.n, "rho_a": d.rho_a,
+                     "rho_b": d.rho_b, "diff": d.diff, "ci_low": d.ci_low,
+                     "ci_high": d.ci_high, "p_boot": d.p, "r_ab": r_ab, "williams_t": t,
+                     "p_williams": p_t})
+    out = pd.DataFrame(rows)
+    if not (out["n"] > 0).any():
+        raise UsageError("the two sides share no NC with a value on both sides and a gold "
+                         "score: " + _what_exists(side_a, side_b, pair_on))
+    family = int(out["p_boot"].notna().sum())
+    if correct == "holm" and family > 1 and 2.0 * family / (n_boot + 1) > ALPHA:
+        log.warning("compare: %d tests corrected by Holm with %d bootstrap resamples: the "
+                    "least bootstrap p is 2/(n_boot+1), so no test can be significant after "
+                    "the correction; use n_boot >= %d", family, n_boot,
+                    math.ceil(2.0 * family / ALPHA))
+    out["p_corrected"] = correct_pvalues(out["p_boot"].to_numpy(), correct)
+    out["significant"] = (out["p_corrected"] <= ALPHA).to_numpy()
+    out["n"] = out["n"].astype("int64")
+    return out[cell_cols + list(STAT_COLUMNS)].reset_index(drop=True)
+
+
+def _side(res: Results, select: Selection | None, name: str) -> pd.DataFrame:
+    """The rows of ``res.measures`` that ``select`` keeps, with the keys as plain text."""
+    select = dict(select or {})
+    unknown = [k for k in select if k not in SELECT_KEYS]
+    if unknown:
+        raise UsageError(f"select_{name}: cannot select on {', '.join(map(repr, unknown))}; "
+                         f"the per-NC measures are selected on {', '.join(SELECT_KEYS)}")
+    if res.measures.empty:
+        raise UsageError(f"side {name.upper()} holds no per-NC measures (an empty results "
+                         "table): compare results written by `ncprobe compute`")
+    rows = res.measures
+    for i, (col, wanted) in enumerate(select.items()):
+        values = [str(v) for v in ([wanted] if _one_value(wanted) else wanted)]
+        present = list(dict.fromkeys(rows[col].dropna().astype(str)))
+        bad = [v for v in values if v not in present]
+        if bad:
+            shown = ", ".join(present[:30]) + (f" ... ({len(present)} in all)"
+                                               if len(present) > 30 else "")
+            raise UsageError(f"select_{name}: {col} {', '.join(map(repr, bad))} is not in side "
+                             f"{name.upper()}'s per-NC measures"
+                             + (" (after the selections before it)" if i else "")
+                             + f"; they hold {col} {shown or '(none)'}")
+        rows = rows[rows[col].astype(str).isin(values)]
+    rows = rows.reset_index(drop=True)
+    if rows.empty:
+        raise UsageError(f"select_{name} {select} keeps no row of the per-NC measures; "
+                         + _holds(res.measures, name))
+    keys = list(CELL_KEYS) + ["nc"]
+    rows = rows.assign(**{k: rows[k].astype(str) for k in keys})
+    models = list(dict.fromkeys(rows["model"]))
+    if len(models) > 1:
+        raise UsageError(f"side {name.upper()} holds {len(models)} models ({', '.join(models)}); "
+                         f"compare one model per side: select_{name}={{'model': ...}}")
+    return rows
+
+
+def _one_value(v: object) -> bool:
+    """A selection value that fixes its column: one value, not a list of them."""
+    return isinstance(v, (str, bytes)) or not isinstance(v, Iterable)
+
+
+def _fixed_keys(side_a: pd.DataFrame, side_b: pd.DataFrame, select_a: Selection | None,
+                select_b: Selection | None) -> list[str]:
+    """The cell keys each side has its own value of (shown as ``<key>_a`` / ``<key>_b``)."""
+    one = {k for sel in (select_a, select_b) for k, v in (sel or {}).items()
+           if k in CELL_KEYS and _one_value(v)}
+    one.add("model")
+    la, lb = set(side_a["layers"]), set(side_b["layers"])
+    if len(la) == 1 and len(lb) == 1 and la != lb:
+        one.add("layers")
+    fixed = [k for k in CELL_KEYS if k in one]
+    for k in fixed:
+        for name, side in (("a", side_a), ("b", side_b)):
+            values = list(dict.fromkeys(side[k]))
+            if len(values) > 1:
+                raise UsageError(f"{k} is compared across the sides, but side {name.upper()} "
+                                 f"holds several: {', '.join(values)}; select one with "
+                                 f"select_{name}={{'{k}': ...}}")
+    return fixed
+
+
+def _check_gold(merged: pd.DataFrame, a: Results, b: Results) -> None:
+    """Refuse to compare NCs whose gold score is not the same on both sides."""
+    ga = merged["comp_a"].to_numpy(dtype=np.float64)
+    gb = merged["comp_b"].to_numpy(dtype=np.float64)
+    same = np.isclose(ga, gb, rtol=1e-12, atol=0.0, equal_nan=True)
+    if same.all():
+        return
+    i = int(np.flatnonzero(~same)[0])
+    r = merged.iloc[i]
+    lang = r["lang"]  # a key the sides are paired on: one column
+    golds = [", ".join(sorted({str((m.get("config") or {}).get("gold", "?")) for m in res.meta}))
+             for res in (a, b)]
+    raise UsageError(f"the gold score of NC {r['nc']!r} ({lang}) is {_num(ga[i])} on side A "
+                     f"and {_num(gb[i])} on side B (gold: {golds[0] or '?'} / "
+                     f"{golds[1] or '?'}): the runs were made with different gold scores "
+                     "(--gold). Compare runs computed with the same --gold")
+
+
+def _num(x: float) -> str:
+    return "missing" if math.isnan(x) else f"{x:g}"
+
+
+def _holds(rows: pd.DataFrame, name: str) -> str:
+    parts = []
+    for k in CELL_KEYS:
+        values = list(dict.fromkeys(rows[k].astype(str)))
+        shown = ", ".join(values[:12]) + (f" ... ({len(values)} in all)"
+                                          if len(values) > 12 else "")
+        parts.append(f"{k} {shown}")
+    return f"side {name.upper()} holds " + "; ".join(parts)
+
+
+def _what_exists(side_a: pd.DataFrame, side_b: pd.DataFrame, pair_on: list[str]) -> str:
+    """Where the two sides' cells and NCs part, and what each holds."""
+    apart = []
+    for k in pair_on:
+        va, vb = list(dict.fromkeys(side_a[k])), list(dict.fromkeys(side_b[k]))
+        if not set(va) & set(vb):
+            if k == "nc":
+                apart.append(f"no NC is on both sides ({len(va)} on side A, {len(vb)} on "
+                             "side B)")
+            else:
+                apart.append(f"{k} {', '.join(va)} on side A, {', '.join(vb)} on side B")
+    why = "; ".join(apart) if apart else "no combination of the keys is on both sides"
+    return (f"{why}. {_holds(side_a, 'a')}. {_holds(side_b, 'b')}. Select matching rows with "
+            "select_a / select_b (a key given one value is compared across the sides)")
