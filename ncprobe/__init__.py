@@ -11,21 +11,26 @@ The public API::
     res.select(analysis="nc")                                 # rows of res.correlations
     res.wide(level="nc")    # one row per NC, one column per measure (ncprobe.MEASURES)
     print(res.summary())
+    ncprobe.compare(res_a, res_b)    # rho of two runs, cell by cell: a tidy DataFrame
+
+``ncprobe.compare`` is :func:`ncprobe.comparison.compare`; the module's other names (e.g.
+``STAT_COLUMNS``) are in :mod:`ncprobe.comparison`.
 """
 
 from __future__ import annotations
 
 from ._version import VERSION as __version__
+from .comparison import compare
 from .config import RunConfig
 from .data import (
-                   NounCompound,
-                   SplicedStimuliWarning,
-                   Stimuli,
-                   Stimulus,
-                   download,
-                   load_pairs,
-                   load_stimuli,
-                   resolve_data_dir,
+    NounCompound,
+    SplicedStimuliWarning,
+    Stimuli,
+    Stimulus,
+    download,
+    load_pairs,
+    load_stimuli,
+    resolve_data_dir,
 )
 from .errors import DataError, DataErrors, DownloadError, ModelUnavailableError, NcprobeError
 from .pipeline import compute
@@ -40,4 +45,4 @@ from .schema import RESULT_TABLES as TABLES
 __all__ = ["CLASSES", "CONTEXTS", "MEASURES", "PROBES", "TABLES", "DataError", "DataErrors",
            "DownloadError", "ModelUnavailableError", "NcprobeError", "NounCompound", "Results",
            "RunConfig", "SplicedStimuliWarning", "Stimuli", "Stimulus", "__version__",
-           "compute", "download", "load_pairs", "load_stimuli", "resolve_data_dir"]
+           "compare", "compute", "download", "load_pairs", "load_stimuli", "resolve_data_dir"]

@@ -33,7 +33,7 @@ EXIT_INTERRUPTED = 130
 #: Exit code when stdout is a pipe closed early, as for a process killed by SIGPIPE.
 EXIT_BROKEN_PIPE = 141
 #: The RunConfig fields that ``reproduce`` passes to every run.
-REPRODUCE_OPTIONS = ("contexts", "n_boot", "seed")
+REPRODUCE_OPTIONS = ("contexts", "layers", "standardise", "n_boot", "seed")
 
 _DESCRIPTION = f"""\
 Probe the embedding spaces of language models for idiomaticity, on the NCIMP
@@ -97,6 +97,19 @@ def _jobs_option(p) -> None:
     p.add_argument("--jobs", type=_positive_int, default=default, metavar="N",
                    help="processes that draw the figures, this one included (default: the "
                    "CPUs, at most 4; here %(default)s); the files do not depend on it")
+
+
+def _table_options(p) -> None:
+    """``--correct`` and ``--compact-tables`` of ``report`` and ``reproduce``."""
+    from .stats import CORRECTIONS
+
+    p.add_argument("--correct", choices=CORRECTIONS, default="holm",
+                   help="multiple-comparison correction of the p-values each correlation "
+                   "table and the correlogram show: their \"-\" and blank cells follow the "
+                   "corrected p (default: holm; none: the study's uncorrected marks)")
+    p.add_argument("--compact-tables", action="store_true",
+                   help="correlation cells without their 95%% bootstrap interval (rho alone, "
+                   "as in the study; default: 0.59 [0.50, 0.66])")
 
 
 def _data_dir_option(p: argparse.ArgumentParser) -> None:
@@ -265,6 +278,13 @@ def build_parser(config: type | None = None) -> argparse.ArgumentParser:
     p.add_argument("--format", default="png,pdf", help="figure formats (default: png,pdf)")
     p.add_argument("--examples", default=None, metavar="NCS",
                    help="comma list of NCs for the example table (default: the six of the study)")
+    p.add_argument("--space", choices=("raw", "standardised"), default=None,
+                   help="vector space of the figures and the layer-wise figure and table "
+                   "(default: raw; standardised needs runs computed with --standardise)")
+    p.add_argument("--level", choices=("sent", "nc"), default=None,
+                   help="level of figures 3-10 and the layer-wise figure and table (default: "
+                   "nc)")
+    _table_options(p)
     _jobs_option(p)
 
     p = sub.add_parser(
@@ -288,7 +308,10 @@ def build_parser(config: type | None = None) -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _table_options(p)
     _jobs_option(p)
+
+    _compare_parser(sub)
 
     sub.add_parser("models", help="list the model aliases and what each needs",
                    description="List the model aliases of the study (per language), the two "
@@ -346,6 +369,8 @@ def _run(argv: Sequence[str] | None) -> int:
             return _report(args)
         if args.command == "reproduce":
             return _reproduce(args)
+        if args.command == "compare":
+            return _compare(args)
         if args.command == "models":
             return _models()
         if args.command == "cache":
@@ -443,7 +468,8 @@ def _report(args) -> int:
     res = Results.concat([Results.from_parquet(p) for p in find_results(args.results)])
     written = write_report(res, args.out, formats=tuple(args.format.split(",")),
                            examples=_comma_list(args.examples) if args.examples else None,
-                           jobs=args.jobs)
+                           jobs=args.jobs, space=args.space, level=args.level,
+                           correct=args.correct, intervals=not args.compact_tables)
     print(f"{len(written)} files written to {args.out}")
     return 0
 
@@ -477,6 +503,8 @@ def _reproduce(args) -> int:
                             cache=not args.no_cache, cache_dir=args.cache_dir,
                             progress=not args.quiet, on_skip=on_skip,
                             overwrite=args.overwrite, **options)
+        for note in rep.notes:
+            print(f"note: {note}", file=sys.stderr)
         for model, lang, path in rep.ran:
             print(f"computed {model} ({lang}) -> {path}")
         if rep.results is None:
@@ -484,9 +512,126 @@ def _reproduce(args) -> int:
         ran = list(dict.fromkeys(model for model, _, _ in rep.ran))
         provenance = reproduce_provenance(ran, langs, rep.skipped,
                                           [m for m in study_models() if m not in ran])
-        written = write_report(rep.results, args.out, jobs=workers, provenance=provenance)
+        written = write_report(rep.results, args.out, jobs=workers, provenance=provenance,
+                               correct=args.correct, intervals=not args.compact_tables)
     print(f"{len(written)} figures and tables written to {args.out} "
           f"({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+#: The file formats of ``compare --out``, by suffix.
+COMPARE_FORMATS = (".md", ".tex", ".csv", ".parquet")
+
+
+def _compare_parser(sub) -> None:
+    from .comparison import COMPARE_N_BOOT, SELECT_KEYS
+    from .stats import CORRECTIONS
+
+    p = sub.add_parser(
+        "compare", help="test whether two runs' (or conditions') rho with the gold differ",
+        description="For every measure x level x context (x space, layer view, language) "
+        "present on both sides, the difference of Spearman's rho with the gold score on the "
+        "NCs both sides share: a paired bootstrap interval and p-value (the NCs resampled "
+        "jointly), Williams' t for dependent correlations as a cross-check, and the bootstrap "
+        "p-values corrected across the rows. Two runs (RESULTS_A RESULTS_B), or one under "
+        "two selections (RESULTS_A --a context=nat --b context=neut). Prints a Markdown "
+        "table.")
+    p.add_argument("results_a", metavar="RESULTS_A",
+                   help="side A: a results directory, or a directory above several")
+    p.add_argument("results_b", metavar="RESULTS_B", nargs="?",
+                   help="side B (default: RESULTS_A again, under the --b selection)")
+    keys = ", ".join(SELECT_KEYS)
+    for side in ("a", "b"):
+        p.add_argument(f"--{side}", dest=f"select_{side}", action="append", default=[],
+                       metavar="KEY=VALUE",
+                       help=f"keep side {side.upper()}'s rows with KEY=VALUE (repeatable; KEY "
+                       f"one of {keys}). One value compares that key across the sides "
+                       "(shown as KEY A / KEY B); a comma list only filters")
+    p.add_argument("--n-boot", type=_positive_int, default=COMPARE_N_BOOT, metavar="N",
+                   help=f"bootstrap resamples (default {COMPARE_N_BOOT}; the least p is "
+                   "2/(N+1), so Holm over m rows needs N > 40 m)")
+    p.add_argument("--seed", type=_count, default=0, metavar="S",
+                   help="seed of the resamples (default 0): the same inputs give the same "
+                   "table")
+    p.add_argument("--correct", choices=CORRECTIONS, default="holm",
+                   help="multiple-comparison correction of the bootstrap p-values across the "
+                   "rows (default holm)")
+    p.add_argument("--out", metavar="FILE",
+                   help="also write the table: .md or .tex (the printed table), .csv or "
+                   ".parquet (every column, unrounded)")
+
+
+def _selection(items: Sequence[str], side: str) -> dict[str, str | list[str]] | None:
+    """``--a KEY=VALUE ...`` as a selection of :func:`ncprobe.comparison.compare`."""
+    from .comparison import SELECT_KEYS
+
+    sel: dict[str, str | list[str]] = {}
+    for item in items:
+        key, eq, value = (x.strip() for x in item.partition("="))
+        values = [v.strip() for v in value.split(",")]
+        if not eq or not key or not all(values):
+            raise UsageError(f"--{side} {item!r}: expected KEY=VALUE or KEY=V1,V2 (e.g. --{side} "
+                             f"context=neut), KEY one of {', '.join(SELECT_KEYS)}")
+        if key not in SELECT_KEYS:
+            raise UsageError(f"--{side} {item!r}: cannot select on {key!r}; KEY is one of "
+                             f"{', '.join(SELECT_KEYS)}")
+        if key in sel:
+            raise UsageError(f"--{side} {key}= given twice; give several values as one comma "
+                             f"list (--{side} {key}=V1,V2)")
+        sel[key] = values[0] if len(values) == 1 else values
+    return sel or None
+
+
+def _load_results(path: str):
+    from .results import Results, find_results
+
+    runs = [Results.from_parquet(p) for p in find_results([path])]
+    return runs[0] if len(runs) == 1 else Results.concat(runs)
+
+
+def _compare(args) -> int:
+    import io
+    from pathlib import Path
+
+    from . import tables
+    from ._io import atomic_write_bytes, atomic_write_text
+    from .comparison import compare
+
+    out = Path(args.out) if args.out else None
+    if out is not None:  # refused before any work
+        if out.suffix.lower() not in COMPARE_FORMATS:
+            raise UsageError(f"--out {out}: write a {', '.join(COMPARE_FORMATS)} file")
+        if out.is_dir() or not out.parent.is_dir():
+            raise UsageError(f"--out {out}: " + ("is a directory" if out.is_dir() else
+                                                 f"no directory {out.parent}"))
+    select_a, select_b = _selection(args.select_a, "a"), _selection(args.select_b, "b")
+    a = _load_results(args.results_a)
+    b = _load_results(args.results_b) if args.results_b else None
+    df = compare(a, b, select_a=select_a, select_b=select_b, n_boot=args.n_boot,
+                 seed=args.seed, correct=args.correct)
+    shown = tables.comparison_table(df)
+    how = tables.CORRECTION_NAMES.get(args.correct, args.correct)
+    note = (f"diff = rho A - rho B on the n NCs both sides share, [95% paired bootstrap "
+            f"interval] ({args.n_boot} resamples of the NCs, seed {args.seed}); p boot: its "
+            f"two-sided bootstrap p; Williams t (n - 3 df) and p Williams: a classical "
+            f"cross-check; p corrected: p boot {how} across the {int(df['p_boot'].notna().sum())}"
+            f" rows; sig.: {tables.STARS_NOTE}")
+    text = tables.to_markdown(shown) + "\n" + note + "\n"
+    print(text, end="")
+    if out is not None:
+        suffix = out.suffix.lower()
+        title = "Differences of Spearman's rho with the gold score (ncprobe compare)"
+        if suffix == ".md":
+            atomic_write_text(out, f"{title}\n\n{text}")
+        elif suffix == ".tex":
+            atomic_write_text(out, tables.to_latex(shown, f"{title}. {note}"))
+        elif suffix == ".csv":
+            atomic_write_text(out, df.to_csv(index=False))
+        else:
+            buf = io.BytesIO()
+            df.to_parquet(buf, index=False)
+            atomic_write_bytes(out, buf.getvalue())
+        print(f"written to {out}", file=sys.stderr)
     return 0
 
 

@@ -66,12 +66,10 @@ from .schema import (
     CLASS_LABELS,
     CLASSES,
     CONDITIONS,
-    CORRELOGRAM_TICKS,
     DISPLAY_PROBES,
     LANGS,
     LEVEL_LABELS,
-    MEASURE_LABELS,
-    PANEL_TICKS,
+    MEASURE_MATH_LABELS,
     PAPER_FIGURES,
     RATIO,
     SCALED,
@@ -79,7 +77,8 @@ from .schema import (
     condition_parts,
 )
 from .selection import model_order, select
-from .stats import ALPHA, spearman
+from .stats import ALPHA, Correction, spearman
+from .stats import correct as correct_p
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.typing import RcKeyType  # matplotlib >= 3.9: the rc names, as a Literal
@@ -202,7 +201,8 @@ def _short(model: str) -> str:
 
 
 def _label(measure: str) -> str:
-    return MEASURE_LABELS.get(measure, measure)
+    """A measure's one label, typeset (:data:`ncprobe.schema.MEASURE_MATH_LABELS`)."""
+    return MEASURE_MATH_LABELS.get(measure, measure)
 
 
 def _models_with(data: pd.DataFrame, all_models: list[str], what: str, notes: list[str]
@@ -341,18 +341,16 @@ def _ideal_panel(ax, measures: list[str], *, ratio: bool = False) -> None:
 
 
 def _short_measure(measure: str, shown: list[str]) -> str:
-    """Tick label of a measure (:data:`ncprobe.schema.PANEL_TICKS`): the part that differs
-    among the measures of a panel; an Affinity or Scaled Similarity shown beside measures of
-    another kind keeps its whole name."""
-    for kind in (AFFINITIES, SCALED):
-        if measure in kind and not all(m in kind for m in shown):
-            return _label(measure)
-    return PANEL_TICKS.get(measure, _label(measure))
+    """Tick label of a measure: its one label (:func:`_label`), whatever the panel shows beside
+    it; where space is short, :func:`_declutter` turns the labels rather than shortening them."""
+    return _label(measure)
 
 
 def _declutter(fig, axes=None) -> None:
     """Rotate the x tick labels of the panels (``axes``, or all of ``fig``'s) where they would
-    overlap (30 degrees)."""
+    overlap: 30 degrees, or upright (90) where the labels turned by 30 degrees would still
+    touch (their distance across the slant, the step between ticks x sin 30, under a label's
+    height)."""
     fig.draw_without_rendering()  # lays the figure out: text extents, no pixels
     for ax in fig.axes if axes is None else axes:
         labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
@@ -361,8 +359,11 @@ def _declutter(fig, axes=None) -> None:
         # the extents at the layout just drawn (the renderer of that draw)
         boxes = sorted((t.get_window_extent() for t in labels), key=lambda b: b.x0)
         if any(a.x1 + 3 > b.x0 for a, b in pairwise(boxes)):
+            step = min(b.x0 + b.width / 2 - a.x0 - a.width / 2 for a, b in pairwise(boxes))
+            height = max(b.height for b in boxes)
+            angle = 30 if step * math.sin(math.radians(30)) >= height + 2 else 90
             for t in labels:
-                t.set_rotation(30)
+                t.set_rotation(angle)
                 t.set_ha("right")
                 t.set_rotation_mode("anchor")
 
@@ -412,8 +413,10 @@ def _distribution_figure(results, *, measures: list[str], level: str, title: str
         if ideal:
             _ideal_panel(grid.ideal[0], measures)
             _condition_legend(grid.fig, conds, loc="outside lower right")
+            # one model leaves room below for the two legends side by side only if the classes
+            # are listed in a column (figure legends at one side are not stacked)
             _legend(grid.fig, _class_handles(), title="ideal values: class",
-                    loc="outside lower left")
+                    loc="outside lower left", ncols=1 if len(models) == 1 else None)
         else:
             _condition_legend(grid.legend_on, conds)
         grid.finish(title + f" ({space} space)")
@@ -481,7 +484,7 @@ def fig_affinity(results, *, level: str = "nc", space: str = "raw", contexts=Non
     return _distribution_figure(results, measures=list(AFFINITIES), level=level, space=space,
                                 contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
                                 title=f"Affinity, {LEVEL_LABELS.get(level, level)} level",
-                                ylabel="Affinity A_Syn|·", ax=ax, return_notes=return_notes)
+                                ylabel="Affinity", ax=ax, return_notes=return_notes)
 
 
 def fig_scaled_similarity(results, *, level: str = "nc", space: str = "raw", contexts=None,
@@ -499,7 +502,7 @@ def fig_scaled_similarity(results, *, level: str = "nc", space: str = "raw", con
     return _distribution_figure(results, measures=list(SCALED), level=level, space=space,
                                 contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
                                 title=f"Scaled Similarity, {LEVEL_LABELS.get(level, level)} level",
-                                ylabel="Scaled Similarity Sim_R|·", ax=ax,
+                                ylabel="Scaled Similarity", ax=ax,
                                 return_notes=return_notes)
 
 
@@ -509,7 +512,8 @@ def fig_scaled_similarity(results, *, level: str = "nc", space: str = "raw", con
 
 def _class_figure(results, *, measures: list[str], level: str, title: str, space: str,
                   contexts, layers, sharey: bool, ideal: bool | None, ax: Axes | None = None,
-                  return_notes: bool = False, ylabel: str | None = None):
+                  return_notes: bool = False, ylabel: str | None = None,
+                  correct: Correction = "holm"):
     data = select(results.measures, space=space, level=level, contexts=contexts,
                   measures=measures, layers=layers)
     data = data[data["cls"].isin(CLASSES)].dropna(subset=["value"])
@@ -533,6 +537,8 @@ def _class_figure(results, *, measures: list[str], level: str, title: str, space
             if ideal:
                 _ideal_panel(grid.ideal[b], [measure])
                 grid.ideal[b].set_xticks([0], [_label(measure)])
+        _mark_classes(results, grid.axes, models, measures, conds, notes, level=level,
+                      space=space, contexts=contexts, layers=layers, correct=correct)
         _legend(grid.legend_on, _class_handles())
         grid.finish(title + f", {LEVEL_LABELS.get(level, level)} level ({space} space)")
     return _returned(grid.fig, notes, return_notes)
@@ -540,24 +546,33 @@ def _class_figure(results, *, measures: list[str], level: str, title: str, space
 
 def fig_affinity_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
                           layers=None, sharey: bool = True, ideal: bool = True,
-                          return_notes: bool = False):
+                          return_notes: bool = False, correct: Correction = "holm"):
     """Figure 4: the Affinities per compositionality class (I / PC / C) and condition.
 
     One row of panels per Affinity (A_Syn|WordsSyn, then A_Syn|Rand); boxes over
     the NCs of each class. NCs without a class (no gold score) are left out.
+    Brackets over the boxes mark the pairs of classes that differ: two-sided Mann-Whitney U,
+    ``correct``-ed (default Holm) across the pairs of the per-class tests table
+    (:func:`class_test_marks`); ``*`` / ``**`` / ``***``: corrected p <= 0.05 / 0.01 / 0.001.
 
     No ``ax=``: the figure is at least two panels (one per Affinity).
     ``return_notes=True`` returns ``(fig, notes)``.
     """
     return _class_figure(results, measures=list(AFFINITIES), level=level, space=space,
                          contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                         title="Affinity by compositionality class", return_notes=return_notes)
+                         title="Affinity by compositionality class", return_notes=return_notes,
+                         correct=correct)
 
 
 def fig_simr_syn_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
                           layers=None, sharey: bool = True, ideal: bool | None = None,
-                          ax: Axes | None = None, return_notes: bool = False):
+                          ax: Axes | None = None, return_notes: bool = False,
+                          correct: Correction = "holm"):
     """Figure 6: Sim_R|Syn per compositionality class and condition (ideal: ~1 for all).
+
+    Brackets over the boxes mark the pairs of classes that differ: two-sided Mann-Whitney U,
+    ``correct``-ed (default Holm) across the pairs of the per-class tests table
+    (:func:`class_test_marks`); ``*`` / ``**`` / ``***``: corrected p <= 0.05 / 0.01 / 0.001.
 
     ``ax=`` is accepted when the results hold one model with values for this figure:
     its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
@@ -565,15 +580,19 @@ def fig_simr_syn_by_class(results, *, level: str = "nc", space: str = "raw", con
     """
     return _class_figure(results, measures=["Sim_R|Syn"], level=level, space=space,
                          contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                         title="Sim_R|Syn by compositionality class", ax=ax,
-                         return_notes=return_notes)
+                         title=f"{_label('Sim_R|Syn')} by compositionality class", ax=ax,
+                         return_notes=return_notes, correct=correct)
 
 
 def fig_simr_wordssyn_by_class(results, *, level: str = "nc", space: str = "raw",
                                contexts=None, layers=None, sharey: bool = True,
                                ideal: bool | None = None, ax: Axes | None = None,
-                               return_notes: bool = False):
+                               return_notes: bool = False, correct: Correction = "holm"):
     """Figure 7: Sim_R|WordsSyn per class and condition (ideal: high for C, low for I).
+
+    Brackets over the boxes mark the pairs of classes that differ: two-sided Mann-Whitney U,
+    ``correct``-ed (default Holm) across the pairs of the per-class tests table
+    (:func:`class_test_marks`); ``*`` / ``**`` / ``***``: corrected p <= 0.05 / 0.01 / 0.001.
 
     ``ax=`` is accepted when the results hold one model with values for this figure:
     its panel is drawn into the given Axes (no ideal panel), whose figure is returned.
@@ -581,30 +600,59 @@ def fig_simr_wordssyn_by_class(results, *, level: str = "nc", space: str = "raw"
     """
     return _class_figure(results, measures=["Sim_R|WordsSyn"], level=level, space=space,
                          contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                         title="Sim_R|WordsSyn by compositionality class", ax=ax,
-                         return_notes=return_notes)
+                         title=f"{_label('Sim_R|WordsSyn')} by compositionality class",
+                         ax=ax,
+                         return_notes=return_notes, correct=correct)
 
 
 # ---------------------------------------------------------------------------------------------
-# the ratio, mean ± sd (figures 8, 9)
+# the ratio, median and IQR (figures 8, 9)
 
 
 def _errorbars(ax, rows: pd.DataFrame, *, x_order: list[str], x: str, hue: str,
                hue_order: list[str], palette: dict) -> None:
-    """One point (mean) with an error bar (± sd) per (x, hue) row, hues dodged within x."""
+    """One point (``median``) with an error bar from ``q1`` to ``q3`` per (x, hue) row, hues
+    dodged within x."""
     n = len(hue_order)
     step = 0.8 / n
     for j, h in enumerate(hue_order):
         sub = rows[rows[hue].astype(str) == h]
-        sub = sub[sub[x].astype(str).isin(x_order) & sub["mean"].notna()]
+        sub = sub[sub[x].astype(str).isin(x_order) & sub["median"].notna()]
         if sub.empty:
             continue
         pos = [x_order.index(str(v)) + (j - (n - 1) / 2) * step for v in sub[x]]
-        sd = sub["sd"].fillna(0.0).to_numpy()
+        med = sub["median"].to_numpy(dtype=np.float64)
+        err = np.vstack([med - sub["q1"].to_numpy(dtype=np.float64),
+                         sub["q3"].to_numpy(dtype=np.float64) - med])
         colour = palette[h]
-        ax.errorbar(pos, sub["mean"].to_numpy(), yerr=sd, fmt="o", markersize=4.5,
+        ax.errorbar(pos, med, yerr=err, fmt="o", markersize=4.5,
                     color=colour, ecolor=_darker(colour), elinewidth=1.0, capsize=2.5,
                     markeredgecolor="#333333", markeredgewidth=0.5, label=h)
+
+
+def ratio_quartiles(results, *, by_class: bool = False, level: str = "nc", space: str = "raw",
+                    contexts=None, layers=None) -> pd.DataFrame:
+    """The median and quartiles of the ratio Sim_R|Syn / Sim_R|WordsSyn over the NCs, per
+    model and condition (and class when ``by_class``), from the per-NC ``measures`` table.
+
+    Returns:
+        Columns ``model, condition, cls, n, q1, median, q3`` (``numpy.percentile``, linear
+        interpolation; NaN values left out; ``cls`` is ``all`` unless ``by_class``): what
+        figures 8 and 9 draw.
+    """
+    data = select(results.measures, space=space, level=level, contexts=contexts,
+                  measures=[RATIO], layers=layers).dropna(subset=["value"])
+    if by_class:
+        data = data[data["cls"].isin(CLASSES)]
+    else:
+        data = data.assign(cls=ALL_CLASSES)
+    rows = []
+    for (model, cond, cls), g in data.groupby(["model", "condition", "cls"], observed=True,
+                                              sort=False):
+        q1, med, q3 = np.percentile(g["value"].to_numpy(dtype=np.float64), [25, 50, 75])
+        rows.append({"model": str(model), "condition": str(cond), "cls": str(cls),
+                     "n": len(g), "q1": float(q1), "median": float(med), "q3": float(q3)})
+    return pd.DataFrame(rows, columns=["model", "condition", "cls", "n", "q1", "median", "q3"])
 
 
 def _darker(colour: str, f: float = 0.75):
@@ -612,9 +660,9 @@ def _darker(colour: str, f: float = 0.75):
 
 
 def _ratio_scale(axes, rows: pd.DataFrame) -> None:
-    """Symmetric-log y scale when mean ± sd spans far beyond the ratio's natural range."""
-    lo = float((rows["mean"] - rows["sd"].fillna(0)).min())
-    hi = float((rows["mean"] + rows["sd"].fillna(0)).max())
+    """Symmetric-log y scale when the quartiles span far beyond the ratio's natural range."""
+    lo = float(rows["q1"].min())
+    hi = float(rows["q3"].max())
     for ax in axes:
         ax.axhline(1.0, color="#444444", linewidth=0.8, linestyle="--", zorder=1.5)
     if max(abs(lo), abs(hi)) <= 12:
@@ -629,11 +677,14 @@ def _ratio_scale(axes, rows: pd.DataFrame) -> None:
 
 def fig_ratio(results, *, level: str = "nc", space: str = "raw", contexts=None, layers=None,
               ax: Axes | None = None, return_notes: bool = False):
-    """Figure 8: the ratio Sim_R|Syn / Sim_R|WordsSyn, mean ± sd over the NCs, per model and
-    condition (``distributions`` table, all NCs).
+    """Figure 8: the ratio Sim_R|Syn / Sim_R|WordsSyn, median and inter-quartile range
+    (25th-75th percentile) over the NCs, per model and condition (per-NC ``measures`` table,
+    all NCs; the numbers: :func:`ratio_quartiles`).
 
-    The sd is large where some NCs have Sim_R|WordsSyn near 0; the y axis turns
-    symmetric-logarithmic (linear within ±1) when mean ± sd reaches beyond ±12.
+    The study drew mean ± sd; the ratio is heavy-tailed (NCs with Sim_R|WordsSyn near 0
+    give values far out: GloVe's mean ± sd spans about -30..30), so the median and IQR are
+    drawn; the mean and sd stay in the ``distributions`` table and the summary. The y axis
+    turns symmetric-logarithmic (linear within ±1) when a quartile reaches beyond ±12.
     The dashed line is 1 (as similar to the gold synonym as to the word synonyms).
 
     ``ax=`` is accepted when the results hold one model with values for this figure:
@@ -646,8 +697,13 @@ def fig_ratio(results, *, level: str = "nc", space: str = "raw", contexts=None, 
 
 def fig_ratio_by_class(results, *, level: str = "nc", space: str = "raw", contexts=None,
                        layers=None, ideal: bool | None = None, ax: Axes | None = None,
-                       return_notes: bool = False):
-    """Figure 9: the ratio Sim_R|Syn / Sim_R|WordsSyn, mean ± sd per class and condition.
+                       return_notes: bool = False, correct: Correction = "holm"):
+    """Figure 9: the ratio Sim_R|Syn / Sim_R|WordsSyn, median and inter-quartile range per
+    class and condition (as figure 8, :func:`fig_ratio`).
+
+    Brackets over the boxes mark the pairs of classes that differ: two-sided Mann-Whitney U,
+    ``correct``-ed (default Holm) across the pairs of the per-class tests table
+    (:func:`class_test_marks`); ``*`` / ``**`` / ``***``: corrected p <= 0.05 / 0.01 / 0.001.
 
     Ideal panel: far above 1 for idiomatic NCs (the gold synonym keeps the
     meaning, the word synonyms do not), about 1 for compositional ones.
@@ -657,16 +713,17 @@ def fig_ratio_by_class(results, *, level: str = "nc", space: str = "raw", contex
     ``return_notes=True`` returns ``(fig, notes)``.
     """
     return _ratio_figure(results, by_class=True, level=level, space=space, contexts=contexts,
-                         layers=layers, ideal=ideal, ax=ax, return_notes=return_notes)
+                         layers=layers, ideal=ideal, ax=ax, return_notes=return_notes,
+                         correct=correct)
 
 
 def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers,
-                  ideal: bool | None, ax: Axes | None, return_notes: bool):
-    """Figures 8 and 9: mean ± sd of the ratio per condition, and per class if ``by_class``."""
-    dist = select(results.distributions, space=space, level=level, contexts=contexts,
-                  measures=[RATIO], layers=layers)
-    rows = dist[dist["cls"].isin(list(CLASSES) if by_class else [ALL_CLASSES])
-                & dist["mean"].notna()]
+                  ideal: bool | None, ax: Axes | None, return_notes: bool,
+                  correct: Correction = "holm"):
+    """Figures 8 and 9: median and IQR of the ratio per condition, and per class if
+    ``by_class``."""
+    rows = ratio_quartiles(results, by_class=by_class, level=level, space=space,
+                           contexts=contexts, layers=layers)
     notes: list[str] = []
     models = _models_with(rows, _all_models(results),
                           f"{LEVEL_LABELS.get(level, level)}-level ratio", notes)
@@ -686,16 +743,123 @@ def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers,
             pax.set_xticks(range(len(conds)), conds)
             pax.set_xlim(-0.6, len(conds) - 0.4)
             pax.set_title(_short(model))
-            pax.set_ylabel(f"{_label(RATIO)}\n(mean ± sd)" if grid.first_column(0, i) else "")
+            pax.set_ylabel(f"{_label(RATIO)}\n(median, IQR)" if grid.first_column(0, i) else "")
         _ratio_scale(grid.axes[0], rows)
+        if by_class:
+            _mark_classes(results, grid.axes, models, [RATIO], conds, notes, level=level,
+                          space=space, contexts=contexts, layers=layers, correct=correct)
         if by_class:
             if ideal:
                 _ideal_panel(grid.ideal[0], [RATIO], ratio=True)
-                grid.ideal[0].set_xticks([0], [PANEL_TICKS[RATIO]])
+                grid.ideal[0].set_xticks([0], [_label(RATIO)])
             _legend(grid.legend_on, _class_handles())
-        grid.finish(f"Ratio of Scaled Similarities{' by class' if by_class else ''}, "
-                    f"{LEVEL_LABELS.get(level, level)} level ({space} space)")
+        grid.finish(f"Ratio of Scaled Similarities{' by class' if by_class else ''} "
+                    f"(median, IQR), {LEVEL_LABELS.get(level, level)} level ({space} space)")
     return _returned(grid.fig, notes, return_notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# per-class tests marked on the figures by class (4, 6, 7, 9)
+
+#: Height of one row of significance brackets above the boxes, as a fraction of a panel.
+MARK_ROW = 0.12
+_MARK_TICK = 0.02   # the bracket's legs, same units
+_MARK_GID = "class-test"  # gid of every bracket and mark: "class-test;measure;condition;a;b"
+
+
+def class_test_marks(results, *, measures: list[str], level: str = "nc", space: str = "raw",
+                     contexts=None, layers=None, correct: Correction = "holm"
+                     ) -> tuple[dict[tuple[str, str, str], list[tuple[str, str, float]]], str]:
+    """The pairs of classes the figures by class mark: those whose Mann-Whitney test is
+    significant in the per-class tests table (:func:`ncprobe.tables.class_tests`, same
+    options: the correction's family is every pair that table holds, so a figure marks what
+    the table stars).
+
+    Returns:
+        ``({(model, condition, measure): [(cls_a, cls_b, p_corrected), ...]}, note)``, the
+        note saying which test and correction the marks follow.
+    """
+    from .tables import CORRECTION_NAMES, STARS_NOTE, class_tests
+
+    tidy = class_tests(results, level=level, space=space, contexts=contexts, layers=layers,
+                       correct=correct)
+    sig = tidy[(tidy["test"] == "mann-whitney") & tidy["significant"]
+               & tidy["measure"].isin(list(measures))]
+    marks: dict[tuple[str, str, str], list[tuple[str, str, float]]] = {}
+    for _, r in sig.iterrows():
+        marks.setdefault((str(r["model"]), str(r["condition"]), str(r["measure"])), []).append(
+            (str(r["cls_a"]), str(r["cls_b"]), float(r["p_corrected"])))
+    note = (f"brackets: pairs of classes that differ (two-sided Mann-Whitney U, "
+            f"{CORRECTION_NAMES.get(correct, correct)} p <= {ALPHA:g} across the "
+            f"{tidy.attrs.get('family_mw', 0)} pairs of the per-class tests table; "
+            f"{STARS_NOTE}); no bracket: no such difference")
+    return marks, note
+
+
+def _class_x(condition_index: int, cls: str) -> float:
+    """The x of a class's box (or point) within a condition: the hues dodged by 0.8 / 3."""
+    return condition_index + (CLASSES.index(cls) - 1) * 0.8 / len(CLASSES)
+
+
+def _bracket_rows(pairs: list[tuple[str, str, float]]) -> dict[tuple[str, str], int]:
+    """The row of each pair's bracket: the neighbouring pairs (I-PC, PC-C) on the first, I-C
+    on the first when neither of them is marked, else on the second."""
+    outer = [(a, b) for a, b, _ in pairs if abs(CLASSES.index(a) - CLASSES.index(b)) > 1]
+    inner = [(a, b) for a, b, _ in pairs if (a, b) not in outer]
+    return {**{k: 0 for k in inner}, **{k: (1 if inner else 0) for k in outer}}
+
+
+def _make_room(axes: list[Axes], rows: int) -> None:
+    """Raise the top of the panels' shared y range so the data fill ``1 - rows * MARK_ROW``
+    of it (in the axis' own scale: linear or symmetric-log)."""
+    frac = rows * MARK_ROW + 0.01
+    done: set[int] = set()
+    for ax in axes:
+        if id(ax) in done:
+            continue
+        done.update(id(s) for s in ax.get_shared_y_axes().get_siblings(ax))
+        lo, hi = ax.get_ylim()
+        scale = ax.yaxis.get_transform()
+        (tlo,), (thi,) = scale.transform(np.array([[lo], [hi]]))
+        top = scale.inverted().transform(np.array([[tlo + (thi - tlo) / (1.0 - frac)]]))
+        ax.set_ylim(lo, float(top[0][0]))
+
+
+def _mark_pairs(ax: Axes, conds: list[str], found: dict[str, list[tuple[str, str, float]]],
+                rows: int, measure: str) -> None:
+    """Brackets with :func:`ncprobe.tables.stars` over the marked pairs of each condition."""
+    from .tables import stars
+
+    trans = ax.get_xaxis_transform()  # x in data, y in the panel's fraction
+    base = 1.0 - rows * MARK_ROW + 0.005
+    for i, cond in enumerate(conds):
+        pairs = found.get(cond, [])
+        for (a, b), row in _bracket_rows(pairs).items():
+            p = next(p for x, y, p in pairs if (x, y) == (a, b))
+            x0, x1 = _class_x(i, a) + 0.03, _class_x(i, b) - 0.03
+            y = base + row * MARK_ROW
+            gid = f"{_MARK_GID};{measure};{cond};{a};{b}"
+            ax.plot([x0, x0, x1, x1], [y, y + _MARK_TICK, y + _MARK_TICK, y], transform=trans,
+                    color="#333333", linewidth=0.6, clip_on=False, gid=gid)
+            ax.text((x0 + x1) / 2, y + _MARK_TICK, stars(p), transform=trans, ha="center",
+                    va="bottom", fontsize=FONT_SIZE, linespacing=1.0, gid=gid)
+
+
+def _mark_classes(results, panels: list[list[Axes]], models: list[str], measures: list[str],
+                  conds: list[str], notes: list[str], **options) -> None:
+    """Mark, on each panel (``panels[block][model]``, one block per measure), the pairs of
+    classes :func:`class_test_marks` finds, and say how in ``notes``."""
+    marks, note = class_test_marks(results, measures=measures, **options)
+    for measure, block in zip(measures, panels, strict=True):
+        found = {model: {c: marks.get((model, c, measure), []) for c in conds}
+                 for model in models}
+        rows = max([max(_bracket_rows(p).values(), default=-1) + 1
+                    for f in found.values() for p in f.values()], default=0)
+        if rows:
+            _make_room(block, rows)
+            for model, ax in zip(models, block, strict=True):
+                _mark_pairs(ax, conds, found[model], rows, measure)
+    notes.append(note)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -747,14 +911,19 @@ def correlogram_matrix(results, condition: str, *, level: str = "nc", space: str
 
 def fig_correlogram(results, *, level: str = "nc", space: str = "raw", contexts=None,
                     measures=CORRELOGRAM_MEASURES, gold: bool = True, layers=None,
-                    ax: Axes | None = None, return_notes: bool = False):
+                    correct: Correction = "holm", ax: Axes | None = None,
+                    return_notes: bool = False):
     """Figure 10: Spearman rho between every pair of (model, measure) per-NC value vectors.
 
     One panel per condition. Rows and columns are the measures of each model in
     turn (model names on the diagonal), with the gold compositionality score
     first when ``gold``. Only the lower triangle is drawn, and in it only the
-    cells with p <= 0.05; the others stay blank. The variables and values of a
-    panel: :func:`correlogram_matrix`.
+    cells with p <= 0.05 after the correction ``correct`` (``holm`` by default,
+    ``fdr_bh``, or ``none`` for the study's uncorrected blanks) over the family of
+    every cell of the lower triangles of all panels (each pair once per panel); the
+    others stay blank, and the colour bar's label says which correction, over how
+    many pairs. The variables and values (uncorrected p) of a panel:
+    :func:`correlogram_matrix`.
 
     ``ax=`` is accepted when the results hold one condition (one language, and
     ``contexts`` naming one context group): the panel is drawn into the given Axes,
@@ -773,14 +942,16 @@ def fig_correlogram(results, *, level: str = "nc", space: str = "raw", contexts=
     _one_panel(ax, None, len(conds), "one per condition: " + ", ".join(conds))
     panels = [(c, *correlogram_matrix(results, c, level=level, space=space, measures=measures,
                                       gold=gold, layers=layers)) for c in conds]
+    panels, blank = _corrected_panels(panels, correct)
     if ax is not None:
         with _style():
             cond, variables, rho, p = panels[0]
             mesh = _correlogram_panel(ax, variables, rho, p)
+            _model_axis_names(ax, variables)
             ax.set_title(cond)
             if mesh is not None:
                 ax.figure.colorbar(mesh, ax=ax, aspect=30,
-                                   label=f"Spearman ρ (blank: p > {ALPHA})")
+                                   label=f"Spearman ρ\n(blank: {blank})")
         return _returned(_root_figure(ax), notes, return_notes)
     nvar = max(len(v) for _, v, _, _ in panels) - 1
     same = all(v == panels[0][1] for _, v, _, _ in panels)
@@ -803,14 +974,46 @@ def fig_correlogram(results, *, level: str = "nc", space: str = "raw", contexts=
                     pax.tick_params(labelleft=False)
                 if k + ncols < len(panels):
                     pax.tick_params(labelbottom=False)
+            inner = same and len(panels) > 1
+            _model_axis_names(pax, variables, left=not (inner and k % ncols),
+                              bottom=not (inner and k + ncols < len(panels)))
         for pax in flat[len(panels):]:
             fig.delaxes(pax)
         if mesh is not None:
             fig.colorbar(mesh, ax=list(flat[:len(panels)]), shrink=min(0.8, 3.0 / height + 0.3),
-                         aspect=30, label=f"Spearman ρ (blank: p > {ALPHA})")
+                         aspect=30, label=f"Spearman ρ\n(blank: {blank})")
         fig.suptitle(f"Correlogram of models × measures, {LEVEL_LABELS.get(level, level)} level "
                      f"({space} space)")
     return _returned(fig, notes, return_notes)
+
+
+
+def _corrected_panels(panels: list, correct: Correction) -> tuple[list, str]:
+    """The panels with their p-values corrected as one family: the cells below the diagonal
+    of every panel (those the figure can draw); and what a blank cell means."""
+    from .tables import correction_note
+
+    correction_note(correct, 0)  # an unknown correction: refused
+    lower = [np.tril_indices(len(v), k=-1) for _, v, _, _ in panels]
+    flat = np.concatenate([p[ix] for (_, _, _, p), ix in zip(panels, lower, strict=True)]
+                          + [np.zeros(0)])
+    fixed = correct_p(flat, correct)
+    n = int(np.count_nonzero(~np.isnan(flat)))
+    out, at = [], 0
+    for (cond, variables, rho, p), ix in zip(panels, lower, strict=True):
+        q = np.full_like(p, np.nan)
+        q[ix] = fixed[at:at + len(ix[0])]
+        q[(ix[1], ix[0])] = q[ix]
+        at += len(ix[0])
+        out.append((cond, variables, rho, q))
+    # short: the colour bar's label is no longer than the colour bar
+    if correct == "none":
+        return out, f"p > {ALPHA}, uncorrected"
+    return out, f"{_SHORT_CORRECTION[correct]} p > {ALPHA}, {n} pairs"
+
+
+#: The corrections as the correlogram's colour bar names them (:func:`_corrected_panels`).
+_SHORT_CORRECTION = {"holm": "Holm", "fdr_bh": "BH"}
 
 
 def _correlogram_panel(ax, variables, rho, p):
@@ -831,12 +1034,70 @@ def _correlogram_panel(ax, variables, rho, p):
     ax.set_ylim(n - 1, 0)
     ax.set_aspect("equal")
     ax.grid(False)
-    ticks = [CORRELOGRAM_TICKS.get(m, m) for _, m in variables]
+    ticks = [_label(m) for _, m in variables]
     ax.set_xticks(np.arange(n - 1) + 0.5, ticks[:-1], rotation=90)
     ax.set_yticks(np.arange(n - 1) + 0.5, ticks[1:])
     ax.tick_params(length=0, pad=1)
     _model_blocks(ax, variables)
     return mesh
+
+
+def _model_axis_names(ax, variables: list[tuple[str, str]], *, left: bool = True,
+                      bottom: bool = True) -> None:
+    """Each model's name on the axes, outside the matrix: beside its block of y tick labels
+    (turned upright, ``left``) and under its block of x tick labels (``bottom``).
+
+    The names are placed at draw time against the extents of the tick labels they group, so
+    they never cover them, and the layout makes room for them. Row ``i`` is variable ``i + 1``,
+    column ``j`` variable ``j`` (see :func:`_correlogram_panel`).
+    """
+    n = len(variables)
+    if n < 2:
+        return
+    start = 0
+    while start < n:
+        model = variables[start][0]
+        end = start
+        while end < n and variables[end][0] == model:
+            end += 1
+        if model:
+            spans = []
+            if left:
+                spans.append(("y", max(start, 1) - 1, end - 1))
+            if bottom:
+                spans.append(("x", start, min(end, n - 1)))
+            for axis, lo, hi in spans:
+                if lo >= hi:
+                    continue
+                on_y = axis == "y"
+                ax.annotate(_short(model), xy=(0.0, 0.5) if on_y else (0.5, 0.0),
+                            xycoords=_tick_label_extent(ax, axis, lo, hi),
+                            xytext=(-3, 0) if on_y else (0, -3), textcoords="offset points",
+                            rotation=90 if on_y else 0, ha="right" if on_y else "center",
+                            va="center" if on_y else "top", rotation_mode="default",
+                            fontsize=FONT_SIZE, fontweight="bold", color="#333333",
+                            annotation_clip=False)
+        start = end
+
+
+def _tick_label_extent(ax, axis: str, lo: int, hi: int):
+    """A function of the renderer: the box of tick labels ``lo:hi`` of ``axis`` (display
+    coordinates) along the axis, and of all its tick labels across it (so that a block's name
+    clears the longest label of every block), for an annotation placed against them."""
+    from matplotlib.transforms import Bbox
+
+    def extent(renderer):
+        labels = [t for t in (ax.get_yticklabels() if axis == "y" else ax.get_xticklabels())
+                  if t.get_text()]
+        block = [t.get_window_extent(renderer) for t in labels[lo:hi]]
+        if not block:
+            return ax.get_window_extent(renderer)
+        both = Bbox.union(block)
+        every = Bbox.union([t.get_window_extent(renderer) for t in labels])
+        if axis == "y":
+            return Bbox.from_extents(every.x0, both.y0, every.x1, both.y1)
+        return Bbox.from_extents(both.x0, every.y0, both.x1, every.y1)
+    return extent
 
 
 def _model_blocks(ax, variables: list[tuple[str, str]]) -> None:
@@ -860,15 +1121,130 @@ def _model_blocks(ax, variables: list[tuple[str, str]]) -> None:
         start = end
 
 
+# ---------------------------------------------------------------------------------------------
+# layer-wise correlations (ncprobe's addition, not a figure of the study)
+
+#: Colours of the measures in the layer-wise figure (one line each), in measure order.
+_MEASURE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000")
+
+
+def fig_layers(results, *, level: str = "nc", space: str = "raw", measures=None, contexts=None,
+               ax: Axes | None = None, return_notes: bool = False):
+    """Layer-wise: Spearman rho of each measure with the gold score against the layer, with
+    its 95% bootstrap interval as a band (ncprobe's addition, not a figure of the study).
+
+    One panel per model and condition, for the models (and languages) with two or more
+    single-layer views (``--layers all``, or a comma list of single layers); x is the layer
+    (0 = embeddings), one line per measure (default: the measures of the study's tables,
+    :data:`ncprobe.schema.DISPLAY_MEASURES`), the band its interval (``ci_low`` to ``ci_high``
+    of the ``correlations`` table; none for a run with ``n_boot=0``). Views that average
+    several layers (the default last four, ``9+10+11+12``) are not on the layer axis and are
+    left out, with a note; the layer-wise table (:func:`ncprobe.tables.layers`) has them.
+    Models without layer-wise views are left out with a note.
+
+    ``ax=`` is accepted when the results make one panel (one model and condition).
+    ``return_notes=True`` returns ``(fig, notes)``.
+    """
+    from matplotlib.lines import Line2D
+
+    from .schema import MEASURES
+    from .selection import layer_index, layerwise_measures, layerwise_views
+
+    shown = layerwise_measures(level, space, measures)
+    runs = layerwise_views(results.correlations, space=space, level=level, contexts=contexts)
+    notes: list[str] = []
+    models = list(dict.fromkeys(model for model, _ in runs))
+    others = [m for m in _all_models(results) if m not in models]
+    if not runs:
+        raise NoData(f"no layer-wise {LEVEL_LABELS.get(level, level)}-level correlations "
+                     f"({space} space): no model has two or more single-layer views")
+    if others:
+        notes.append(f"not shown (fewer than two single-layer views): {', '.join(others)}")
+    combined = sorted({f"{v} ({model})" for (model, _), views in runs.items() for v in views
+                       if layer_index(v) is None})
+    if combined:
+        notes.append("not on the layer axis (several layers averaged): " + ", ".join(combined))
+    parts = [select(results.correlations, space=space, level=level, contexts=contexts,
+                    measures=shown, layers=v)
+             for v in dict.fromkeys(v for views in runs.values() for v in views
+                                    if layer_index(v) is not None)]
+    cor = pd.concat(parts, ignore_index=True)
+    cor = cor[(cor["analysis"] == "nc").to_numpy()
+              & np.array([(m, lg) in runs
+                          for m, lg in zip(cor["model"], cor["lang"], strict=True)], dtype=bool)]
+    cor = cor.assign(layer=[layer_index(v) for v in cor["layers"]])
+    conds = [c for c in CONDITION_PALETTE if c in set(cor["condition"].astype(str))]
+    panels = [(m, c) for m in models for c in conds
+              if ((cor["model"] == m) & (cor["condition"].astype(str) == c)).any()]
+    _one_panel(ax, None, len(panels), "one per model and condition")
+    present = [m for m in shown if m in set(cor["measure"])]
+    colours = dict(zip(MEASURES, _MEASURE_COLOURS, strict=True))
+    if cor[["ci_low", "ci_high"]].isna().all(axis=None):
+        notes.append("no bootstrap intervals in these results (n_boot=0)")
+    with _style():
+        if ax is None:
+            ncols = len(conds)
+            fig = _new_figure(figsize=(ncols * 2.9 + 0.4, len(models) * 2.4 + 0.9),
+                              layout="constrained")
+            grid = fig.subplots(len(models), ncols, squeeze=False, sharex=True, sharey=True)
+            where: dict[tuple[str, str], Axes] = {
+                (m, c): grid[i, j] for i, m in enumerate(models) for j, c in enumerate(conds)}
+            for key, pax in where.items():
+                if key not in panels:
+                    fig.delaxes(pax)
+        else:
+            fig = _root_figure(ax)
+            where = {panels[0]: ax}
+        for model, cond in panels:
+            pax = where[(model, cond)]
+            sub = cor[(cor["model"] == model) & (cor["condition"].astype(str) == cond)]
+            for m in present:
+                rows = sub[sub["measure"] == m].sort_values("layer")
+                if rows.empty:
+                    continue
+                x = rows["layer"].to_numpy(dtype=np.float64)
+                lo = rows["ci_low"].to_numpy(dtype=np.float64)
+                hi = rows["ci_high"].to_numpy(dtype=np.float64)
+                ok = np.isfinite(lo) & np.isfinite(hi)
+                if ok.any():
+                    pax.fill_between(x, np.where(ok, lo, 0.0), np.where(ok, hi, 0.0), where=ok,
+                                     color=colours[m], alpha=0.15, linewidth=0,
+                                     label=f"_interval {m}")
+                pax.plot(x, rows["rho"].to_numpy(dtype=np.float64), color=colours[m],
+                         marker="o", markersize=2.5, linewidth=1.1, label=_label(m), gid=m)
+            pax.axhline(0.0, color="#444444", linewidth=0.6, zorder=1)
+            pax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+            pax.set_title(f"{_short(model)} · {cond}")
+            last_row = ax is not None or models.index(model) == len(models) - 1
+            pax.set_xlabel("layer (0 = embeddings)" if last_row else "")
+            pax.set_ylabel("Spearman ρ with gold" if ax is not None or cond == conds[0] else "")
+        handles = [Line2D([], [], color=colours[m], marker="o", markersize=3,
+                                           linewidth=1.1, label=_label(m)) for m in present]
+        if ax is None:
+            _legend(fig, handles, loc="outside lower center", ncols=min(len(handles), 6))
+            fig.suptitle(f"Spearman ρ with the gold score per layer, "
+                         f"{LEVEL_LABELS.get(level, level)} level ({space} space; bands: "
+                         "95% bootstrap intervals)")
+            _declutter(fig)
+        else:
+            _legend(ax, handles)
+            _declutter(fig, [ax])
+    return _returned(fig, notes, return_notes)
+
+
 #: The figures of SPEC §4, in order: name (:data:`ncprobe.schema.PAPER_FIGURES`, the report's
 #: file names) -> function(results, **options) -> Figure.
 FIGURES: dict[str, Callable] = dict(zip(PAPER_FIGURES, (
     fig_sentence_cosines, fig_nc_cosines, fig_affinity, fig_affinity_by_class,
     fig_scaled_similarity, fig_simr_syn_by_class, fig_simr_wordssyn_by_class, fig_ratio,
     fig_ratio_by_class, fig_correlogram), strict=True))
+#: ncprobe's figures beyond the study's (the report draws them after figure 10, when the
+#: results hold what they show): name -> function(results, **options) -> Figure.
+ADDED_FIGURES: dict[str, Callable] = {"layers": fig_layers}
 
-__all__ = ["CLASS_PALETTE", "CONDITION_PALETTE", "CORRELOGRAM_MEASURES", "FIGURES", "IDEAL",
-           "NoData", "correlogram_matrix", "fig_affinity", "fig_affinity_by_class",
-           "fig_correlogram", "fig_nc_cosines", "fig_ratio", "fig_ratio_by_class",
-           "fig_scaled_similarity", "fig_sentence_cosines", "fig_simr_syn_by_class",
-           "fig_simr_wordssyn_by_class"]
+__all__ = ["ADDED_FIGURES", "CLASS_PALETTE", "CONDITION_PALETTE", "CORRELOGRAM_MEASURES",
+           "FIGURES", "IDEAL", "NoData", "correlogram_matrix", "fig_affinity",
+           "fig_affinity_by_class", "fig_correlogram", "fig_layers", "fig_nc_cosines",
+           "fig_ratio", "fig_ratio_by_class", "fig_scaled_similarity", "fig_sentence_cosines",
+           "fig_simr_syn_by_class", "fig_simr_wordssyn_by_class", "ratio_quartiles"]

@@ -22,14 +22,17 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from ._io import atomic_write_bytes, atomic_write_text, dir_lock
 from ._version import VERSION as __version__
 from .errors import NcprobeError, UsageError
+from .schema import CLASS_FIGURES, CORRELATION_TABLES
 
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import ProcessPoolExecutor
+
+    from .stats import Correction
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +44,27 @@ _OLD_REPORT_RE = re.compile(r"^(fig\d\d_\w+\.\w+|table_\w+\.(md|tex)|README\.md)
 
 def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
                  examples: Sequence[str] | None = None, dpi: int = 200,
-                 jobs: int | FigureWorkers = 1, provenance: str | None = None) -> list[Path]:
+                 jobs: int | FigureWorkers = 1, provenance: str | None = None,
+                 space: str | None = None, level: str | None = None,
+                 correct: Correction = "holm", intervals: bool = True) -> list[Path]:
     """Save every figure and table of SPEC §4 for ``results`` into ``out_dir``.
 
+    When the results hold two or more single-layer views of some model (``--layers all``),
+    the layer-wise figure (``fig11_layers``, :func:`ncprobe.plots.fig_layers`) and table
+    (``table_layers``, :func:`ncprobe.tables.layers`) are written too: ncprobe's additions,
+    not the study's.
+
     Args:
+        correct: the multiple-comparison correction (``holm``, default; ``fdr_bh``; ``none``,
+            the study's uncorrected marks) applied to the family of p-values each correlation
+            table, and the correlogram (figure 10), shows: their "-" and blank cells follow
+            the corrected p. Each table's caption and the index say which, over how many.
+        intervals: correlation cells read ``rho [95% bootstrap interval]``; ``False``: rho
+            alone (the compact form, ``--compact-tables``).
+        space: the vector space of the figures (``raw`` or ``standardised``; ``None``: each
+            figure's default, raw) and of the layer-wise figure and table.
+        level: the level of figures 3-10 (``sent`` or ``nc``; ``None``: each figure's
+            default, NC level) and of the layer-wise figure and table.
         jobs: processes that draw figures (this one included), or :class:`FigureWorkers`
             started earlier; workers are fresh processes (``spawn``) given this process's
             matplotlib settings, so the files are the same whatever ``jobs`` is.
@@ -61,19 +81,25 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
     """
     from . import plots, tables
 
+    view = _view(results, space, level)  # a space or level the results lack: refused first
+    tables.correction_note(correct, 0)  # an unknown correction: refused before any work
+    view.options.setdefault("correlogram", {})["correct"] = correct
+    for name in CLASS_FIGURES:  # their marks follow the per-class tests table's correction
+        view.options.setdefault(name, {})["correct"] = correct
     if not isinstance(jobs, FigureWorkers):
         check_out(Path(out_dir), formats)  # refused before any worker starts
         with FigureWorkers(jobs) as workers:
             return write_report(results, out_dir, formats=formats, examples=examples,
-                                dpi=dpi, jobs=workers, provenance=provenance)
+                                dpi=dpi, jobs=workers, provenance=provenance, space=space,
+                                level=level, correct=correct, intervals=intervals)
     out = Path(out_dir)
     check_out(out, formats)
     out.mkdir(parents=True, exist_ok=True)
     with dir_lock(out.resolve()):  # two reports into one directory: one after the other
         ours, listed = _own_files(out)
-        _refuse_foreign(out, _planned(formats), ours)
+        _refuse_foreign(out, _planned(formats, layerwise=view.layerwise), ours)
         written = _write(results, out, formats, examples, dpi, jobs, plots, tables,
-                         provenance)
+                         provenance, view, correct=correct, intervals=intervals)
         if listed:  # only files the manifest names as ncprobe's are ever removed
             for name in sorted(ours - {p.name for p in written}):
                 stale = out / name  # written by an earlier report and not by this one
@@ -125,14 +151,70 @@ def check_out(out_dir, formats: Sequence[str] = ("png", "pdf")) -> None:
         _refuse_foreign(out, _planned(formats), _own_files(out)[0])
 
 
-def _planned(formats: Sequence[str]) -> list[str]:
-    """Every name a report may write (figures left undrawn included)."""
+def _planned(formats: Sequence[str], *, layerwise: bool = False) -> list[str]:
+    """Every name a report may write (figures left undrawn included); the layer-wise figure
+    and table only when ``layerwise`` (the results have them, see :func:`_view`)."""
     from . import plots, tables
 
-    names = [f"fig{i:02d}_{name}.{fmt}" for i, name in enumerate(plots.FIGURES, start=1)
+    figures = list(plots.FIGURES) + (list(plots.ADDED_FIGURES) if layerwise else [])
+    names = [f"fig{i:02d}_{name}.{fmt}" for i, name in enumerate(figures, start=1)
              for fmt in formats]
     names += [f"table_{name}{suffix}" for name in tables.TABLES for suffix in (".md", ".tex")]
+    if layerwise:
+        names += [f"table_{LAYERS_TABLE}{suffix}" for suffix in (".md", ".tex")]
     return names + ["README.md"]
+
+
+#: The layer-wise table's name (``table_layers.md`` / ``.tex``): ncprobe's, not the study's.
+LAYERS_TABLE = "layers"
+
+
+class _View(NamedTuple):
+    """What the figures show: the options of each figure, and whether the layer-wise figure
+    and table are written."""
+
+    options: dict[str, dict]
+    layerwise: bool
+    space: str
+    level: str
+
+
+def _view(results, space: str | None, level: str | None) -> _View:
+    """The figures' options for ``space`` and ``level`` (``None``: the figures' defaults).
+
+    Raises:
+        UsageError: a space or level that is not one, or that the results do not hold.
+    """
+    from . import plots
+    from .schema import LEVEL_LABELS, LEVELS, SPACES
+    from .selection import layerwise_views
+
+    for name, value, known in (("space", space, SPACES), ("level", level, LEVELS)):
+        if value is None:
+            continue
+        if value not in known:
+            raise UsageError(f"--{name} {value}: choose from {', '.join(known)}")
+        held = set(results.measures[name].astype(str)) | set(
+            results.correlations[name].astype(str))
+        if value not in held:
+            shown = {"space": lambda v: f"the {v} space",
+                     "level": lambda v: f"{LEVEL_LABELS.get(v, v)}-level values"}[name]
+            raise UsageError(f"--{name} {value}: these results hold no {shown(value)} (they "
+                             f"hold {', '.join(shown(v) for v in sorted(held)) or 'none'})"
+                             + ("; compute with --standardise" if value == "standardised"
+                                else ""))
+    options: dict[str, dict] = {}
+    names = list(plots.FIGURES)
+    for i, name in enumerate(names):
+        kw = {} if space is None else {"space": space}
+        if level is not None and i >= 2:  # figures 3-10; figures 1-2 are one level each
+            kw["level"] = level
+        options[name] = kw
+    space, level = space or "raw", level or "nc"
+    layerwise = bool(layerwise_views(results.correlations, space=space, level=level))
+    if layerwise:
+        options.update({name: {"space": space, "level": level} for name in plots.ADDED_FIGURES})
+    return _View(options, layerwise, space, level)
 
 
 def _own_files(out: Path) -> tuple[set[str], bool]:
@@ -177,8 +259,8 @@ def _refuse_foreign(out: Path, planned: list[str], ours: set[str]) -> None:
                          "move those files")
 
 
-def _render(name: str, results, formats: Sequence[str], dpi: int, rc: dict | None = None
-            ) -> tuple[dict[str, bytes] | None, list[str]]:
+def _render(name: str, results, formats: Sequence[str], dpi: int, rc: dict | None = None,
+            options: dict | None = None) -> tuple[dict[str, bytes] | None, list[str]]:
     """Draw one figure and save it in every format: ``({format: bytes}, notes)``, or
     ``(None, [why])`` when the results hold nothing it shows.
 
@@ -193,7 +275,8 @@ def _render(name: str, results, formats: Sequence[str], dpi: int, rc: dict | Non
     from . import plots
 
     try:
-        fig, notes = plots.FIGURES[name](results, return_notes=True)
+        draw = plots.FIGURES.get(name) or plots.ADDED_FIGURES[name]
+        fig, notes = draw(results, return_notes=True, **(options or {}))
     except plots.NoData as e:
         return None, [str(e)]
     # lay the figure out once, at the saved resolution, and keep that layout for every
@@ -274,18 +357,22 @@ class FigureWorkers:
             self.pool = None
 
 
-def _figures(results, formats: Sequence[str], dpi: int, workers: FigureWorkers):
-    """``(name, (blobs, notes))`` for every figure, in figure order.
+def _figures(results, formats: Sequence[str], dpi: int, workers: FigureWorkers,
+             options: dict[str, dict] | None = None):
+    """``(name, (blobs, notes))`` for every figure, in figure order: the study's, then those
+    of :data:`ncprobe.plots.ADDED_FIGURES` named in ``options`` (name -> the figure's keyword
+    options; ``None``: the study's figures with their defaults).
 
     With workers, they take figures from the front of the list while this process
     takes them from the back, so no process waits on another while figures remain.
     """
     from . import plots
 
-    names = list(plots.FIGURES)
+    options = options if options is not None else {name: {} for name in plots.FIGURES}
+    names = list(plots.FIGURES) + [n for n in plots.ADDED_FIGURES if n in options]
     if workers.pool is None:
         for name in names:
-            yield name, _render(name, results, formats, dpi)
+            yield name, _render(name, results, formats, dpi, options=options[name])
         return
     import matplotlib
 
@@ -294,12 +381,12 @@ def _figures(results, formats: Sequence[str], dpi: int, workers: FigureWorkers):
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        futures = {n: workers.pool.submit(_render, n, results, formats, dpi, rc)
+        futures = {n: workers.pool.submit(_render, n, results, formats, dpi, rc, options[n])
                    for n in names}
         done: dict[str, tuple] = {}
         for name in reversed(names):
             if futures[name].cancel():  # not started by a worker: draw it here
-                done[name] = _render(name, results, formats, dpi)
+                done[name] = _render(name, results, formats, dpi, options=options[name])
         for name in names:
             yield name, done[name] if name in done else futures[name].result()
     except BrokenProcessPool as e:
@@ -311,7 +398,9 @@ def _figures(results, formats: Sequence[str], dpi: int, workers: FigureWorkers):
 
 
 def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
-           provenance: str | None = None) -> list[Path]:
+           provenance: str | None = None, view: _View | None = None, *,
+           correct: Correction = "holm", intervals: bool = True) -> list[Path]:
+    view = view or _view(results, None, None)
     written: list[Path] = []
     index = [f"# ncprobe report\n\nMade by ncprobe {__version__} from these runs:\n"]
     for m in results.meta:
@@ -319,10 +408,13 @@ def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
         index.append(f"- {cfg['model']} ({cfg['lang']}): contexts {cfg['contexts']}, layers "
                      f"{cfg.get('layers') or 'default'}, gold {cfg['gold']}")
     index.append("\n## Figures\n")
-    figures = _figures(results, formats, dpi, jobs)
+    index.append(f"Vector space {view.space}; figures 3-10 at "
+                 f"{'NC' if view.level == 'nc' else 'sentence'} level.\n")
+    figures = _figures(results, formats, dpi, jobs, options=view.options)
     for i, (name, (blobs, notes)) in enumerate(figures, start=1):
         stem = f"fig{i:02d}_{name}"
-        draw = plots.FIGURES[name]
+        added = name in plots.ADDED_FIGURES and name not in plots.FIGURES
+        draw = plots.ADDED_FIGURES[name] if added else plots.FIGURES[name]
         if blobs is None:  # NoData: notes holds why
             index.append(f"- {stem}: not drawn: {notes[0]}")
             log.info("%s not drawn: %s", stem, notes[0])
@@ -332,14 +424,23 @@ def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
             atomic_write_bytes(path, blobs[fmt])
             written.append(path)
         index.append(f"- `{stem}`: {_first_paragraph(draw.__doc__ or name)}"
-                     + (f" ({'; '.join(notes)})" if notes else ""))
+                     + (f" ({'; '.join(notes)})" if notes else "")
+                     + (" Not a figure of the study: ncprobe's addition." if added else ""))
     index.append("\n## Tables\n")
+    index.append(_correction_line(correct, intervals, tables) + "\n")
     for name, build in tables.TABLES.items():
-        df = build(results, examples) if name == "examples" else build(results)
+        if name == "examples":
+            df = build(results, examples)
+        elif name in CORRELATION_TABLES:
+            df = build(results, correct=correct, intervals=intervals)
+        elif name == "class_tests":  # the tests the figures by class mark, at their view
+            df = build(results, level=view.level, space=view.space, correct=correct)
+        else:
+            df = build(results)
         if df.empty:
             index.append(f"- table_{name}: empty for these results")
             continue
-        caption = tables.CAPTIONS[name]
+        caption = tables.caption(name, df)
         for suffix, text in ((".md", f"{caption}\n\n{tables.to_markdown(df)}"),
                              (".tex", tables.to_latex(df, caption))):
             path = out / f"table_{name}{suffix}"
@@ -348,12 +449,37 @@ def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
         missing = df.attrs.get("missing")
         index.append(f"- `table_{name}`: {caption}"
                      + (f" (not in these results: {', '.join(missing)})" if missing else ""))
+    if view.layerwise:
+        df = tables.layers(results, level=view.level, space=view.space, correct=correct,
+                           intervals=intervals)
+        caption = (f"{tables.CAPTIONS['layers']}; {'NC' if view.level == 'nc' else 'sentence'} "
+                   f"level, {view.space} space ({df.attrs['note']})")
+        for suffix, text in ((".md", f"{caption}\n\n{tables.to_markdown(df)}"),
+                             (".tex", tables.to_latex(df, caption))):
+            path = out / f"table_{LAYERS_TABLE}{suffix}"
+            atomic_write_text(path, text)
+            written.append(path)
+        index.append(f"- `table_{LAYERS_TABLE}`: {caption}. Not a table of the study: "
+                     "ncprobe's addition.")
     if provenance:
         index.append("\n" + provenance.rstrip("\n"))
     readme = out / "README.md"
     atomic_write_text(readme, "\n".join(index) + "\n")
     written.append(readme)
     return written
+
+
+def _correction_line(correct: str, intervals: bool, tables) -> str:
+    """The index's sentence on the multiple-comparison correction and the cell format."""
+    how = ("not corrected for multiple comparisons (as in the study)" if correct == "none"
+           else f"{tables.CORRECTION_NAMES[correct]} (`--correct {correct}`) across the cells "
+           "of each table, and across the pairs of the correlogram (figure 10)")
+    cells = ("rho [95% bootstrap interval]" if intervals else
+             "rho alone (`--compact-tables`; the intervals are in the results' correlations "
+             "table)")
+    return (f"Multiple comparisons: the \"-\" cells of the correlation tables and the blank "
+            f"cells of the correlogram mark p > 0.05, {how}; each caption gives the number "
+            f"of tests. Significant correlation cells: {cells}.")
 
 
 def _first_paragraph(doc: str) -> str:

@@ -6,7 +6,7 @@ Which models exist, and whether each can run here, is the registry's knowledge
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from .config import RunConfig, is_lang
@@ -29,6 +29,8 @@ class Reproduction:
     results: Results | None
     ran: list[tuple[str, str, str]]       # (model, lang, results directory)
     skipped: list[tuple[str, str, str]]   # (model, lang, why)
+    #: what was run otherwise than asked: ``layers`` left out for models without layers
+    notes: list[str] = field(default_factory=list)
 
 
 def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en", "pt"), *,
@@ -54,13 +56,19 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
             :meth:`~ncprobe.results.Results.to_parquet`); without it, such a directory stops
             the reproduction before any model runs.
         options: :class:`~ncprobe.config.RunConfig` fields shared by every run (``contexts``,
-            ``n_boot``, ``seed`` ...).
+            ``n_boot``, ``seed``, ``standardise``, ``layers`` ...). ``layers`` applies to the
+            models that have layers (transformers, :func:`takes_layers`); the others (static
+            vectors, ELMo, API embedders) run without it, and
+            :attr:`Reproduction.notes` says so.
     """
     from .errors import ModelUnavailableError
     from .results import check_target
 
     models = list(models) if models else default_models()
     ran, skipped, parts = [], [], []
+    notes = [f"{model} ({lang}): layers={options['layers']!r} does not apply (no layers); run "
+             "with its one view" for model in models for lang in langs
+             if options.get("layers") is not None and not takes_layers(model, lang)]
     # refuse to replace another run before spending any time computing
     for model in models:
         for lang in langs:
@@ -91,11 +99,29 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
                                          _run_config(model, lang, options)), overwrite=overwrite)
             ran.append((model, lang, str(out)))
             parts.append(res)
-    return Reproduction(Results.concat(parts) if parts else None, ran, skipped)
+    return Reproduction(Results.concat(parts) if parts else None, ran, skipped, notes)
+
+
+def takes_layers(model: str, lang: str) -> bool:
+    """Whether ``layers`` changes the vectors of ``model`` (its encoder class lists the option:
+    transformers), as :func:`~ncprobe.encoders.registry.load_encoder` would decide; nothing is
+    loaded. A name that does not resolve counts as taking it (its run says what is wrong)."""
+    from .encoders.registry import _resolve
+    from .errors import NcprobeError
+
+    try:
+        target = _resolve(model, lang, allow_pickle=False, allow_gensim=False)
+    except (NcprobeError, ValueError):
+        return True
+    accepts = getattr(target.cls, "OPTIONS", {})
+    return "layers" in accepts and accepts["layers"] is None and "layers" not in target.drop
 
 
 def _run_config(model: str, lang: str, options: dict) -> RunConfig:
-    """The RunConfig of one run; a language the NCIMP data lacks is refused."""
+    """The RunConfig of one run; a language the NCIMP data lacks is refused. ``layers`` is
+    left out for a model without layers (:func:`takes_layers`)."""
     if not is_lang(lang):
         raise ValueError(f"unknown language {lang!r}; NCIMP has {', '.join(LANGS)}")
+    if options.get("layers") is not None and not takes_layers(model, lang):
+        options = {k: v for k, v in options.items() if k != "layers"}
     return RunConfig(model=model, lang=lang, **options)

@@ -55,6 +55,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import DataError, UsageError
@@ -64,7 +65,9 @@ from .schema import (
     LEVELS,
     MEASURES,
     NC_KEYS,
+    RATIO,
     RESULT_TABLES,
+    SPACES,
     Analysis,
     Class,
     Cls,
@@ -75,7 +78,8 @@ from .schema import (
     Space,
 )
 from .schema import ResultTable as Table
-from .stats import ALPHA
+from .stats import ALPHA, Correction
+from .stats import correct as correct_p
 
 log = logging.getLogger(__name__)
 
@@ -374,12 +378,29 @@ class Results:
         out = info.merge(values.reset_index(), on=WIDE_KEYS, how="left", validate="1:1")
         return out.sort_values(WIDE_KEYS, kind="stable").reset_index(drop=True)
 
-    def summary(self, space: str = "raw", analysis: str = "nc") -> str:
-        """A compact text summary: per level and context, mean ± sd of every measure and rho.
+    def summary(self, space: str | None = None, analysis: str | None = None,
+                correct: Correction = "holm") -> str:
+        """A compact text summary: per space, level and context, mean ± sd of every measure
+        and its Spearman rho with the run's gold score, with the rho's 95% bootstrap interval.
 
-        ``*`` marks p <= 0.05. A run computed on data files that differ from their pin
-        (``--accept-modified-data``) is announced on the first lines, one per file.
+        Args:
+            space: ``raw`` or ``standardised``; ``None``: every space the run has (the
+                standardised one with ``--standardise``).
+            analysis: ``nc`` (rho over the NCs), ``overlap-filtered`` or ``sentence``;
+                ``None``: ``nc``, plus the per-sentence correlations when the run has them
+                (``--per-sentence``).
+            correct: the multiple-comparison correction (``holm``, ``fdr_bh``, ``none``)
+                applied to the family of every correlation printed; ``*`` marks a corrected
+                p <= 0.05, and the footer says which correction and how many tests.
+
+        The ratio ``Sim_R|Syn/Sim_R|WordsSyn`` (heavy-tailed) also gets its median and
+        inter-quartile range over the NCs, from the ``measures`` table. A run computed on
+        data files that differ from their pin (``--accept-modified-data``) is announced on
+        the first lines, one per file.
         """
+        from .tables import CORRECTION_NAMES, correction_note
+
+        correction_note(correct, 0)  # an unknown correction: refused before any work
         lines = []
         for m in self.meta:  # first, where it cannot be missed
             for rel, blob in (m.get("modified_data") or {}).items():
@@ -387,37 +408,136 @@ class Results:
                              f"{rel} (git blob {blob['blob']}, pinned {blob['pinned']})")
         if lines:
             lines.append("")
-        dist = self.distributions[(self.distributions["cls"] == ALL_CLASSES)
-                                  & (self.distributions["space"] == space)]
-        cor = self.correlations[(self.correlations["analysis"] == analysis)
-                                & (self.correlations["space"] == space)]
+        spaces = ([space] if space is not None else
+                  [s for s in SPACES if s in set(self.distributions["space"].astype(str))])
+        analyses = ([analysis] if analysis is not None else
+                    ["nc"] + (["sentence"] if (self.correlations["analysis"] == "sentence").any()
+                              else []))
         keys = ["model", "lang", "layers", "level", "context"]
-        merged = dist.merge(cor[keys + ["measure", "rho", "p", "n"]], on=keys + ["measure"],
-                            how="left", suffixes=("", "_rho"))
+        cor = self.correlations[self.correlations["analysis"].isin(analyses)
+                                & self.correlations["space"].isin(spaces)]
+        # the family: every correlation printed below
+        cor = cor.assign(p_corrected=correct_p(cor["p"].to_numpy(dtype=float), correct))
+        family = int(cor["p"].notna().sum())
         order = {**{lv: i for i, lv in enumerate(LEVELS)},
-                 **{g: i for i, g in enumerate(CONTEXT_GROUPS)}}
-        merged = merged.sort_values(["model", "lang", "layers", "level", "context"],
-                                    key=lambda c: c.map(order).fillna(-1) if c.name in (
-                                        "level", "context") else c, kind="stable")
-        for key, block in merged.groupby(keys, sort=False, observed=True):
-            model, lang, layers, level, context = key
-            shown = "" if layers == "-" else f" · layers {layers}"
-            lines.append(f"{model} · {lang}{shown} · {level} level · {context} ({space} space)")
-            lines.append(f"  {'measure':<26}{'mean ± sd':>17}  {'rho with gold':>13}  "
-                         f"{'p':>8}  {'NCs':>4}")
-            for _, r in block.iterrows():
-                rho = "" if pd.isna(r["rho"]) else (
-                    f"{r['rho']:+.3f}{'*' if r['p'] <= ALPHA else ' '}")
-                p = "" if pd.isna(r["p"]) else f"{r['p']:.2g}"
-                n = "" if pd.isna(r["n_rho"]) else f"{int(r['n_rho'])}"
-                lines.append(f"  {r['measure']:<26}{r['mean']:>8.3f} ± {r['sd']:<6.3f}  "
-                             f"{rho:>13}  {p:>8}  {n:>4}")
-            lines.append("")
-        lines.append("* p <= 0.05 (Spearman, two-sided); rho with the gold compositionality "
-                     "score per NC")
+                 **{g: i for i, g in enumerate(CONTEXT_GROUPS)},
+                 **{s: i for i, s in enumerate(SPACES)}}
+
+        def ordered(df: pd.DataFrame) -> pd.DataFrame:
+            return df.sort_values(["space", "model", "lang", "layers", "level", "context"],
+                                  key=lambda c: c.map(order).fillna(-1) if c.name in (
+                                      "level", "context", "space") else c, kind="stable")
+
+        ratios = self.measures[self.measures["measure"].astype(str) == RATIO]
+        ratio_values = {k: g["value"].dropna().to_numpy(dtype=float) for k, g in
+                        ratios.groupby(["space", *keys], observed=True, sort=False)}
+        label = CORRECTION_NAMES[correct]
+        pcol = {"holm": "p Holm", "fdr_bh": "p BH"}.get(correct, "")
+        for an in analyses:
+            if an == "sentence":
+                block_rows = ordered(cor[cor["analysis"] == "sentence"])
+                for key, block in block_rows.groupby(["space", *keys], sort=False,
+                                                     observed=True):
+                    sp, model, lang, layers, level, context = key
+                    shown = "" if layers == "-" else f" · layers {layers}"
+                    lines.append(f"{model} · {lang}{shown} · {level} level · per sentence "
+                                 f"({sp} space): each naturalistic sentence's value with its "
+                                 "token-level score")
+                    lines.append(f"  {'measure':<26}{'rho [95% CI]':>27}  {'p':>8}  "
+                                 f"{pcol:>8}  {'sentences':>9}")
+                    for _, r in block.iterrows():
+                        lines.append(f"  {str(r['measure']):<26}{_rho_text(r):>27}  "
+                                     f"{_p_text(r['p']):>8}  "
+                                     f"{_p_text(r['p_corrected']) if pcol else '':>8}  "
+                                     f"{_n_text(r['n']):>9}")
+                    lines.append("")
+                continue
+            dist = self.distributions[(self.distributions["cls"] == ALL_CLASSES)
+                                      & self.distributions["space"].isin(spaces)]
+            c = cor[cor["analysis"] == an]
+            c = c.rename(columns={"n": "n_rho", "ci_low": "rho_low", "ci_high": "rho_high"})
+            merged = dist.merge(c[["space", *keys, "measure", "rho", "p", "p_corrected",
+                                   "n_rho", "rho_low", "rho_high"]],
+                                on=["space", *keys, "measure"], how="left")
+            for key, block in ordered(merged).groupby(["space", *keys], sort=False,
+                                                      observed=True):
+                sp, model, lang, layers, level, context = key
+                shown = "" if layers == "-" else f" · layers {layers}"
+                what = "" if an == "nc" else f" · {an}"
+                lines.append(f"{model} · {lang}{shown} · {level} level · {context}{what} "
+                             f"({sp} space)")
+                lines.append(f"  {'measure':<26}{'mean ± sd':>17}  {'rho [95% CI]':>27}  "
+                             f"{'p':>8}  {pcol:>8}  {'NCs':>4}")
+                for _, r in block.iterrows():
+                    lines.append(f"  {str(r['measure']):<26}{r['mean']:>8.3f} ± {r['sd']:<6.3f}  "
+                                 f"{_rho_text(r, 'rho_low', 'rho_high'):>27}  "
+                                 f"{_p_text(r['p']):>8}  "
+                                 f"{_p_text(r['p_corrected']) if pcol else '':>8}  "
+                                 f"{_n_text(r['n_rho']):>4}")
+                    v = ratio_values.get(key) if str(r["measure"]) == RATIO else None
+                    if v is not None and len(v):
+                        q1, med, q3 = np.percentile(v, [25, 50, 75])
+                        lines.append(f"  {'':<26}median {med:.3f}, IQR [{q1:.3f}, {q3:.3f}] "
+                                     "(25th-75th percentile over the NCs)")
+                lines.append("")
+        mark = (f"{label} p <= {ALPHA} across all {family} correlations printed above"
+                if correct != "none" else
+                f"p <= {ALPHA}, not corrected for the {family} correlations printed above")
+        lines.append(f"* {mark} (Spearman, two-sided; p: uncorrected"
+                     + (f", {pcol}: {label})" if pcol else ")"))
+        lines.append(f"rho: with the {self._gold_name()} per NC; [95% CI]: "
+                     f"{self._interval_name()}")
+        if "sentence" in analyses:
+            lines.append("per sentence: rho of each naturalistic sentence's value with that "
+                         "sentence's token-level score (whatever the gold)")
+        lines.append("comp: P_Comp, the NC replaced by one of its own words; per sentence the "
+                     "better of comp-head (the head alone) and comp-mod (the modifier alone)")
         for n in self.notes:
             lines.append(f"note: {n}")
         return "\n".join(lines)
+
+    def _gold_name(self) -> str:
+        """The gold score the runs correlated with, from their configs (``--gold``)."""
+        names = {"comp": "gold compositionality score (Eq. 1: token-level scores averaged "
+                         "over the 3 sentences)",
+                 "type": "type-level compositionality score (--gold type)"}
+        golds = {(m["config"].get("model"), m["config"].get("lang")):
+                 m["config"].get("gold", "comp") for m in self.meta if m.get("config")}
+        kinds = list(dict.fromkeys(golds.values()))
+        if len(kinds) == 1:
+            return names.get(kinds[0], f"gold {kinds[0]!r}")
+        if not kinds:
+            return "gold score (the runs' configs do not name it)"
+        return "gold score of each run (" + ", ".join(
+            f"{model}/{lang}: {g}" for (model, lang), g in golds.items()) + ")"
+
+    def _interval_name(self) -> str:
+        boots = list(dict.fromkeys(m["config"].get("n_boot") for m in self.meta
+                                   if m.get("config")))
+        if boots == [0]:
+            return "none (--n-boot 0)"
+        shown = ", ".join(str(b) for b in boots if b is not None)
+        return ("percentile bootstrap over the NCs"
+                + (f" ({shown} resamples)" if shown else ""))
+
+
+def _rho_text(r, low: str = "ci_low", high: str = "ci_high") -> str:
+    """``+0.593 [+0.501, +0.662]*``: rho, its interval where the run has one, ``*`` where the
+    corrected p <= ALPHA."""
+    if pd.isna(r["rho"]):
+        return ""
+    star = "*" if r["p_corrected"] <= ALPHA else " "
+    if pd.isna(r[low]) or pd.isna(r[high]):
+        return f"{r['rho']:+.3f}{star}"
+    return f"{r['rho']:+.3f} [{r[low]:+.3f}, {r[high]:+.3f}]{star}"
+
+
+def _p_text(p) -> str:
+    return "" if pd.isna(p) else f"{p:.2g}"
+
+
+def _n_text(n) -> str:
+    return "" if pd.isna(n) else f"{int(n)}"
 
 
 def _read_run_json(meta_file: Path) -> dict:

@@ -8,7 +8,8 @@ but :mod:`typing`), so any module may import it. Three parts:
   analyses, and the tables of a results directory;
 * **column names** of the results tables;
 * **display labels**, how figures and tables print those values: one label per measure
-  (:data:`MEASURE_LABELS`), level and class, and the condition labels (``EN-Nat`` ...,
+  (:data:`MEASURE_LABELS`, typeset for the figures in :data:`MEASURE_MATH_LABELS`), level
+  and class, and the condition labels (``EN-Nat`` ...,
   :func:`condition_label`).
 
 Names that look alike and are not the same:
@@ -190,36 +191,49 @@ def condition_parts(label: str) -> tuple[str, str]:
     return _CONDITION_PARTS[label]
 
 
-#: The name of each measure as the study writes it: the tables' column headers, the figures'
-#: axis labels and legends. ``gold`` is the gold compositionality score.
-MEASURE_LABELS: dict[str, str] = {
-    "syn": "P_Syn", "comp-head": "P_Comp(head)", "comp-mod": "P_Comp(mod)", "comp": "P_Comp",
-    "wordssyn": "P_WordsSyn", "rand": "P_Rand",
-    "A_Syn|WordsSyn": "A_Syn|WordsSyn", "A_Syn|Rand": "A_Syn|Rand",
-    "Sim_R|Syn": "Sim_R|Syn", "Sim_R|WordsSyn": "Sim_R|WordsSyn",
-    RATIO: "Sim_R|Syn / Sim_R|WordsSyn", "gold": "Comp (gold)",
+#: How each measure is written, the one definition both of its labels are made from: the terms
+#: ``(symbol, subscript)`` of a quotient (one term but for the ratio) and a qualifier after
+#: them. ``gold`` is the gold compositionality score.
+_MEASURE_TERMS: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
+    "syn": ((("P", "Syn"),), ""), "comp-head": ((("P", "Comp"),), "(head)"),
+    "comp-mod": ((("P", "Comp"),), "(mod)"), "comp": ((("P", "Comp"),), ""),
+    "wordssyn": ((("P", "WordsSyn"),), ""), "rand": ((("P", "Rand"),), ""),
+    "A_Syn|WordsSyn": ((("A", "Syn|WordsSyn"),), ""), "A_Syn|Rand": ((("A", "Syn|Rand"),), ""),
+    "Sim_R|Syn": ((("Sim", "R|Syn"),), ""), "Sim_R|WordsSyn": ((("Sim", "R|WordsSyn"),), ""),
+    RATIO: ((("Sim", "R|Syn"), ("Sim", "R|WordsSyn")), ""), "gold": ((("Comp", ""),), " (gold)"),
 }
 
-# Two shorter labels of some measures are still in use, each in its own place (to be unified
-# with MEASURE_LABELS):
 
-#: Tick labels of the box plots (figures 1-5) and ideal panels, where a panel shows measures
-#: of one kind: a probe without ``P_``, an Affinity or a Scaled Similarity by the part after
-#: ``|`` (when every measure of the panel is of its kind; otherwise its
-#: :data:`MEASURE_LABELS` name), the ratio ``ratio``.
-PANEL_TICKS: dict[str, str] = {
-    "syn": "Syn", "comp": "Comp", "wordssyn": "WordsSyn", "rand": "Rand",
-    "comp-head": "Comp-head", "comp-mod": "Comp-mod",
-    "A_Syn|WordsSyn": "WordsSyn", "A_Syn|Rand": "Rand",
-    "Sim_R|Syn": "Syn", "Sim_R|WordsSyn": "WordsSyn", RATIO: "ratio",
-}
-#: Tick labels of the correlogram (figure 10): ``A Syn|WS``, ``SimR WS`` ...
-CORRELOGRAM_TICKS: dict[str, str] = {
-    "syn": "Syn", "comp": "Comp", "wordssyn": "WordsSyn", "rand": "Rand",
-    "comp-head": "Comp-head", "comp-mod": "Comp-mod",
-    "A_Syn|WordsSyn": "A Syn|WS", "A_Syn|Rand": "A Syn|Rand", "Sim_R|Syn": "SimR Syn",
-    "Sim_R|WordsSyn": "SimR WS", RATIO: "SimR ratio", "gold": "Comp (gold)",
-}
+def _plain_label(terms: tuple[tuple[str, str], ...], after: str) -> str:
+    return " / ".join(f"{sym}_{sub}" if sub else sym for sym, sub in terms) + after
+
+
+def _math_label(terms: tuple[tuple[str, str], ...], after: str) -> str:
+    # a symbol of several letters is one italic word (\mathit), not a product of variables;
+    # subscripts upright (\mathrm), as names; the qualifier outside the math
+    def term(sym: str, sub: str) -> str:
+        s = sym if len(sym) == 1 else rf"\mathit{{{sym}}}"
+        return rf"{s}_{{\mathrm{{{sub}}}}}" if sub else s
+    if len(terms) == 1 and not terms[0][1]:
+        return terms[0][0] + after
+    return "$" + r"\,/\,".join(term(sym, sub) for sym, sub in terms) + "$" + after
+
+
+#: The name of each measure as the study writes it, in plain text: the tables' column headers
+#: (Markdown and LaTeX), the terminal's summary. ``gold`` is the gold compositionality score.
+MEASURE_LABELS: dict[str, str] = {m: _plain_label(*t) for m, t in _MEASURE_TERMS.items()}
+#: The same names with their subscripts typeset, in matplotlib mathtext
+#: (``$A_{\mathrm{Syn|Rand}}$``): every figure's ticks, axis labels, titles and legends.
+#: Made from the same definition as :data:`MEASURE_LABELS`: the two differ only in typesetting.
+MEASURE_MATH_LABELS: dict[str, str] = {m: _math_label(*t) for m, t in _MEASURE_TERMS.items()}
+
+
+def measure_label(measure: str, *, math: bool = False) -> str:
+    """The label of a measure (or ``gold``): plain text (:data:`MEASURE_LABELS`), or with
+    ``math=True`` the mathtext of the figures (:data:`MEASURE_MATH_LABELS`). A name that is
+    not a measure is returned as it is."""
+    return (MEASURE_MATH_LABELS if math else MEASURE_LABELS).get(measure, measure)
+
 
 #: One line on what each of the study's tables shows (the report's index and LaTeX captions).
 PAPER_TABLE_CAPTIONS: dict[str, str] = {
@@ -239,14 +253,35 @@ PAPER_TABLE_CAPTIONS: dict[str, str] = {
     "examples": "Every measure of the example NCs (NC level)",
 }
 
+#: ncprobe's tables beyond the study's: the per-class tests (every report) and the layer-wise
+#: correlations (a report of results with several single-layer views).
+ADDED_TABLES: tuple[str, ...] = ("class_tests", "layers")
+#: One line on what each table shows, the study's and ncprobe's.
+TABLE_CAPTIONS: dict[str, str] = {
+    **PAPER_TABLE_CAPTIONS,
+    "class_tests": "Per-class tests: Kruskal-Wallis H across the classes I / PC / C and "
+                   "pairwise two-sided Mann-Whitney U, with the rank-biserial r (positive: the "
+                   "first class larger), per model, condition and measure",
+    "layers": "Layer-wise Spearman rho with the gold score (ncprobe's addition): one column "
+              "per layer view (0 = embeddings; views averaging several layers last)",
+}
+#: The study's tables of Spearman correlations (cells with intervals, marks after correction).
+CORRELATION_TABLES: tuple[str, ...] = (
+    "sent_correlations", "nc_correlations", "length_correlations", "affinity_correlations",
+    "scaled_correlations", "filtered_correlations")
+#: The study's figures by class (marked with the per-class tests).
+CLASS_FIGURES: tuple[str, ...] = ("affinity_by_class", "simr_syn_by_class",
+                                  "simr_wordssyn_by_class", "ratio_by_class")
+
 __all__ = [
+    "ADDED_TABLES", "CLASS_FIGURES", "CORRELATION_TABLES", "TABLE_CAPTIONS",
     "AFFINITIES", "ALL_CLASSES", "ANALYSES", "Analysis", "CLASSES", "CLASS_LABELS", "CONDITIONS",
-    "CONTEXTS", "CONTEXT_ALIASES", "CONTEXT_GROUPS", "CONTEXT_GROUP_LABELS", "CORRELOGRAM_TICKS",
-    "Class", "Cls", "Context", "ContextGroup", "DEFAULT_CONTEXT_GROUPS", "DISPLAY_MEASURES",
+    "CONTEXTS", "CONTEXT_ALIASES", "CONTEXT_GROUPS", "CONTEXT_GROUP_LABELS", "Class", "Cls",
+    "Context", "ContextGroup", "DEFAULT_CONTEXT_GROUPS", "DISPLAY_MEASURES",
     "DISPLAY_PROBES", "GROUP_OF_CONTEXT", "LANGS", "LEVELS", "LEVEL_LABELS", "Lang", "Level",
-    "MEASURES", "MEASURE_LABELS", "NATURALISTIC", "NC_KEYS", "NEUTRAL", "NEUTRAL_PLURAL",
-    "PANEL_TICKS", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS", "PROBE_ALIASES",
+    "MEASURES", "MEASURE_LABELS", "MEASURE_MATH_LABELS", "NATURALISTIC", "NC_KEYS", "NEUTRAL",
+    "NEUTRAL_PLURAL", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS", "PROBE_ALIASES",
     "PROBE_FAMILIES", "PROBE_MEASURES", "Probe", "RATIO", "RESULT_COLUMNS", "RESULT_TABLES",
     "RUN_KEYS", "ResultTable", "SCALED", "SPACES", "SentenceContext", "Space",
-    "TOKEN_SCORE_COLUMNS", "condition_label", "condition_parts",
+    "TOKEN_SCORE_COLUMNS", "condition_label", "condition_parts", "measure_label",
 ]

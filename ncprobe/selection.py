@@ -27,7 +27,7 @@ import pandas as pd
 
 from .schema import CONDITIONS, CONTEXT_GROUPS, DEFAULT_CONTEXT_GROUPS, condition_label
 
-__all__ = ["contexts_of", "model_order", "select"]
+__all__ = ["contexts_of", "layer_index", "layerwise_views", "model_order", "select"]
 
 
 def contexts_of(contexts: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -113,3 +113,51 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
                 for lg, ctx in zip(out["lang"], out["context"], strict=True)]
         out["condition"] = pd.Categorical(cond, categories=list(CONDITIONS), ordered=True)
     return out.reset_index(drop=True)
+
+
+def layer_index(view) -> int | None:
+    """The layer of a single-layer view (``"12"`` -> 12; 0 is the embeddings), else None
+    (``"-"`` of a static model, ``"9+10+11+12"`` of a combination)."""
+    text = str(view)
+    return int(text) if text.isdecimal() else None
+
+
+def layerwise_measures(level: str, space: str, measures: str | Iterable[str] | None
+                       ) -> list[str]:
+    """The measures a layer-wise figure or table shows (default
+    :data:`~ncprobe.schema.DISPLAY_MEASURES`), after checking ``level`` and ``space``."""
+    from .errors import UsageError
+    from .schema import DISPLAY_MEASURES, LEVELS, MEASURES, SPACES
+
+    if level not in LEVELS:
+        raise UsageError(f"level={level!r}: choose from {', '.join(LEVELS)}")
+    if space not in SPACES:
+        raise UsageError(f"space={space!r}: choose from {', '.join(SPACES)}")
+    shown = list(DISPLAY_MEASURES if measures is None else
+                 ([measures] if isinstance(measures, str) else measures))
+    bad = [m for m in shown if m not in MEASURES]
+    if bad or not shown:
+        raise UsageError(f"measures: unknown {bad or shown}; choose from {', '.join(MEASURES)}")
+    return shown
+
+
+def layerwise_views(df: pd.DataFrame, *, space: str = "raw", level: str = "nc",
+                    contexts=None) -> dict[tuple[str, str], list[str]]:
+    """The layer-wise runs of a ``correlations`` table: per (model, language) holding at least
+    two single-layer views with a rho at ``space`` and ``level`` (analysis ``nc``, the context
+    groups ``contexts``), every view it holds there: the single layers in layer order, then the
+    others (combinations) in the order of the results."""
+    if df.empty or "layers" not in df.columns:
+        return {}
+    rows = df[(df["space"] == space) & (df["level"] == level) & (df["analysis"] == "nc")
+              & df["context"].isin(contexts_of(contexts)) & df["rho"].notna()]
+    out: dict[tuple[str, str], list[str]] = {}
+    for model in model_order(rows):
+        mine = rows[rows["model"].astype(str) == model]
+        for lang in pd.unique(mine["lang"].astype(str)):
+            views = [str(v) for v in pd.unique(mine.loc[mine["lang"].astype(str) == lang,
+                                                         "layers"].astype(str))]
+            single = sorted((v for v in views if layer_index(v) is not None), key=int)
+            if len(single) >= 2:
+                out[(model, lang)] = single + [v for v in views if layer_index(v) is None]
+    return out

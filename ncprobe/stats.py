@@ -31,7 +31,7 @@ Tests (issue 12, "comparisons that are tests"):
 * :func:`class_tests`: Kruskal-Wallis across the classes and pairwise Mann-Whitney U with
   rank-biserial effect sizes, the pairs corrected as one family.
 
-:func:`ncprobe.compare.compare` applies the difference tests to two runs' results.
+:func:`ncprobe.comparison.compare` applies the difference tests to two runs' results.
 """
 
 from __future__ import annotations

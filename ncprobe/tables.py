@@ -4,9 +4,13 @@ Every builder takes a :class:`~ncprobe.results.Results` (one or many models, one
 both languages) and returns a DataFrame of display strings, indexed by model,
 level and condition (``EN-Nat``, ``EN-Neut``, ``PT-Nat``, ``PT-Neut``), with
 one column per measure. Correlation cells show Spearman's rho with two
-decimals where p <= 0.05 and ``-`` otherwise (as in the study); empty cells
-(a measure a run does not have) are blank. :data:`TABLES` maps the table names
-(:data:`ncprobe.schema.PAPER_TABLES`) to the builders, in the order of SPEC §4;
+decimals and its 95% bootstrap interval, ``0.59 [0.50, 0.66]`` (``intervals=False``:
+rho alone, the study's compact form), where p <= 0.05 after the correction ``correct=``
+(``holm`` by default, ``fdr_bh``, or ``none`` for the study's uncorrected marks) over the
+p-values of the table, and ``-`` otherwise; :func:`caption` adds what the "-" means to a
+table's caption. Empty cells (a measure a run does not have) are blank. :data:`TABLES`
+maps the table names (:data:`ncprobe.schema.PAPER_TABLES`) to the builders, in the order of
+SPEC §4;
 :func:`to_markdown` and :func:`to_latex` render any of them. Column headers, level and
 condition labels are those of :mod:`ncprobe.schema`.
 """
@@ -16,8 +20,10 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 
+from .errors import UsageError
 from .schema import (
     AFFINITIES,
     ALL_CLASSES,
@@ -26,14 +32,15 @@ from .schema import (
     DISPLAY_PROBES,
     LEVEL_LABELS,
     MEASURE_LABELS,
-    PAPER_TABLE_CAPTIONS,
     PAPER_TABLES,
     RATIO,
     SCALED,
+    TABLE_CAPTIONS,
     condition_label,
 )
 from .selection import model_order, select
-from .stats import ALPHA
+from .stats import ALPHA, CORRECTIONS, Correction
+from .stats import correct as correct_p
 
 #: The example NCs of the study's per-NC table.
 EXAMPLE_NCS = ("grey matter", "eager beaver", "Dutch courage", "eternal rest", "economic aid",
@@ -41,10 +48,69 @@ EXAMPLE_NCS = ("grey matter", "eager beaver", "Dutch courage", "eternal rest", "
 INDEX = ["model", "level", "condition"]
 
 
-def _rho_cell(rho: float, p: float) -> str:
+def _rho_cell(rho: float, p: float, lo: float = math.nan, hi: float = math.nan,
+              intervals: bool = False) -> str:
+    """rho (two decimals) where ``p`` <= ALPHA, with ``[lo, hi]`` when ``intervals`` and the
+    run has the interval (``n_boot`` 0 gives none); ``-`` otherwise; blank without a rho."""
     if rho is None or p is None or math.isnan(rho) or math.isnan(p):
         return ""
-    return f"{rho:.2f}" if p <= ALPHA else "-"
+    if p > ALPHA:
+        return "-"
+    if intervals and not (lo is None or hi is None or math.isnan(lo) or math.isnan(hi)):
+        return f"{rho:.2f} [{lo:.2f}, {hi:.2f}]"
+    return f"{rho:.2f}"
+
+
+#: How each correction is named in captions, footnotes and the summary.
+CORRECTION_NAMES = {"holm": "Holm-corrected", "fdr_bh": "Benjamini-Hochberg (FDR) corrected",
+                    "none": "uncorrected"}
+
+
+def correction_note(method: str, n: int, what: str = "cells of this table") -> str:
+    """The footnote of a table or figure whose marks follow ``method`` over ``n`` p-values:
+    ``"- : Holm-corrected p > 0.05 across the 24 cells of this table"``."""
+    if method not in CORRECTIONS:
+        raise UsageError(f"unknown multiple-comparison correction {method!r}; choose from "
+                         + ", ".join(CORRECTIONS))
+    if method == "none":
+        return f"- : p > {ALPHA}, not corrected for the {n} {what} (as in the study)"
+    return f"- : {CORRECTION_NAMES[method]} p > {ALPHA} across the {n} {what}"
+
+
+def _rho_cells(rows: pd.DataFrame, *, intervals: bool, correct: Correction
+               ) -> tuple[Callable[[pd.Series], str], pd.DataFrame, int]:
+    """The cell of each correlation row, the rows with their corrected ``p_corrected``, and
+    the size of the family (the rows with a p-value: every cell the table shows)."""
+    p = rows["p"].to_numpy(dtype=float) if len(rows) else np.zeros(0)
+    rows = rows.assign(p_corrected=correct_p(p, correct))
+    has_ci = "ci_low" in rows.columns and "ci_high" in rows.columns
+
+    def cell(r: pd.Series) -> str:
+        lo, hi = (r["ci_low"], r["ci_high"]) if has_ci else (math.nan, math.nan)
+        return _rho_cell(r["rho"], r["p_corrected"], lo, hi, intervals)
+
+    return cell, rows, int(np.count_nonzero(~np.isnan(p)))
+
+
+def _noted(table: pd.DataFrame, correct: Correction, n: int, intervals: bool) -> pd.DataFrame:
+    """Record in ``table.attrs`` what its "-" and its cells mean (:func:`caption` uses it)."""
+    table.attrs["correct"] = correct
+    table.attrs["family"] = n
+    note = correction_note(correct, n)
+    if intervals:
+        note += "; significant cells: rho [95% bootstrap interval]"
+    table.attrs["note"] = note
+    return table
+
+
+def caption(name: str, table: pd.DataFrame) -> str:
+    """The caption of table ``name`` (:data:`CAPTIONS`) with the footnote of its
+    correction and cell format (``table.attrs["note"]``, set by the correlation tables)."""
+    text = CAPTIONS[name]
+    note = table.attrs.get("note")
+    if not note:
+        return text
+    return text.replace(f" (- : p > {ALPHA})", "") + f" ({note})"
 
 
 def _layout(rows: pd.DataFrame, cell: Callable[[pd.Series], str], measures: Sequence[str],
@@ -71,13 +137,24 @@ def _condition_rank(c: str) -> int:
 
 
 def correlations(results, measures: Sequence[str], *, level=None, analysis: str = "nc",
-                 space: str = "raw", contexts=None) -> pd.DataFrame:
-    """Spearman rho of per-NC measures with the gold score; "-" where p > 0.05."""
+                 space: str = "raw", contexts=None, intervals: bool = True,
+                 correct: Correction = "holm") -> pd.DataFrame:
+    """Spearman rho of per-NC measures with the gold score; "-" where the corrected p > 0.05.
+
+    Args:
+        intervals: significant cells read ``rho [ci_low, ci_high]`` (the 95% bootstrap
+            interval of the ``correlations`` table; rho alone where the run has none,
+            ``n_boot`` 0); ``False``: rho alone (the study's compact form).
+        correct: ``holm`` (default), ``fdr_bh`` or ``none``: the correction applied to the
+            family of p-values this table shows (every cell with a p-value); ``none`` gives
+            the study's uncorrected marks. ``df.attrs["note"]`` says which, and how many.
+    """
     c = select(results.correlations, space=space, level=level, contexts=contexts,
                measures=measures)
     c = c[c["analysis"] == analysis]
-    return _layout(c, lambda r: _rho_cell(r["rho"], r["p"]), measures,
-                   model_order(results.correlations))
+    cell, c, n = _rho_cells(c, intervals=intervals, correct=correct)
+    return _noted(_layout(c, cell, measures, model_order(results.correlations)), correct, n,
+                  intervals)
 
 
 def sent_correlations(results, **kw) -> pd.DataFrame:
@@ -90,12 +167,18 @@ def nc_correlations(results, **kw) -> pd.DataFrame:
     return correlations(results, DISPLAY_PROBES, level="nc", **kw)
 
 
-def length_correlations(results, *, space: str = "raw") -> pd.DataFrame:
-    """Spearman between naturalistic sentence length (words) and sentence-level similarity."""
+def length_correlations(results, *, space: str = "raw", intervals: bool = True,
+                        correct: Correction = "holm") -> pd.DataFrame:
+    """Spearman between naturalistic sentence length (words) and sentence-level similarity.
+
+    ``correct`` as in :func:`correlations`; the ``lexical_overlap`` table holds no bootstrap
+    interval, so ``intervals`` changes nothing here (it is accepted like the other tables').
+    """
     lo = select(results.lexical_overlap, space=space, measures=DISPLAY_PROBES)
     lo = lo.assign(level="sent", condition=[condition_label(lg, "nat") for lg in lo["lang"]])
-    return _layout(lo, lambda r: _rho_cell(r["rho"], r["p"]), DISPLAY_PROBES,
-                   model_order(results.lexical_overlap))
+    cell, lo, n = _rho_cells(lo, intervals=intervals, correct=correct)
+    return _noted(_layout(lo, cell, DISPLAY_PROBES, model_order(results.lexical_overlap)),
+                  correct, n, False)
 
 
 def affinity_correlations(results, **kw) -> pd.DataFrame:
@@ -163,6 +246,49 @@ def examples(results, ncs: Sequence[str] | None = None, *, level: str = "nc",
     return out
 
 
+def layers(results, *, level: str = "nc", space: str = "raw", measures=None, contexts=None,
+           intervals: bool = True, correct: Correction = "holm") -> pd.DataFrame:
+    """Layer-wise correlations: Spearman rho of each measure with the gold score per layer view.
+
+    Rows are (model, condition, measure) for the models (and languages) with two or more
+    single-layer views (see :func:`ncprobe.selection.layerwise_views`); columns are their
+    views, the single layers in layer order (``"0"`` = embeddings) and then the views that
+    average several layers (``"3+4+5+6"``) as the results hold them. Cells as in
+    :func:`correlations` (``intervals``, ``correct``: the family is every cell of this table);
+    blank where a model lacks a view. Measures: default
+    :data:`ncprobe.schema.DISPLAY_MEASURES`. Empty when no model has layer-wise views.
+    """
+    from .selection import layerwise_measures, layerwise_views
+
+    shown = layerwise_measures(level, space, measures)
+    runs = layerwise_views(results.correlations, space=space, level=level, contexts=contexts)
+    index = ["model", "condition", "measure"]
+    views = list(dict.fromkeys(v for vs in runs.values() for v in vs if v.isdecimal()))
+    views = sorted(views, key=int) + list(dict.fromkeys(
+        v for vs in runs.values() for v in vs if not v.isdecimal()))
+    parts = [select(results.correlations, space=space, level=level, contexts=contexts,
+                    measures=shown, layers=v) for v in views]
+    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if rows.empty:
+        out = pd.DataFrame(columns=views, index=pd.MultiIndex.from_tuples([], names=index))
+        return _noted(out, correct, 0, intervals)
+    keep = np.array([(m, lg) in runs for m, lg in zip(rows["model"], rows["lang"], strict=True)],
+                    dtype=bool)
+    rows = rows[keep & (rows["analysis"] == "nc").to_numpy()]
+    cell, rows, n = _rho_cells(rows, intervals=intervals, correct=correct)
+    rows = rows.assign(cell=[cell(r) for _, r in rows.iterrows()],
+                       condition=rows["condition"].astype(str))
+    wide = rows.pivot_table(index=index, columns="layers", values="cell", aggfunc="first")
+    wide = wide.reindex(columns=[v for v in views if v in wide.columns])
+    order = {m: i for i, m in enumerate(model_order(results.correlations))}
+    rank = {m: i for i, m in enumerate(shown)}
+    wide = wide.sort_index(key=lambda s: s.map(order) if s.name == "model" else (
+        s.map(rank) if s.name == "measure" else s.map(_condition_rank)))
+    wide = wide.rename(index=lambda m: MEASURE_LABELS.get(m, m), level="measure")
+    wide.columns = list(wide.columns)
+    return _noted(wide.fillna(""), correct, n, intervals)
+
+
 # the builders take different keyword options: each is called as builder(results, **kw)
 _BUILDERS: tuple[Callable[..., pd.DataFrame], ...] = (
     sent_correlations, nc_correlations, length_correlations, affinity_correlations,
@@ -170,8 +296,8 @@ _BUILDERS: tuple[Callable[..., pd.DataFrame], ...] = (
 #: The tables of SPEC §4, in order: name (:data:`ncprobe.schema.PAPER_TABLES`) ->
 #: builder(results) -> DataFrame.
 TABLES: dict[str, Callable[..., pd.DataFrame]] = dict(zip(PAPER_TABLES, _BUILDERS, strict=True))
-#: One line on what each table shows (the report's index uses these).
-CAPTIONS = PAPER_TABLE_CAPTIONS
+#: One line on what each table shows (the report's index and LaTeX captions use these).
+CAPTIONS = TABLE_CAPTIONS
 
 
 # The two renderers below are written by hand on purpose (issue 10 weighed pandas'
@@ -258,3 +384,190 @@ def to_latex(df: pd.DataFrame, caption: str | None = None) -> str:
         return "\n".join(body) + "\n"
     return "\n".join([r"\begin{table}[ht]", r"\centering", r"\small"] + body
                      + [r"\caption{" + latex_escape(caption) + "}", r"\end{table}"]) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# tests: two runs compared (ncprobe.compare) and the classes compared (per-class tests)
+
+
+def p_text(p: float) -> str:
+    """A p-value for display: three decimals, ``<0.001`` below 0.001, blank when undefined."""
+    if p is None or (isinstance(p, float) and math.isnan(p)) or pd.isna(p):
+        return ""
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def stars(p: float) -> str:
+    """The significance mark of a (corrected) p-value: ``***`` <= 0.001, ``**`` <= 0.01,
+    ``*`` <= :data:`~ncprobe.stats.ALPHA` (0.05), blank above it or when undefined."""
+    if p is None or pd.isna(p) or p > ALPHA:
+        return ""
+    return "***" if p <= 0.001 else "**" if p <= 0.01 else "*"
+
+
+#: The significance marks of :func:`stars`, said once under a table or figure.
+STARS_NOTE = f"* p <= {ALPHA:g}, ** p <= 0.01, *** p <= 0.001"
+
+
+def _num(x: float, fmt: str) -> str:
+    return "" if x is None or pd.isna(x) else format(float(x), fmt)
+
+
+def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The display form of :func:`ncprobe.comparison.compare`'s output (for :func:`to_markdown`
+    and :func:`to_latex`).
+
+    Indexed by the cell keys of ``df`` (``model A``, ``model B``, the other keys fixed per
+    side, then the matched keys; measures and levels by their display names), one column
+    each for ``n``, ``rho A``, ``rho B``, ``diff [95% CI]`` (``rho A - rho B`` and its paired
+    bootstrap interval), ``p boot``, ``Williams t``, ``p Williams``, ``p corrected`` and
+    ``sig.`` (:func:`stars` of the corrected p). Rhos and differences have three decimals,
+    p-values three (``<0.001`` below that).
+    """
+    from .comparison import STAT_COLUMNS
+
+    missing = [c for c in STAT_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"comparison_table needs the output of ncprobe.comparison.compare; "
+                         f"columns missing: {', '.join(missing)}")
+    keys = [c for c in df.columns if c not in STAT_COLUMNS]
+    names = {k: (k[:-2] + " " + k[-1].upper() if k.endswith(("_a", "_b")) else k) for k in keys}
+    shown = pd.DataFrame({names[k]: df[k].astype(str).to_numpy() for k in keys})
+    for k in keys:
+        base = k[:-2] if k.endswith(("_a", "_b")) else k
+        if base == "measure":
+            shown[names[k]] = [MEASURE_LABELS.get(m, m) for m in shown[names[k]]]
+        elif base == "level":
+            shown[names[k]] = [LEVEL_LABELS.get(v, v) for v in shown[names[k]]]
+    diff = [("" if pd.isna(d) else f"{d:+.3f}"
+             + ("" if pd.isna(lo) or pd.isna(hi) else f" [{lo:+.3f}, {hi:+.3f}]"))
+            for d, lo, hi in zip(df["diff"], df["ci_low"], df["ci_high"], strict=True)]
+    shown["n"] = [str(int(n)) for n in df["n"]]
+    shown["rho A"] = [_num(x, ".3f") for x in df["rho_a"]]
+    shown["rho B"] = [_num(x, ".3f") for x in df["rho_b"]]
+    shown["diff [95% CI]"] = diff
+    shown["p boot"] = [p_text(p) for p in df["p_boot"]]
+    shown["Williams t"] = [_num(x, ".2f") for x in df["williams_t"]]
+    shown["p Williams"] = [p_text(p) for p in df["p_williams"]]
+    shown["p corrected"] = [p_text(p) for p in df["p_corrected"]]
+    shown["sig."] = [stars(p) for p in df["p_corrected"]]
+    return shown.set_index([names[k] for k in keys]) if keys else shown
+
+
+#: The pairs of classes of the per-class tests, in order.
+CLASS_PAIRS: tuple[tuple[str, str], ...] = (("I", "PC"), ("I", "C"), ("PC", "C"))
+#: The columns that identify a cell of :func:`class_tests` (one model, condition, measure).
+CLASS_TEST_KEYS: tuple[str, ...] = ("model", "lang", "layers", "level", "condition", "measure")
+
+
+def class_tests(results, *, level: str = "nc", space: str = "raw", contexts=None,
+                layers=None, measures: Sequence[str] | None = None,
+                correct: Correction = "holm") -> pd.DataFrame:
+    """Do the measures differ between the compositionality classes (I, PC, C)?
+
+    For every model x condition x measure of the per-NC ``measures`` table (one level, space
+    and layer view, as :func:`ncprobe.selection.select` chooses them; ``measures`` default
+    :data:`~ncprobe.schema.DISPLAY_MEASURES`): the tests of
+    :func:`ncprobe.stats.class_tests` on the NCs with a class and a value, Kruskal-Wallis
+    across the three classes and the two-sided Mann-Whitney U of each pair (I-PC, I-C, PC-C)
+    with its rank-biserial effect size ``r`` (positive: ``cls_a`` tends to be larger).
+
+    Multiple comparisons: the family is every test of one kind this table holds. The
+    Kruskal-Wallis p-values are corrected as one family and the Mann-Whitney p-values as
+    another (``correct``: ``holm``, ``fdr_bh`` or ``none``; :func:`ncprobe.stats.correct`),
+    so that a pair marked significant here (and on the class figures, which use this
+    table) survives the correction over everything the table shows.
+
+    Returns:
+        Tidy rows, one per test: :data:`CLASS_TEST_KEYS`, then the columns of
+        :data:`ncprobe.stats.CLASS_TEST_COLUMNS` (``test`` ``kruskal-wallis`` or
+        ``mann-whitney``, ``cls_a``, ``cls_b``, ``n_a``, ``n_b``, ``statistic`` H or U of
+        ``cls_a``, ``p``, ``p_corrected``, ``rank_biserial``, ``significant``).
+        ``df.attrs`` holds ``correct`` and the family sizes ``family_kw`` / ``family_mw``.
+        :func:`class_tests_table` is its display form.
+    """
+    from .stats import CLASS_TEST_COLUMNS
+    from .stats import class_tests as tests_of
+
+    if correct not in CORRECTIONS:
+        raise UsageError(f"unknown multiple-comparison correction {correct!r}; choose from "
+                         + ", ".join(CORRECTIONS))
+    wanted = list(DISPLAY_MEASURES if measures is None else measures)
+    m = select(results.measures, space=space, level=level, contexts=contexts,
+               measures=wanted, layers=layers)
+    columns = list(CLASS_TEST_KEYS) + list(CLASS_TEST_COLUMNS)
+    parts = []
+    if len(m):
+        order = {k: i for i, k in enumerate(model_order(results.measures))}
+        rank = {x: i for i, x in enumerate(wanted)}
+        m = m.assign(condition=m["condition"].astype(str), _m=m["model"].map(order),
+                     _c=m["condition"].astype(str).map(_condition_rank),
+                     _v=m["measure"].map(rank)).sort_values(["_m", "_c", "_v"], kind="stable")
+        for key, rows in m.groupby(list(CLASS_TEST_KEYS), sort=False, dropna=False):
+            t = tests_of(rows["value"].to_numpy(dtype=float), rows["cls"].to_list(),
+                         correct_method="none")
+            parts.append(t.assign(**dict(zip(CLASS_TEST_KEYS, key, strict=True))))
+    out = (pd.concat(parts, ignore_index=True)[columns] if parts
+           else pd.DataFrame(columns=columns))
+    for kind, name in (("kruskal-wallis", "family_kw"), ("mann-whitney", "family_mw")):
+        rows = (out["test"] == kind).to_numpy()
+        p = out.loc[rows, "p"].to_numpy(dtype=float)
+        out.loc[rows, "p_corrected"] = correct_p(p, correct)
+        out.attrs[name] = int(np.count_nonzero(~np.isnan(p)))
+    out["p_corrected"] = out["p_corrected"].astype(float)
+    out["significant"] = (out["p_corrected"] <= ALPHA).to_numpy()
+    out.attrs["correct"] = correct
+    return out
+
+
+def class_tests_table(results, **kw) -> pd.DataFrame:
+    """The per-class tests (:func:`class_tests`, same options) for display: one row per
+    model, level, condition and measure; ``n I/PC/C``, the Kruskal-Wallis ``H`` and its
+    corrected ``p``, and per pair (``I-PC``, ``I-C``, ``PC-C``) the rank-biserial ``r``
+    (positive: the first class larger) with the corrected p and its :func:`stars`."""
+    from .schema import CLASSES
+
+    tidy = class_tests(results, **kw)
+    index = ["model", "level", "condition", "measure"]
+    rows = []
+    keys = list(CLASS_TEST_KEYS)
+    for key, cell in tidy.groupby(keys, sort=False, dropna=False):
+        k = dict(zip(keys, key, strict=True))
+        kw_row = cell[cell["test"] == "kruskal-wallis"].iloc[0]
+        n = {c: "0" for c in CLASSES}
+        row = {"model": k["model"], "level": LEVEL_LABELS.get(k["level"], k["level"]),
+               "condition": k["condition"], "measure": MEASURE_LABELS.get(k["measure"],
+                                                                          k["measure"])}
+        pairs = {(r["cls_a"], r["cls_b"]): r for _, r in
+                 cell[cell["test"] == "mann-whitney"].iterrows()}
+        for (a, b), r in pairs.items():
+            n[a], n[b] = str(r["n_a"]), str(r["n_b"])
+        row["n I/PC/C"] = "/".join(n[c] for c in CLASSES)
+        row["H"] = _num(kw_row["statistic"], ".2f")
+        row["p (H)"] = p_text(kw_row["p_corrected"]) + stars(kw_row["p_corrected"])
+        for a, b in CLASS_PAIRS:
+            r = pairs.get((a, b))
+            row[f"r {a}-{b}"] = "" if r is None else _num(r["rank_biserial"], "+.2f")
+            row[f"p {a}-{b}"] = "" if r is None else (p_text(r["p_corrected"])
+                                                      + stars(r["p_corrected"]))
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=["n I/PC/C", "H", "p (H)"]
+                            + [f"{x} {a}-{b}" for a, b in CLASS_PAIRS for x in ("r", "p")],
+                            index=pd.MultiIndex.from_tuples([], names=index))
+    out = pd.DataFrame(rows).set_index(index)
+    out.attrs.update(tidy.attrs)
+    out.attrs["note"] = _class_tests_note(out)
+    return out
+
+
+def _class_tests_note(table: pd.DataFrame) -> str:
+    method = table.attrs.get("correct", "holm")
+    how = CORRECTION_NAMES.get(method, method)
+    return (f"p {how} across the {table.attrs.get('family_kw', 0)} Kruskal-Wallis tests and, "
+            f"separately, the {table.attrs.get('family_mw', 0)} Mann-Whitney pairs of this "
+            f"table; {STARS_NOTE}")
+
+
+# the per-class tests are a table of the report too, after the study's
+TABLES["class_tests"] = class_tests_table

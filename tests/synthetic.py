@@ -218,3 +218,49 @@ def write_pairs(path: Path, long_substitute: str | None = None, *, n_nc: int = 3
                              f"{classes[i % len(classes)]},{ctx}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def build_layerwise(layers: Sequence[int] = (0, 1, 2, 3, 4), base: Results | None = None
+                    ) -> Results:
+    """:func:`build` with model-b's single-layer view ``12`` replaced, in every table, by one
+    view per layer of ``layers`` (its default view ``9+10+11+12`` kept first): a layer-wise
+    run. The k-th layer's correlations are those of view ``12`` with rho scaled by
+    ``0.5 + 0.5 k / (len(layers) - 1)``, p recomputed from it (t distribution, n NCs) and a made-up
+    interval ``[rho - 0.1 - 0.01 l, rho + 0.05]`` (clipped to [-1, 1]); the interval of layer
+    1 is left out (NaN) in the NC-level raw neutral rows of ``syn``, to show a gap. ``base``:
+    the result of :func:`build`, when the caller has it already."""
+    import dataclasses
+
+    base = build() if base is None else base
+    tables = {}
+    for f in dataclasses.fields(base):
+        if f.name == "meta":
+            continue
+        df = getattr(base, f.name)
+        if "layers" not in df.columns or df.empty:
+            tables[f.name] = df
+            continue
+        twelve = (df["model"] == "model-b") & (df["layers"] == "12")
+        copies = []
+        for k, layer in enumerate(layers):
+            part = df[twelve].copy()
+            part["layers"] = str(layer)
+            if f.name == "correlations":
+                scale = 0.5 + 0.5 * k / max(len(layers) - 1, 1)
+                part["rho"] = part["rho"] * scale
+                part["p"] = [_p_of(r, n) if n > 2 else np.nan
+                             for r, n in zip(part["rho"], part["n"], strict=True)]
+                part["significant"] = part["p"] <= 0.05
+                part["ci_low"] = (part["rho"] - 0.1 - 0.01 * layer).clip(-1, 1)
+                part["ci_high"] = (part["rho"] + 0.05).clip(-1, 1)
+                if layer == 1:
+                    gap = ((part["level"] == "nc") & (part["space"] == "raw")
+                           & (part["context"] == "neut") & (part["measure"] == "syn"))
+                    part.loc[gap, ["ci_low", "ci_high"]] = np.nan
+            copies.append(part)
+        out = pd.concat([df[~twelve]] + copies, ignore_index=True)
+        for c in df.columns:
+            if isinstance(df[c].dtype, pd.CategoricalDtype) or df[c].dtype == "string":
+                out[c] = out[c].astype(df[c].dtype)
+        tables[f.name] = out
+    return Results(**tables, meta=base.meta)

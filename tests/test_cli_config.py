@@ -190,7 +190,7 @@ def test_reproduce_writes_its_provenance_inside_the_report_lock(tmp_path, monkey
         return reproduce_module.Reproduction(
             results, ran, [("elmo", "en", "no weights here"), ("elmo", "pt", "none either")])
 
-    def no_figures(results, formats, dpi, workers):  # the index is what is tested here
+    def no_figures(results, formats, dpi, workers, options=None):  # the index is tested here
         for name in plots.FIGURES:
             yield name, (None, ["not drawn in this test"])
 

@@ -12,7 +12,7 @@ import pytest
 import scipy.stats as ss
 from statsmodels.stats.multitest import multipletests
 
-from ncprobe.compare import STAT_COLUMNS, compare
+from ncprobe.comparison import STAT_COLUMNS, compare
 from ncprobe.errors import UsageError
 from ncprobe.results import Results
 from ncprobe.stats import paired_bootstrap_rho_diff, williams_t

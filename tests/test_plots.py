@@ -171,7 +171,10 @@ def test_class_figures(res, figure, name, measures):
         assert len(_bars(panels["ideal values"][b])) == 3
         for model in MODELS:
             ax = panels[model][b]
-            assert measure in panels[MODELS[0]][b].get_ylabel()
+            # the measure's typeset label: symbol, then its subscript upright
+            sym, sub = measure.split("_", 1)
+            sym = sym if len(sym) == 1 else rf"\mathit{{{sym}}}"
+            assert rf"${sym}_{{\mathrm{{{sub}}}}}$" in panels[MODELS[0]][b].get_ylabel()
             assert [t.get_text() for t in ax.get_xticklabels()] == CONDITIONS
             boxes = _boxes(ax)
             assert len(boxes) == 3 * len(CONDITIONS)   # I, PC, C per condition
@@ -183,37 +186,36 @@ def test_class_figures(res, figure, name, measures):
             assert colours == {matplotlib.colors.to_hex(c) for c in plots.CLASS_PALETTE.values()}
 
 
-def _points(ax) -> tuple[list[float], list[float]]:
-    """(means, sds) of the error-bar points drawn in a panel."""
-    means, sds = [], []
+def _points(ax) -> tuple[list[float], list[tuple[float, float]]]:
+    """(medians, (low, high) of the bars) of the error-bar points drawn in a panel."""
+    medians, spans = [], []
     for cont in ax.containers:
         line, _, (bars,) = cont.lines[0], cont.lines[1], cont.lines[2]
         ys = list(line.get_ydata())
-        means += ys
+        medians += ys
         for seg in bars.get_segments():
-            sds.append((seg[:, 1].max() - seg[:, 1].min()) / 2)
-    return means, sds
+            spans.append((seg[:, 1].min(), seg[:, 1].max()))
+    return medians, spans
 
 
 def _dist(res, model, cls, cond):
-    d = res.distributions
+    """(median, (25th, 75th percentile)) of the ratio over the NCs (all: cls "all")."""
     lang, ctx = COND_KEY[cond]
-    row = d[(d["model"] == model) & (d["space"] == "raw") & (d["layers"] == DEFAULT_VIEW[model])
-            & (d["level"] == "nc") & (d["measure"] == RATIO) & (d["cls"] == cls)
-            & (d["lang"] == lang) & (d["context"] == ctx)]
-    assert len(row) == 1
-    return float(row["mean"].iloc[0]), float(row["sd"].iloc[0])
+    v = _values(res, model, "nc", RATIO, lang, ctx, cls=None if cls == "all" else cls)
+    assert len(v) > 3
+    q1, q2, q3 = np.percentile(v, [25, 50, 75])
+    return float(q2), (float(q1), float(q3))
 
 
-def test_ratio_figure_draws_mean_and_sd_per_condition(res, figure):
+def test_ratio_figure_draws_median_and_iqr_per_condition(res, figure):
     fig = figure("ratio")
     panels = _panels(fig)
     assert sorted(panels) == MODELS    # no ideal panel here
     for model in MODELS:
-        means, sds = _points(panels[model][0])
+        medians, spans = _points(panels[model][0])
         want = [_dist(res, model, "all", c) for c in CONDITIONS]
-        assert sorted(means) == pytest.approx(sorted(w[0] for w in want))
-        assert sorted(sds) == pytest.approx(sorted(w[1] for w in want))
+        assert sorted(medians) == pytest.approx(sorted(w[0] for w in want))
+        np.testing.assert_allclose(np.array(sorted(spans)), np.array(sorted(w[1] for w in want)))
 
 
 def test_ratio_by_class_draws_one_point_per_class_and_condition(res, figure):
@@ -222,9 +224,9 @@ def test_ratio_by_class_draws_one_point_per_class_and_condition(res, figure):
     assert sorted(panels) == ["ideal values", *MODELS]
     assert len(_bars(panels["ideal values"][0])) == 3
     for model in MODELS:
-        means, _ = _points(panels[model][0])
+        medians, _ = _points(panels[model][0])
         want = [_dist(res, model, k, c)[0] for c in CONDITIONS for k in ("I", "PC", "C")]
-        assert sorted(means) == pytest.approx(sorted(want))
+        assert sorted(medians) == pytest.approx(sorted(want))
 
 
 def _expected_correlogram(res, cond, models=MODELS):
@@ -250,8 +252,9 @@ def _expected_correlogram(res, cond, models=MODELS):
     return rho
 
 
-def test_correlogram_draws_exactly_the_significant_cells(res, figure):
-    fig = figure("correlogram")
+def test_correlogram_draws_exactly_the_significant_cells(res):
+    # uncorrected p, the study's blanks (Holm: tests/test_uncertainty.py)
+    fig = plots.fig_correlogram(res, correct="none")
     panels = _panels(fig)
     assert sorted(panels) == sorted(CONDITIONS)
     for cond in CONDITIONS:
@@ -389,6 +392,8 @@ def test_figures_are_figures_unknown_to_pyplot(res, name):
 
 # the note each NC-level figure gives when model-b has no NC-level values (the wording of
 # the report's index); the sentence-level figure has none
+CLASS_FIGURES = ("affinity_by_class", "simr_syn_by_class", "simr_wordssyn_by_class",
+                 "ratio_by_class")
 NOTES_WITHOUT_B = {
     "sent_cosines": [],
     "nc_cosines": ["not shown (no NC-level values): model-b"],
@@ -408,7 +413,13 @@ def test_return_notes_returns_the_figure_and_its_notes(res, name):
     api = _sentence_only_b(res)
     fig, notes = plots.FIGURES[name](api, return_notes=True)
     assert isinstance(fig, Figure)
-    assert notes == NOTES_WITHOUT_B[name]
+    if name in CLASS_FIGURES:  # and the note on the per-class tests their brackets mark
+        # model-a: 4 conditions x 9 measures x 3 pairs of classes in the per-class table
+        assert notes[:-1] == NOTES_WITHOUT_B[name]
+        assert "Mann-Whitney" in notes[-1] and "Holm-corrected" in notes[-1]
+        assert "across the 108 pairs" in notes[-1]
+    else:
+        assert notes == NOTES_WITHOUT_B[name]
     titles = {t for ax in fig.axes for t in [ax.get_title()] + [x.get_text() for x in ax.texts]}
     assert ("model-b" in titles) == (name == "sent_cosines")
 
@@ -417,14 +428,14 @@ def test_ax_draws_one_panel_into_the_callers_axes(res):
     a = _one_model(res, "model-a")
     mine = Figure(figsize=(6, 3))
     left, right = mine.subplots(1, 2)
-    # the ratio: one point per condition, at the mean over all NCs of the distributions table
+    # the ratio: one point per condition, at the median over all NCs, bars to the quartiles
     out = plots.fig_ratio(a, ax=left)
     assert out is mine and mine.axes == [left, right]
     assert left.get_title() == "model-a" and not right.has_data()
-    means, sds = _points(left)
+    medians, spans = _points(left)
     want = [_dist(res, "model-a", "all", c) for c in CONDITIONS]
-    assert sorted(means) == pytest.approx(sorted(w[0] for w in want))
-    assert sorted(sds) == pytest.approx(sorted(w[1] for w in want))
+    assert sorted(medians) == pytest.approx(sorted(w[0] for w in want))
+    np.testing.assert_allclose(np.array(sorted(spans)), np.array(sorted(w[1] for w in want)))
     assert mine.get_suptitle() == ""          # the caller's figure keeps its own title
     # a box plot: the boxes of the panel, and the legend inside the Axes
     out, notes = plots.fig_nc_cosines(a, ax=right, return_notes=True)
@@ -442,7 +453,7 @@ def test_ax_of_a_correlogram_of_one_condition(res):
     en_a = _one_model(res, "model-a", lang="en")
     mine = Figure()
     ax = mine.add_subplot()
-    out = plots.fig_correlogram(en_a, contexts="nat", ax=ax)
+    out = plots.fig_correlogram(en_a, contexts="nat", ax=ax, correct="none")
     assert out is mine and ax.get_title() == "EN-Nat"
     want = _expected_correlogram(res, "EN-Nat", models=["model-a"])
     arr = ax.collections[0].get_array()

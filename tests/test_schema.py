@@ -179,11 +179,9 @@ def test_every_measure_has_one_label_and_the_study_names() -> None:
     assert set(MEASURES) <= set(labels)
     assert [labels[m] for m in DISPLAY_PROBES] == ["P_Syn", "P_Comp", "P_WordsSyn", "P_Rand"]
     assert labels["Sim_R|Syn/Sim_R|WordsSyn"] == "Sim_R|Syn / Sim_R|WordsSyn"
-    # the two shorter labels still in use (figures 1-9 and figure 10) name measures only
-    for ticks in (schema.PANEL_TICKS, schema.CORRELOGRAM_TICKS):
-        assert set(ticks) <= set(MEASURES) | {"gold"}
-    assert schema.CORRELOGRAM_TICKS["Sim_R|WordsSyn"] == "SimR WS"
-    assert schema.PANEL_TICKS["A_Syn|Rand"] == "Rand"
+    # one typeset form of each label for the figures, and no other
+    assert set(schema.MEASURE_MATH_LABELS) == set(labels)
+    assert schema.MEASURE_MATH_LABELS["A_Syn|Rand"] == r"$A_{\mathrm{Syn|Rand}}$"
     assert list(schema.LEVEL_LABELS.items()) == [("sent", "Sent"), ("nc", "NC")]
 
 
@@ -247,8 +245,10 @@ def test_the_public_names_are_the_schemas_objects() -> None:
         assert getattr(measures, name) is getattr(schema, name), name
     assert config.LEVELS is schema.LEVELS
     assert config.Lang is schema.Lang and config.Level is schema.Level
-    assert tables.CAPTIONS is schema.PAPER_TABLE_CAPTIONS
-    assert tuple(tables.TABLES) == PAPER_TABLES == tuple(schema.PAPER_TABLE_CAPTIONS)
+    assert tables.CAPTIONS is schema.TABLE_CAPTIONS
+    assert tuple(schema.PAPER_TABLE_CAPTIONS) == PAPER_TABLES
+    assert tuple(tables.TABLES) == PAPER_TABLES + ("class_tests",)  # layers: when layer-wise
+    assert tuple(schema.TABLE_CAPTIONS) == PAPER_TABLES + schema.ADDED_TABLES
     assert tuple(plots.FIGURES) == PAPER_FIGURES
     assert [f.name for f in dataclasses.fields(results.Results)] == list(RESULT_TABLES) + ["meta"]
 

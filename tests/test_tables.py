@@ -57,7 +57,8 @@ def _expected_cell(rho, p) -> str:
                                         "Sim_R|WordsSyn"], ["sent", "nc"], "overlap-filtered"),
 ])
 def test_correlation_tables_match_every_cell(res, name, measures, levels, analysis):
-    t = tables.TABLES[name](res)
+    # uncorrected, the study's marks (the corrections: tests/test_uncertainty.py)
+    t = tables.TABLES[name](res, correct="none")
     # rows: model x level x condition, in that order; columns: the measures
     want_rows = [(m, LEVEL[lv], c) for m in MODELS for lv in levels for c in CONDITION.values()]
     assert list(t.index) == want_rows
@@ -84,7 +85,7 @@ def test_overlap_filter_drops_the_overlapping_ncs(res):
 
 
 def test_length_correlations(res):
-    t = tables.length_correlations(res)
+    t = tables.length_correlations(res, correct="none")
     lex = _shown(res.lexical_overlap)
     lex = lex[lex["measure"].isin(PROBES)]
     assert len(t) == 2 * 2                  # models x languages (naturalistic sentences only)
