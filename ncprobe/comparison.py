@@ -140,6 +140,14 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
         raise UsageError("the two sides share no cell and NC: "
                          + _what_exists(side_a, side_b, pair_on))
     _check_gold(merged, a, b)
+    same = merged["value_a"].to_numpy(dtype=np.float64) == merged["value_b"].to_numpy(
+        dtype=np.float64)
+    both_nan = merged["value_a"].isna().to_numpy() & merged["value_b"].isna().to_numpy()
+    if (same | both_nan).all():
+        # every difference would be 0 with p = 1: a comparison that cannot tell anything
+        raise UsageError("the two sides hold the same value for every NC of every cell they "
+                         "share: the same run (and selection) given twice? Give two runs, or "
+                         "two different selections of one")
     for k in fixed:
         if k == "lang":  # paired on: one value on both sides, shown as lang_a / lang_b
             merged[f"{k}_a"] = merged[f"{k}_b"] = merged[k]

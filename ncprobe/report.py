@@ -197,7 +197,7 @@ def _view(results, space: str | None, level: str | None) -> _View:
         held = set(results.measures[name].astype(str)) | set(
             results.correlations[name].astype(str))
         if value not in held:
-            shown = {"space": lambda v: f"the {v} space",
+            shown = {"space": lambda v: f"{v}-space values",
                      "level": lambda v: f"{LEVEL_LABELS.get(v, v)}-level values"}[name]
             raise UsageError(f"--{name} {value}: these results hold no {shown(value)} (they "
                              f"hold {', '.join(shown(v) for v in sorted(held)) or 'none'})"

@@ -229,3 +229,9 @@ def test_matches_the_stats_function_cell_by_cell(static, layer12):
                                   n_boot=N_BOOT, seed=2)
     assert (r["diff"], r["ci_low"], r["ci_high"], r["p_boot"]) == (d.diff, d.ci_low,
                                                                    d.ci_high, d.p)
+
+
+def test_the_same_run_twice_is_refused(layer12) -> None:
+    # every difference would be 0: nothing to test, and saying so beats a table of p = 1
+    with pytest.raises(UsageError, match="same value for every NC"):
+        compare(layer12, layer12, n_boot=N_BOOT)
