@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import DataError, ErrorSink, UsageError
+from .generate import splice_phrase
 from .stimuli import CLASSES, CONTEXTS, PROBES, NounCompound, Stimuli, Stimulus
 
 #: What to do about a pairs file that cannot be read as it is.
@@ -128,10 +129,9 @@ def splice(pairs: Iterable[MinimalPair], sink: ErrorSink, *, target: dict | None
             sink.error(f"empty substitute for probe {p.probe!r}",
                        **p.where(column=p.column or "substitute"))
             continue
-        tokens = words[:start] + tuple(phrase) + words[end:]
-        out.append(Stimulus(p.lang, p.nc, p.context, p.probe, p.variant, tokens,
-                            (start, start + len(phrase)), " ".join(phrase), p.source,
-                            spliced=True))
+        tokens, span = splice_phrase(words, (start, end), phrase)  # checked above: no raise
+        out.append(Stimulus(p.lang, p.nc, p.context, p.probe, p.variant, tokens, span,
+                            " ".join(phrase), p.source, spliced=True))
     return out
 
 
