@@ -312,6 +312,7 @@ def build_parser(config: type | None = None) -> argparse.ArgumentParser:
     _jobs_option(p)
 
     _compare_parser(sub)
+    _pairs_parser(sub)
 
     sub.add_parser("models", help="list the model aliases and what each needs",
                    description="List the model aliases of the study (per language), the two "
@@ -371,6 +372,8 @@ def _run(argv: Sequence[str] | None) -> int:
             return _reproduce(args)
         if args.command == "compare":
             return _compare(args)
+        if args.command == "pairs":
+            return _pairs(args, parser)
         if args.command == "models":
             return _models()
         if args.command == "cache":
@@ -516,6 +519,75 @@ def _reproduce(args) -> int:
                                correct=args.correct, intervals=not args.compact_tables)
     print(f"{len(written)} figures and tables written to {args.out} "
           f"({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+def _band(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number > 0")
+    return value
+
+
+def _pairs_parser(sub) -> None:
+    pairs = sub.add_parser("pairs", help="your own compounds: generate their probe sentences",
+                           description="Work with your own compounds in the minimal-pairs "
+                           "format of ncprobe.load_pairs.")
+    psub = pairs.add_subparsers(dest="pairs_command", metavar="ACTION")
+    p = psub.add_parser(
+        "generate", help="generate P_Comp, P_Rand (and P_Syn/P_WordsSyn from given synonyms)",
+        description="Read compounds in context (CSV or JSON Lines: nc, sentence, start/end "
+        "or span, head, modifier; optional comp, class, syn, wordssyn, context, lang) and "
+        "write a pairs file for review: the original, P_Comp (head alone, modifier alone), "
+        "--k frequency-matched random phrases (P_Rand: wordfreq Zipf frequency within "
+        "--band of each word they replace, seeded), and P_Syn/P_WordsSyn from the synonyms "
+        "given (';' between several). Every word outside the compound is kept. Needs the "
+        'generate extra: pip install "ncprobe[generate]".')
+    p.add_argument("input", metavar="IN", help="the compounds in context (.csv or .jsonl)")
+    p.add_argument("--lang", help="language of rows without a lang column (a language code "
+                   "wordfreq covers: en, pt, fr, de, es, it, nl, ...)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the pairs file to write "
+                   "(.csv)")
+    p.add_argument("--k", type=_count, default=5, metavar="N",
+                   help="random phrases per sentence (default %(default)s, as the study)")
+    p.add_argument("--seed", type=_count, default=0, help="seed of the random draw "
+                   "(default %(default)s)")
+    p.add_argument("--band", type=_band, default=0.5, metavar="ZIPF",
+                   help="half-width of the Zipf band around each word (default %(default)s)")
+    p.add_argument("--head", choices=("first", "last", "ask"), default=None,
+                   help="for rows without head/modifier: the first or last part of a "
+                   "two-part compound is the head, or ask for each compound on the terminal")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+
+
+def _ask_head(nc: str, parts: tuple[str, ...]) -> str:
+    """Ask on the terminal which part of ``nc`` is its head (``--head ask``)."""
+    choices = "/".join(parts)
+    while True:
+        try:
+            answer = input(f"head of {nc!r} [{choices}]: ").strip()
+        except EOFError:
+            raise UsageError(f"no answer for the head of {nc!r} (input ended); give head and "
+                             "modifier columns, or --head first|last") from None
+        if answer in parts:
+            return answer
+        print(f"  answer one of {choices}", file=sys.stderr)
+
+
+def _pairs(args, parser) -> int:
+    from .data.generate import generate_pairs
+
+    if args.pairs_command is None:
+        _subparser(parser, "pairs").print_help()
+        return EXIT_USAGE
+    report = generate_pairs(args.input, args.out, args.lang, k=args.k, seed=args.seed,
+                            band=args.band, overwrite=args.overwrite,
+                            head=None if args.head == "ask" else args.head,
+                            ask=_ask_head if args.head == "ask" else None)
+    print(report.summary())
     return 0
 
 

@@ -135,3 +135,192 @@ def test_syn_probes():
     assert ws[0].probe == "wordssyn"
     with pytest.raises(UsageError):
         syn_probes(toks, (2, 4), ["x"], probe="rand")
+
+
+# --------------------------------------------------------------------------------------------
+# generate_pairs / `ncprobe pairs generate`: a reviewable pairs file from compounds in context
+
+INPUT = (
+    "nc,sentence,start,end,head,modifier,comp,class,syn,wordssyn\n"
+    "grey matter,Use your grey matter now .,2,4,matter,grey,1.5,PC,brain;intellect,"
+    "gray substance\n"
+    "police car,A police car drove past .,1,3,car,police,4.9,C,,\n"
+    "crocodile tears,He shed crocodile tears at the funeral .,2,4,tears,crocodile,0.5,I,"
+    "false sorrow,\n")
+
+
+def _rows(path) -> list[dict[str, str]]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _write(tmp_path, text: str, name: str = "in.csv"):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_generate_pairs_file_round_trips_through_load_pairs(tmp_path):
+    from ncprobe.data.generate import generate_pairs
+    from ncprobe.data.pairs import load_pairs
+
+    src = _write(tmp_path, INPUT)
+    rep = generate_pairs(src, tmp_path / "pairs.csv", "en", k=4, seed=3)
+    rows = _rows(tmp_path / "pairs.csv")
+    # per compound: original, comp-head, comp-mod, 4 rand, the synonyms given
+    expected = {"grey matter": 1 + 2 + 4 + 2 + 1, "police car": 1 + 2 + 4,
+                "crocodile tears": 1 + 2 + 4 + 1}
+    assert {nc: sum(r["nc"] == nc for r in rows) for nc in expected} == expected
+    assert rep.rows["rand"] == 12 and rep.rows["original"] == 3
+    assert len(rep.zipf_diffs) == 12 * 2  # two words per compound, 4 phrases each
+    sentences = {line.split(",")[0]: line.split(",")[1] for line in INPUT.splitlines()[1:]}
+    spans = {"grey matter": (2, 4), "police car": (1, 3), "crocodile tears": (2, 4)}
+    for r in rows:
+        orig = sentences[r["nc"]].split()
+        start, end = spans[r["nc"]]
+        assert r["sentence"] == sentences[r["nc"]]
+        assert (int(r["start"]), int(r["end"])) == (start, end)
+        assert r["origin"] == ("generated" if r["probe"] in ("comp-head", "comp-mod", "rand")
+                               else "given")
+        if r["probe"] == "rand":
+            words = r["substitute"].split()
+            assert len(words) == 2
+            zipf = [float(x) for x in r["zipf"].split()]
+            source = [float(x) for x in r["source_zipf"].split()]
+            assert zipf == [round(wordfreq.zipf_frequency(w, "en"), 2) for w in words]
+            assert source == [round(wordfreq.zipf_frequency(w, "en"), 2)
+                              for w in orig[start:end]]
+            assert max(abs(a - b) for a, b in zip(zipf, source, strict=True)) <= 0.5 + 0.011
+            assert float(r["max_abs_zipf_diff"]) == pytest.approx(
+                max(abs(float(d)) for d in r["zipf_diff"].split()))
+            # no word of the sentence, whatever its case
+            assert not {w.casefold() for w in words} & {w.casefold() for w in orig}
+    # load_pairs reads the file as written: every probe keeps every word outside the span
+    stim = load_pairs(tmp_path / "pairs.csv")
+    assert len(stim) == len(rows)
+    for s in stim:
+        orig = sentences[s.nc].split()
+        start, end = spans[s.nc]
+        assert list(s.tokens[:start]) == orig[:start]
+        assert list(s.tokens[s.span[1]:]) == orig[end:]
+    heads = {s.nc: s.target for s in stim if s.probe == "comp-head"}
+    assert heads == {"grey matter": "matter", "police car": "car", "crocodile tears": "tears"}
+    assert {s.target for s in stim if s.nc == "grey matter" and s.probe == "syn"} == {
+        "brain", "intellect"}
+    assert stim.ncs[("en", "grey matter")].comp == 1.5
+    assert stim.ncs[("en", "crocodile tears")].cls == "I"
+    assert "median" in rep.summary() and str(tmp_path / "pairs.csv") in rep.summary()
+
+
+def test_generate_pairs_seeded_and_per_compound(tmp_path):
+    from ncprobe.data.generate import generate_pairs
+
+    src = _write(tmp_path, INPUT)
+    generate_pairs(src, tmp_path / "a.csv", "en", seed=11)
+    generate_pairs(src, tmp_path / "b.csv", "en", seed=11)
+    generate_pairs(src, tmp_path / "c.csv", "en", seed=12)
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert (tmp_path / "a.csv").read_bytes() != (tmp_path / "c.csv").read_bytes()
+    # one compound alone, listed last: its random words are the same as among the others
+    lines = INPUT.splitlines()
+    _write(tmp_path, "\n".join([lines[0], lines[2]]) + "\n", "one.csv")
+    generate_pairs(tmp_path / "one.csv", tmp_path / "d.csv", "en", seed=11)
+
+    def rand(path, nc):
+        return [r["substitute"] for r in _rows(path) if r["nc"] == nc and r["probe"] == "rand"]
+    assert rand(tmp_path / "d.csv", "police car") == rand(tmp_path / "a.csv", "police car")
+
+
+def test_generate_pairs_finds_the_span_and_infers_heads(tmp_path):
+    from ncprobe.data.generate import generate_pairs
+
+    src = _write(tmp_path, "nc,sentence\nvin rouge,Il a bu du vin rouge .\n"
+                 "eau-forte,Une eau-forte ancienne .\n")
+    generate_pairs(src, tmp_path / "first.csv", "fr", head="first", k=1)
+    rows = _rows(tmp_path / "first.csv")
+    orig = {r["nc"]: (int(r["start"]), int(r["end"])) for r in rows if r["probe"] == "original"}
+    assert orig == {"vin rouge": (4, 6), "eau-forte": (1, 2)}
+    comp = {(r["nc"], r["probe"]): r["substitute"] for r in rows if r["probe"].startswith("comp")}
+    assert comp == {("vin rouge", "comp-head"): "vin", ("vin rouge", "comp-mod"): "rouge",
+                    ("eau-forte", "comp-head"): "eau", ("eau-forte", "comp-mod"): "forte"}
+    asked = []
+
+    def ask(nc, parts):
+        asked.append((nc, parts))
+        return parts[1]
+    generate_pairs(src, tmp_path / "ask.csv", "fr", ask=ask, k=1)
+    assert asked == [("vin rouge", ("vin", "rouge")), ("eau-forte", ("eau", "forte"))]
+    comp = {(r["nc"], r["probe"]): r["substitute"] for r in _rows(tmp_path / "ask.csv")
+            if r["probe"] == "comp-head"}
+    assert comp == {("vin rouge", "comp-head"): "rouge", ("eau-forte", "comp-head"): "forte"}
+
+
+def test_generate_pairs_reports_every_bad_row(tmp_path):
+    from ncprobe.data.generate import generate_pairs
+    from ncprobe.errors import DataErrors
+
+    src = _write(tmp_path, (
+        "nc,sentence,head,modifier,context\n"
+        "police car,A police car here .,car,police,S1\n"       # fine
+        "police car,Another police car .,car,police,S1\n"      # second sentence in S1
+        "grey matter,grey matter and grey matter,matter,grey,\n"  # occurs twice, no span
+        "fire truck,A fire truck .,,,\n"                       # no head, no rule
+        "red tape,Too much red tape .,banana,red,\n"           # head not in the compound
+        "acid test,The acid test .,test,acid,S9\n"))           # unknown context
+    with pytest.raises(DataErrors) as info:
+        generate_pairs(src, tmp_path / "out.csv", "en", k=1)
+    got = [(e.row, e.column) for e in info.value.errors]
+    assert got == [(2, "context"), (3, "sentence"), (4, "head"), (5, "head"), (6, "context")]
+    assert not (tmp_path / "out.csv").exists()  # nothing written
+
+
+def test_generate_pairs_refuses_bad_options(tmp_path):
+    from ncprobe.data.generate import generate_pairs
+
+    src = _write(tmp_path, INPUT)
+    out = tmp_path / "out.csv"
+    out.write_text("someone else's file\n")
+    with pytest.raises(UsageError, match="exists"):
+        generate_pairs(src, out, "en")
+    assert out.read_text() == "someone else's file\n"  # untouched
+    with pytest.raises(UsageError, match="replace the input"):
+        generate_pairs(src, src, "en", overwrite=True)
+    with pytest.raises(UsageError, match="wordfreq has no frequency list"):
+        generate_pairs(src, tmp_path / "x.csv", "qq")
+    with pytest.raises(UsageError, match="head must be"):
+        generate_pairs(src, tmp_path / "x.csv", "en", head="middle")
+    with pytest.raises(UsageError, match=".csv"):
+        generate_pairs(src, tmp_path / "x.parquet", "en")
+    generate_pairs(src, out, "en", overwrite=True)
+    assert out.read_text().startswith("lang,nc,context,")
+
+
+def test_cli_pairs_generate(tmp_path, monkeypatch, capsys):
+    import io
+
+    from ncprobe.cli import main
+
+    src = _write(tmp_path, "nc,sentence\nfire truck,A red fire truck .\n")
+    out = tmp_path / "p.csv"
+    monkeypatch.setattr("sys.stdin", io.StringIO("engine\ntruck\n"))  # a wrong answer first
+    assert main(["pairs", "generate", str(src), "--lang", "en", "--out", str(out),
+                 "--head", "ask", "--k", "2", "--seed", "4"]) == 0
+    captured = capsys.readouterr()
+    assert "answer one of fire/truck" in captured.err
+    assert "wrote 5 rows for 1 compound(s)" in captured.out
+    heads = [r["substitute"] for r in _rows(out) if r["probe"] == "comp-head"]
+    assert heads == ["truck"]
+    # without an answer (input ended) or a rule: exit 2 and 3, with the reason
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main(["pairs", "generate", str(src), "--lang", "en", "--out", str(tmp_path / "q.csv"),
+                 "--head", "ask"]) == 2
+    assert "input ended" in capsys.readouterr().err
+    assert main(["pairs", "generate", str(src), "--lang", "en", "--out",
+                 str(tmp_path / "q.csv")]) == 3
+    assert "--head last" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # argparse refuses it before any work
+        main(["pairs", "generate", str(src), "--out", str(tmp_path / "q.csv"), "--band", "0"])
+    assert exit_info.value.code == 2
+    assert "--band: '0' is not a number > 0" in capsys.readouterr().err

@@ -38,12 +38,20 @@ input: its version is in :data:`RandomPhrase.wordfreq_version`).
 
 from __future__ import annotations
 
+import bisect
+import csv
 import functools
+import hashlib
+import io
 import math
+import os
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
 
-from ..errors import UsageError
+from .._io import atomic_write_text
+from ..errors import DataError, ErrorSink, UsageError
+from .stimuli import CONTEXTS, PROBE_FAMILIES, Stimuli, Stimulus
 
 #: How many of a language's most frequent words (``wordfreq.top_n_list``) are candidates
 #: for P_Rand. 100 000 reaches Zipf ~2.0 in English and Portuguese, low enough for the
@@ -221,9 +229,11 @@ def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
     rng = np.random.default_rng(seed)
     used: set[str] = set()
     slots: list[list[tuple[str, float]]] = []
+    zs_sorted = _candidate_zipfs(lang)
     for word, z in zip(source, src_zipf, strict=True):
-        pool = [(w, c) for w, c in cands if abs(c - z) <= band + 1e-9
-                and w.casefold() not in banned]
+        lo = bisect.bisect_left(zs_sorted, z - band - 1e-9)
+        hi = bisect.bisect_right(zs_sorted, z + band + 1e-9)
+        pool = [(w, c) for w, c in cands[lo:hi] if w.casefold() not in banned]
         if len(pool) < n:
             raise UsageError(
                 f"only {len(pool)} candidate word(s) of {lang!r} within ±{band:g} of the Zipf "
@@ -284,6 +294,372 @@ def rand_probes(tokens: Sequence[str], span: tuple[int, int], nc_words: str | Se
     return out
 
 
+def item_seed(seed: int, lang: str, nc: str, context: str) -> int:
+    """The seed of one compound's draw: ``seed`` mixed with the compound's identity.
+
+    Each (language, NC, context) gets its own stream, so adding, removing or reordering
+    other compounds never changes a compound's random words.
+    """
+    text = "\0".join((str(int(seed)), lang, nc, context)).encode("utf-8")
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
+
+
+def rand_stimuli(originals: Iterable[Stimulus], *, k: int = 5, seed: int = 0,
+                 band: float = 0.5) -> list[tuple[Stimulus, RandomPhrase]]:
+    """P_Rand stimuli for original stimuli: ``k`` frequency-matched random phrases each.
+
+    For each original (``probe == "original"``; other stimuli are ignored) the span's
+    words are replaced by :func:`rand_words` phrases drawn with
+    :func:`item_seed` ``(seed, lang, nc, context)``; no chosen word equals a word of the
+    sentence (case-insensitive). The new stimuli are marked ``spliced`` and their
+    ``source`` names the generator, seed and band.
+
+    Returns:
+        ``(stimulus, report)`` pairs, ``k`` per original, in the originals' order.
+
+    Raises:
+        UsageError: as :func:`rand_words` (the message names the compound).
+    """
+    out: list[tuple[Stimulus, RandomPhrase]] = []
+    for orig in originals:
+        if orig.probe != "original":
+            continue
+        start, end = orig.span
+        try:
+            phrases = rand_words(orig.tokens[start:end], orig.lang, n=k, band=band,
+                                 seed=item_seed(seed, orig.lang, orig.nc, orig.context),
+                                 exclude=orig.tokens)
+        except UsageError as e:
+            raise UsageError(f"{orig.lang} {orig.nc!r} ({orig.context}): {e}") from None
+        for i, ph in enumerate(phrases, start=1):
+            tokens, span = splice_phrase(orig.tokens, orig.span, ph.words)
+            out.append((Stimulus(orig.lang, orig.nc, orig.context, "rand", i, tokens, span,
+                                 ph.text, f"generated:rand:seed={seed}:band={band:g}",
+                                 spliced=True), ph))
+    return out
+
+
+def replace_rand(stimuli: Stimuli, *, k: int = 5, seed: int = 0, band: float = 0.5
+                 ) -> Stimuli:
+    """``stimuli`` with every P_Rand probe replaced by generated ones (:func:`rand_stimuli`).
+
+    Stimuli that have no ``rand`` probes get them; released ones are dropped. A note
+    records the generator, the ``wordfreq`` version and the Zipf match (median and largest
+    absolute difference per word).
+    """
+    generated = rand_stimuli(stimuli, k=k, seed=seed, band=band)
+    kept = [s for s in stimuli if s.probe != "rand"]
+    out = stimuli._with(kept + [s for s, _ in generated])
+    if generated:
+        diffs = sorted(abs(d) for _, ph in generated for d in ph.diff)
+        median = _median(diffs)
+        out.notes = out.notes + [
+            f"P_Rand generated for {len(generated) // k} sentence(s) ({k} each, seed {seed}, "
+            f"wordfreq {generated[0][1].wordfreq_version}, Zipf band ±{band:g}): |Zipf "
+            f"difference| per word median {median:.2f}, max {diffs[-1]:.2f}"]
+    return out
+
+
+#: Head rules for rows without ``head``/``modifier`` (:func:`generate_pairs`): the head is
+#: the ``last`` part of a two-part compound (head-final: English, German, Dutch) or the
+#: ``first`` (head-initial: Portuguese, Spanish, French, Italian).
+HEAD_RULES = ("first", "last")
+#: Columns of a pairs file written by :func:`generate_pairs`. ``load_pairs`` reads the
+#: first eleven; the others are for the reviewer: ``origin`` (``given``: from the input;
+#: ``generated``), and for ``rand`` rows the Zipf frequency of each chosen word, of the
+#: word of the compound it replaces, their differences and the largest absolute one.
+PAIRS_COLUMNS = ("lang", "nc", "context", "sentence", "start", "end", "probe", "variant",
+                 "substitute", "comp", "class", "origin", "zipf", "source_zipf", "zipf_diff",
+                 "max_abs_zipf_diff", "wordfreq")
+#: The text columns of the input of :func:`generate_pairs`.
+INPUT_TEXT = ("nc", "sentence", "head", "modifier", "class", "syn", "wordssyn", "context",
+              "lang")
+#: Separator of several synonyms in one ``syn`` or ``wordssyn`` cell of the input.
+SYNONYM_SEP = ";"
+#: What to do about an input file of :func:`generate_pairs` that cannot be used as it is.
+FIX_INPUT = ("correct the input (UTF-8 CSV or JSON Lines: nc, sentence, start/end or span, "
+             "head, modifier; optional comp, class, syn, wordssyn, context, lang) and run "
+             "again")
+
+
+@dataclass
+class GenerationReport:
+    """What :func:`generate_pairs` wrote.
+
+    Attributes:
+        path: the pairs file written.
+        ncs: the compounds (``(lang, nc)``), in input order.
+        rows: rows written per probe family.
+        zipf_diffs: ``|Zipf difference|`` of every generated random word.
+        band, seed, k: the P_Rand settings used.
+        wordfreq_version: the ``wordfreq`` version whose data were used.
+    """
+
+    path: Path
+    ncs: list[tuple[str, str]]
+    rows: dict[str, int]
+    zipf_diffs: list[float]
+    band: float
+    seed: int
+    k: int
+    wordfreq_version: str
+
+    def summary(self) -> str:
+        """A few lines: what was written, and how close the frequency match is."""
+        total = sum(self.rows.values())
+        per = ", ".join(f"{p} {n}" for p, n in self.rows.items() if n)
+        lines = [f"wrote {total} rows for {len(self.ncs)} compound(s) to {self.path} ({per})"]
+        if self.zipf_diffs:
+            d = sorted(self.zipf_diffs)
+            lines.append(
+                f"P_Rand: {len(d)} random words, seed {self.seed}, Zipf band ±{self.band:g} "
+                f"(wordfreq {self.wordfreq_version}); |Zipf difference| median "
+                f"{_median(d):.2f}, max {d[-1]:.2f}")
+        lines.append("review the file (every generated row has origin=generated; edit or "
+                     "delete rows as you see fit), then load it with ncprobe.load_pairs")
+        return "\n".join(lines)
+
+
+def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | None = None,
+                   *, k: int = 5, seed: int = 0, band: float = 0.5, head: str | None = None,
+                   ask: Callable[[str, tuple[str, ...]], str] | None = None,
+                   overwrite: bool = False, scale: tuple[float, float] = (0, 5)
+                   ) -> GenerationReport:
+    """Write a reviewable pairs file with generated probes for compounds in context.
+
+    The input (CSV or JSON Lines, one row per compound and sentence) gives ``nc`` and
+    ``sentence`` (pre-tokenised: words split by spaces); the compound's span as
+    ``start``/``end`` or ``span`` (without them, the compound's words are looked up in
+    the sentence and must occur exactly once); ``head`` and ``modifier`` (or ``head=``
+    / ``ask=``); and optionally ``comp`` (gold score on ``scale``), ``class``
+    (``I``/``PC``/``C``), ``syn`` and ``wordssyn`` (synonym phrases separated by ``;``),
+    ``context`` (default ``S1``; give ``S1``/``S2``/``S3`` for several sentences of one
+    compound) and ``lang``.
+
+    Written, per input row, in the format of :func:`ncprobe.data.pairs.load_pairs` (with
+    the review columns of :data:`PAIRS_COLUMNS`): the original; P_Comp (head alone,
+    modifier alone: :func:`comp_probes`); ``k`` P_Rand (:func:`rand_stimuli`: same
+    Zipf band, same number of words, no word of the sentence, seeded per compound); and
+    P_Syn / P_WordsSyn from the synonyms given (:func:`syn_probes`). Every word outside
+    the compound's span is kept. No article or agreement edit is made: edit the file.
+
+    Args:
+        path: the input file.
+        out: the pairs file to write (``.csv``); an existing file is refused unless
+            ``overwrite``.
+        lang: language of rows without ``lang`` (a language ``wordfreq`` covers).
+        k, seed, band: P_Rand phrases per sentence, seed, Zipf half-width.
+        head: for rows without ``head``/``modifier``: ``last`` or ``first`` part of a
+            two-part compound (parts split on spaces, or on the hyphen of one hyphenated
+            word).
+        ask: for rows without ``head``/``modifier`` when ``head`` is not given: called as
+            ``ask(nc, parts)`` once per compound, returns the head (one of ``parts``).
+        overwrite: replace an existing ``out``.
+        scale: the ``(low, high)`` range of ``comp``.
+
+    Returns:
+        A :class:`GenerationReport` (``.summary()`` for the user).
+
+    Raises:
+        DataError / DataErrors: bad rows in the input (every one, with file, row and
+            column) or an unreadable input.
+        UsageError: a bad option, ``out`` exists, ``wordfreq`` is missing or lacks the
+            language, or a compound has too few frequency-matched candidates.
+    """
+    from .pairs import _check_scale, _given, _nc_info, _read_rows, _span, _texts
+
+    src, dest = Path(path), Path(out)
+    if head is not None and head not in HEAD_RULES:
+        raise UsageError(f"head must be one of {', '.join(HEAD_RULES)}, not {head!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise UsageError(f"k must be a whole number >= 0, not {k!r}")
+    if dest.suffix.lower() != ".csv":
+        raise UsageError(f"the output must be a .csv file, not {dest}")
+    if dest.exists() and not overwrite:
+        raise UsageError(f"{dest} exists; choose another --out, or pass --overwrite to "
+                         "replace it")
+    if dest.resolve() == src.resolve():
+        raise UsageError("the output would replace the input; choose another --out")
+    scale = _check_scale(scale)
+    _require_wordfreq()
+    if lang:
+        _check_lang(lang)
+    sink = ErrorSink(collect=True)
+    rows = _read_rows(src, sink)
+    asked: dict[tuple[str, str], str] = {}
+    seen: dict[tuple[str, str, str], int] = {}
+    out_rows: list[dict[str, str]] = []
+    counts = dict.fromkeys(PROBE_FAMILIES, 0)
+    diffs: list[float] = []
+    ncs: list[tuple[str, str]] = []
+    for i, raw in rows:
+        where = dict(file=str(src), row=i, key=str(raw.get("nc", "")))
+        r = _texts(raw, sink, where, INPUT_TEXT)
+        if r is None:
+            continue
+        bad = [c for c in ("nc", "sentence") if not r.get(c, "").strip()]
+        for c in bad:
+            sink.error("missing or empty required column", column=c, **where)
+        if bad:
+            continue
+        nc, tokens = " ".join(r["nc"].split()), tuple(r["sentence"].split())
+        rlang = (r.get("lang") or lang or "").strip()
+        if not rlang:
+            sink.error("no language: give a lang column or the lang argument (--lang)",
+                       column="lang", **where)
+            continue
+        context = (r.get("context") or "S1").strip()
+        if context not in CONTEXTS:
+            sink.error(f"unknown context {context!r}; use one of {', '.join(CONTEXTS)}",
+                       column="context", **where)
+            continue
+        first = seen.get((rlang, nc, context))
+        if first is not None:
+            sink.error(f"{nc!r} already has a sentence in context {context} (row {first}); "
+                       "give each sentence of one compound its own context (S1, S2, S3)",
+                       column="context", **where)
+            continue
+        seen[(rlang, nc, context)] = i
+        if _given(raw, "span") or _given(raw, "start") or _given(raw, "end"):
+            span = _span(raw, sink, where)
+            if span is None:
+                continue
+            if not 0 <= span[0] < span[1] <= len(tokens):
+                sink.error(f"span [{span[0]}, {span[1]}) is empty or outside the sentence of "
+                           f"{len(tokens)} words", column="start", **where)
+                continue
+        else:
+            found = _find(tokens, nc.split())
+            if len(found) != 1:
+                sink.error(f"the words of {nc!r} occur {len(found)} times in the sentence; "
+                           "give the span (start, end: 0-based word positions, end "
+                           "exclusive)", column="sentence", **where)
+                continue
+            span = found[0]
+        info = _nc_info(rlang, nc, r, raw, sink, where, scale)
+        parts = _head_mod(nc, r, head, ask, asked, rlang, sink, where)
+        if parts is None:
+            continue
+        orig = Stimulus(rlang, nc, context, "original", 1, tokens, span,
+                        " ".join(tokens[span[0]:span[1]]), f"{src}:{i}")
+        try:
+            generated: list[tuple[GeneratedProbe, RandomPhrase | None, str]] = [
+                (p, None, "generated") for p in comp_probes(tokens, span, *parts)]
+            generated += [(GeneratedProbe("rand", s.variant, s.tokens, s.span, s.target, ph),
+                           ph, "generated") for s, ph in (
+                               rand_stimuli([orig], k=k, seed=seed, band=band) if k else [])]
+        except UsageError as e:
+            sink.error(str(e), **where)
+            continue
+        for probe in ("syn", "wordssyn"):
+            cell = r.get(probe, "")
+            generated += [(p, None, "given") for p in syn_probes(
+                tokens, span, cell.split(SYNONYM_SEP), probe=probe)]
+        if (rlang, nc) not in ncs:
+            ncs.append((rlang, nc))
+        common = dict(lang=rlang, nc=nc, context=context, sentence=" ".join(tokens),
+                      start=str(span[0]), end=str(span[1]),
+                      comp=str(raw.get("comp", "") if info is not None else ""),
+                      **{"class": (r.get("class") or "").strip()})
+        out_rows.append(dict(common, probe="original", variant="1",
+                             substitute=orig.target, origin="given"))
+        counts["original"] += 1
+        for p, ph, origin in generated:
+            row = dict(common, probe=p.probe, variant=str(p.variant), substitute=p.substitute,
+                       origin=origin)
+            if ph is not None:
+                row.update(zipf=_nums(ph.zipf), source_zipf=_nums(ph.source_zipf),
+                           zipf_diff=_nums(ph.diff), max_abs_zipf_diff=f"{ph.max_abs_diff:.2f}",
+                           wordfreq=ph.wordfreq_version)
+                diffs += [abs(d) for d in ph.diff]
+            out_rows.append(row)
+            counts[p.probe] += 1
+    sink.raise_if_any()
+    if not out_rows:
+        raise DataError(f"no compounds to generate probes for; {FIX_INPUT}", file=str(src))
+    buf = io.StringIO(newline="")
+    writer = csv.DictWriter(buf, fieldnames=PAIRS_COLUMNS, restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(out_rows)
+    atomic_write_text(dest, buf.getvalue())
+    return GenerationReport(dest, ncs, counts, diffs, float(band), int(seed), k,
+                            _wordfreq_version())
+
+
+def _find(tokens: Sequence[str], words: Sequence[str]) -> list[tuple[int, int]]:
+    """Every span of ``tokens`` that holds ``words`` (case-insensitive)."""
+    low = [t.casefold() for t in tokens]
+    want = [w.casefold() for w in words]
+    n = len(want)
+    return [(i, i + n) for i in range(len(low) - n + 1) if n and low[i:i + n] == want]
+
+
+def _parts(nc: str) -> tuple[str, ...]:
+    """The two parts of a compound: its words, or the halves of one hyphenated word."""
+    words = tuple(nc.split())
+    if len(words) == 1 and words[0].count("-") == 1:
+        return tuple(words[0].split("-"))
+    return words
+
+
+def _head_mod(nc: str, r: dict, rule: str | None, ask, asked: dict, lang: str,
+              sink: ErrorSink, where: dict) -> tuple[str, str] | None:
+    """(head, modifier) of a row: its columns, else the head rule, else ``ask``."""
+    head, mod = (" ".join((r.get(c) or "").split()) for c in ("head", "modifier"))
+    if head and mod:
+        low = nc.casefold()
+        for part, column in ((head, "head"), (mod, "modifier")):
+            if part.casefold() not in low:
+                sink.error(f"{column} {part!r} is not part of the compound {nc!r}",
+                           column=column, **where)
+                return None
+        return head, mod
+    if head or mod:
+        sink.error("give both head and modifier, or neither (then --head first|last)",
+                   column="modifier" if head else "head", **where)
+        return None
+    parts = _parts(nc)
+    if rule is None and ask is None:
+        sink.error("no head and modifier: add the columns head and modifier, or pass --head "
+                   "last (head-final languages: English, German) or --head first "
+                   "(head-initial: Portuguese, Spanish, French)", column="head", **where)
+        return None
+    if len(parts) != 2:
+        sink.error(f"{nc!r} has {len(parts)} part(s), not two, so its head cannot be "
+                   "inferred; give the head and modifier columns for it", column="head",
+                   **where)
+        return None
+    if rule is not None:
+        h = 0 if rule == "first" else 1
+        return parts[h], parts[1 - h]
+    if (lang, nc) not in asked:
+        answer = " ".join(str(ask(nc, parts)).split())
+        if answer not in parts:
+            raise UsageError(f"the head of {nc!r} must be one of {', '.join(parts)}, not "
+                             f"{answer!r}")
+        asked[(lang, nc)] = answer
+    h = parts.index(asked[(lang, nc)])
+    return parts[h], parts[1 - h]
+
+
+def _nums(values: Iterable[float]) -> str:
+    return " ".join(f"{v:.2f}" for v in values)
+
+
+def _median(sorted_values: Sequence[float]) -> float:
+    n = len(sorted_values)
+    mid = n // 2
+    return sorted_values[mid] if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
+
+
+def _require_wordfreq() -> None:
+    try:
+        import wordfreq  # noqa: F401
+    except ImportError:
+        raise UsageError('generating probes needs the wordfreq package: pip install '
+                         '"ncprobe[generate]"') from None
+
+
 def _check_span(words: tuple[str, ...], span: tuple[int, int]) -> tuple[int, int]:
     try:
         start, end = (int(x) for x in span)
@@ -333,7 +709,8 @@ def _zipf(word: str, lang: str) -> float:
 
 @functools.lru_cache(maxsize=8)
 def _candidates(lang: str) -> tuple[tuple[str, float], ...]:
-    """The candidate words of a language with their Zipf frequencies, in wordfreq's order."""
+    """The candidate words of a language with their Zipf frequencies, by ascending Zipf
+    frequency (ties in wordfreq's own order, so the order is fixed by the data alone)."""
     import wordfreq
 
     _check_lang(lang)
@@ -341,7 +718,13 @@ def _candidates(lang: str) -> tuple[tuple[str, float], ...]:
     for w in wordfreq.top_n_list(lang, CANDIDATES):
         if w.isalpha() and len(w) >= MIN_LETTERS:
             out.append((w, float(wordfreq.zipf_frequency(w, lang))))
-    return tuple(out)
+    return tuple(sorted(out, key=lambda wc: wc[1]))  # stable: ties keep wordfreq's order
+
+
+@functools.lru_cache(maxsize=8)
+def _candidate_zipfs(lang: str) -> list[float]:
+    """The Zipf frequencies of :func:`_candidates`, ascending (for ``bisect``)."""
+    return [c for _, c in _candidates(lang)]
 
 
 def _wordfreq_version() -> str:

@@ -249,11 +249,12 @@ def _given(r: dict, column: str) -> bool:
     return v is not None and not (isinstance(v, str) and not v.strip())
 
 
-def _texts(raw: dict, sink: ErrorSink, where: dict) -> dict | None:
-    """The row's text columns as NFC strings; ``None`` after reporting a non-string value."""
+def _texts(raw: dict, sink: ErrorSink, where: dict, columns: Iterable[str] = _TEXT
+           ) -> dict | None:
+    """The row's text ``columns`` as NFC strings; ``None`` after reporting a non-string value."""
     out = {}
     ok = True
-    for c in _TEXT:
+    for c in columns:
         v = raw.get(c)
         if v is None:
             continue
