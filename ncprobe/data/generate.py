@@ -23,7 +23,9 @@ Frequency matching (P_Rand) uses the ``wordfreq`` package, which ships its frequ
 the language, 100 000; for English and Portuguese that reaches down to Zipf ~2.0, i.e.
 about once per 10 million words) that
 
-- is alphabetic (``str.isalpha``) and at least two letters long,
+- is alphabetic (``str.isalpha``) and at least three letters long,
+- for a language other than English, is not more frequent in English than in the
+  language itself (web text carries English words: ``bed``, ``discount`` in Portuguese),
 - shares no word, case-insensitively, with the compound (nor with ``exclude``), and
 - has a Zipf frequency (``wordfreq.zipf_frequency(word, lang)``) within ``band`` of the
   Zipf frequency of the word it replaces (inclusive; default ±0.5, i.e. within a factor
@@ -45,6 +47,7 @@ import hashlib
 import io
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -57,8 +60,12 @@ from .stimuli import CONTEXTS, PROBE_FAMILIES, Stimuli, Stimulus
 #: for P_Rand. 100 000 reaches Zipf ~2.0 in English and Portuguese, low enough for the
 #: rarer components of NCIMP, and takes about one second per language to score.
 CANDIDATES = 100_000
-#: Shortest candidate word, in letters (single letters are symbols more than words).
-MIN_LETTERS = 2
+#: Shortest candidate word, in letters: one- and two-letter entries of the lists are mostly
+#: symbols, abbreviations and fragments (``em``, ``sa``, ``tho``... were drawn at 2).
+MIN_LETTERS = 3
+#: A loader note about released P_Rand probes (:func:`ncprobe.data.ncimp.anomalies.
+#: note_repeats` writes ``"<lang>[ <context>]: rand ..."``); :func:`replace_rand` drops them.
+_RAND_NOTE = re.compile(r"^\S+( \S+)?: rand (sentences|variants) ")
 
 
 @dataclass(frozen=True)
@@ -350,6 +357,9 @@ def replace_rand(stimuli: Stimuli, *, k: int = 5, seed: int = 0, band: float = 0
     generated = rand_stimuli(stimuli, k=k, seed=seed, band=band)
     kept = [s for s in stimuli if s.probe != "rand"]
     out = stimuli._with(kept + [s for s, _ in generated])
+    # the loader's counts of the released P_Rand (ncimp.anomalies.note_repeats) describe
+    # probes that are gone
+    out.notes = [n for n in out.notes if not _RAND_NOTE.match(n)]
     if generated:
         diffs = sorted(abs(d) for _, ph in generated for d in ph.diff)
         median = _median(diffs)
@@ -717,7 +727,12 @@ def _candidates(lang: str) -> tuple[tuple[str, float], ...]:
     out = []
     for w in wordfreq.top_n_list(lang, CANDIDATES):
         if w.isalpha() and len(w) >= MIN_LETTERS:
-            out.append((w, float(wordfreq.zipf_frequency(w, lang))))
+            z = float(wordfreq.zipf_frequency(w, lang))
+            # web text of every language carries English: a word more frequent in English
+            # than in the language itself (bed, discount in Portuguese) is not a candidate
+            if lang != "en" and wordfreq.zipf_frequency(w, "en") > z:
+                continue
+            out.append((w, z))
     return tuple(sorted(out, key=lambda wc: wc[1]))  # stable: ties keep wordfreq's order
 
 
