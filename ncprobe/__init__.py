@@ -28,6 +28,7 @@ from .data import (
     Stimuli,
     Stimulus,
     download,
+    generate_pairs,
     load_pairs,
     load_stimuli,
     resolve_data_dir,
@@ -45,4 +46,5 @@ from .schema import RESULT_TABLES as TABLES
 __all__ = ["CLASSES", "CONTEXTS", "MEASURES", "PROBES", "TABLES", "DataError", "DataErrors",
            "DownloadError", "ModelUnavailableError", "NcprobeError", "NounCompound", "Results",
            "RunConfig", "SplicedStimuliWarning", "Stimuli", "Stimulus", "__version__",
-           "compare", "compute", "download", "load_pairs", "load_stimuli", "resolve_data_dir"]
+           "compare", "compute", "download", "generate_pairs", "load_pairs", "load_stimuli",
+           "resolve_data_dir"]

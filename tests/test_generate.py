@@ -324,3 +324,39 @@ def test_cli_pairs_generate(tmp_path, monkeypatch, capsys):
         main(["pairs", "generate", str(src), "--out", str(tmp_path / "q.csv"), "--band", "0"])
     assert exit_info.value.code == 2
     assert "--band: '0' is not a number > 0" in capsys.readouterr().err
+
+
+def test_rand_keeps_linking_words_and_draws_both_sides_of_the_band():
+    out = rand_words("pomme de terre", "fr", n=5, seed=2, keep=[1])
+    source = [wordfreq.zipf_frequency(w, "fr") for w in ("pomme", "de", "terre")]
+    for p in out:
+        assert p.words[1] == "de" and p.kept == (1,)
+        for j in (0, 2):
+            assert abs(wordfreq.zipf_frequency(p.words[j], "fr") - source[j]) <= 0.5 + 1e-9
+        assert p.max_abs_diff == max(abs(p.diff[0]), abs(p.diff[2]))
+    # every slot with enough candidates on both sides: the 5 draws alternate below/above
+    for nc in ("police car", "grey matter", "academy award", "coffee table"):
+        phrases = rand_words(nc, "en", n=5, seed=9)
+        for j, word in enumerate(nc.split()):
+            z = wordfreq.zipf_frequency(word, "en")
+            below = sum(wordfreq.zipf_frequency(p.words[j], "en") < z for p in phrases)
+            assert below in (2, 3), (nc, word, [p.words[j] for p in phrases])
+    with pytest.raises(UsageError, match="nothing to draw"):
+        rand_words("pomme de terre", "fr", n=1, seed=0, keep=[0, 1, 2])
+    with pytest.raises(UsageError, match="positions"):
+        rand_words("pomme de terre", "fr", n=1, seed=0, keep=[3])
+
+
+def test_generate_pairs_draws_only_head_and_modifier(tmp_path):
+    from ncprobe.data.generate import generate_pairs
+
+    src = _write(tmp_path, "nc,sentence,head,modifier\n"
+                 "chemin de fer,Le chemin de fer traverse la ville .,chemin,fer\n")
+    rep = generate_pairs(src, tmp_path / "out.csv", "fr", k=5, seed=1)
+    rand = [r for r in _rows(tmp_path / "out.csv") if r["probe"] == "rand"]
+    assert len(rand) == 5
+    for r in rand:
+        first, de, last = r["substitute"].split()
+        assert de == "de" and first not in ("chemin", "fer") and last not in ("chemin", "fer")
+        assert r["zipf_diff"].split()[1] == "0.00"
+    assert len(rep.zipf_diffs) == 10  # the two drawn words of each phrase, not "de"

@@ -104,9 +104,10 @@ class RandomPhrase:
         zipf: ``wordfreq.zipf_frequency`` of each chosen word.
         source_words: the compound's words they replace.
         source_zipf: Zipf frequency of each word of the compound.
-        diff: ``zipf - source_zipf`` per word (within ``±band``).
+        diff: ``zipf - source_zipf`` per word (within ``±band``; 0 for a kept word).
         band: the half-width of the Zipf band the words were drawn from.
         wordfreq_version: the ``wordfreq`` version whose data were used.
+        kept: positions of the compound's words kept as they are (not drawn).
     """
 
     words: tuple[str, ...]
@@ -116,15 +117,21 @@ class RandomPhrase:
     diff: tuple[float, ...]
     band: float
     wordfreq_version: str
+    kept: tuple[int, ...] = ()
 
     @property
     def text(self) -> str:
         return " ".join(self.words)
 
     @property
+    def drawn_diff(self) -> tuple[float, ...]:
+        """The Zipf differences of the drawn words (the ``kept`` ones left out)."""
+        return tuple(d for i, d in enumerate(self.diff) if i not in self.kept)
+
+    @property
     def max_abs_diff(self) -> float:
-        """The largest Zipf difference of the phrase, in absolute value."""
-        return max(abs(d) for d in self.diff)
+        """The largest Zipf difference of the drawn words, in absolute value."""
+        return max(abs(d) for d in self.drawn_diff)
 
 
 def splice_phrase(tokens: Sequence[str], span: tuple[int, int], phrase: str | Sequence[str]
@@ -201,7 +208,8 @@ def syn_probes(tokens: Sequence[str], span: tuple[int, int], synonyms: Iterable[
 
 
 def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
-               band: float = 0.5, exclude: Iterable[str] = ()) -> list[RandomPhrase]:
+               band: float = 0.5, exclude: Iterable[str] = (), keep: Iterable[int] = ()
+               ) -> list[RandomPhrase]:
     """``n`` frequency-matched random phrases for a compound (see the module docstring).
 
     Args:
@@ -212,10 +220,16 @@ def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
         band: half-width of the Zipf band around each word's Zipf frequency (> 0).
         exclude: more words no chosen word may equal (case-insensitive), e.g. the
             other words of the sentence.
+        keep: positions (0-based) of words of the compound that stay as they are in
+            every phrase: the linking words of ``pomme de terre`` (``keep=[1]`` gives
+            ``X de Y``), which are neither head nor modifier.
 
     Returns:
-        ``n`` phrases, each with as many words as the compound, no word shared with the
-        compound, ``exclude`` or another phrase of this call.
+        ``n`` phrases, each with as many words as the compound, no drawn word shared with
+        the compound, ``exclude`` or another phrase of this call. In each slot half the
+        candidates are drawn from below the word's Zipf frequency and half from above
+        (alternating, the side of the first drawn at random), so the chosen words are not
+        rarer than the compound's on average although a band holds more rare words.
 
     Raises:
         UsageError: ``wordfreq`` lacks the language; ``n``, ``band`` or ``nc_words`` is
@@ -230,6 +244,14 @@ def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
     if isinstance(band, bool) or not isinstance(band, (int, float)) or not (
             math.isfinite(band) and band > 0):
         raise UsageError(f"band must be a finite number > 0, not {band!r}")
+    fixed = set()
+    for i in keep:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(source):
+            raise UsageError(f"keep must hold positions of the compound's {len(source)} "
+                             f"words, not {i!r}")
+        fixed.add(i)
+    if len(fixed) == len(source):
+        raise UsageError("keep holds every word of the compound: nothing to draw")
     cands = _candidates(lang)
     banned = {w.casefold() for w in source} | {w.casefold() for w in exclude}
     src_zipf = tuple(_zipf(w, lang) for w in source)
@@ -237,7 +259,10 @@ def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
     used: set[str] = set()
     slots: list[list[tuple[str, float]]] = []
     zs_sorted = _candidate_zipfs(lang)
-    for word, z in zip(source, src_zipf, strict=True):
+    for j, (word, z) in enumerate(zip(source, src_zipf, strict=True)):
+        if j in fixed:
+            slots.append([(word, z)] * n)  # the same word in every phrase
+            continue
         lo = bisect.bisect_left(zs_sorted, z - band - 1e-9)
         hi = bisect.bisect_right(zs_sorted, z + band + 1e-9)
         pool = [(w, c) for w, c in cands[lo:hi] if w.casefold() not in banned]
@@ -245,22 +270,24 @@ def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
             raise UsageError(
                 f"only {len(pool)} candidate word(s) of {lang!r} within ±{band:g} of the Zipf "
                 f"frequency {z:.2f} of {word!r} (need {n}); "
-                + _band_needed(cands, z, banned, n) + ", or ask for fewer phrases (n)")
-        order = rng.permutation(len(pool))
-        slots.append([pool[i] for i in order])
+                + _band_needed(cands, z, banned, n) + ", or ask for fewer phrases (n, --k)")
+        slots.append(_balanced(pool, z, rng))
     version = _wordfreq_version()
     out: list[RandomPhrase] = []
     cursor = [0] * len(slots)
     for _ in range(n):
         picked: list[tuple[str, float]] = []
         for j, pool in enumerate(slots):
+            if j in fixed:
+                picked.append(pool[0])
+                continue
             while cursor[j] < len(pool) and pool[cursor[j]][0].casefold() in used:
                 cursor[j] += 1
             if cursor[j] >= len(pool):
                 raise UsageError(
                     f"ran out of distinct candidate words for {source[j]!r} (Zipf "
                     f"{src_zipf[j]:.2f}) within ±{band:g} in {lang!r} after "
-                    f"{len(out)} phrase(s); widen the band or ask for fewer phrases (n)")
+                    f"{len(out)} phrase(s); widen the band or ask for fewer phrases (n, --k)")
             w, c = pool[cursor[j]]
             cursor[j] += 1
             used.add(w.casefold())
@@ -269,8 +296,22 @@ def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
         diff = tuple(round(a - b, 2) for a, b in zip(zs, src_zipf, strict=True))
         out.append(RandomPhrase(
             words=tuple(w for w, _ in picked), zipf=zs, source_words=source,
-            source_zipf=src_zipf, diff=diff, band=float(band), wordfreq_version=version))
+            source_zipf=src_zipf, diff=diff, band=float(band), wordfreq_version=version,
+            kept=tuple(sorted(fixed))))
     return out
+
+
+def _balanced(pool: list[tuple[str, float]], z: float, rng) -> list[tuple[str, float]]:
+    """The candidates in draw order: shuffled below ``z`` and at or above it, then taken
+    from the two sides in turn (the first side at random), the rest of the larger after."""
+    below = [pool[i] for i in rng.permutation(len(pool)) if pool[i][1] < z]
+    above = [pool[i] for i in rng.permutation(len(pool)) if pool[i][1] >= z]
+    sides = [below, above] if rng.random() < 0.5 else [above, below]
+    out: list[tuple[str, float]] = []
+    for a, b in zip(*sides, strict=False):  # the rest of the longer side: below
+        out += [a, b]
+    shorter = min(len(below), len(above))
+    return out + sides[0][shorter:] + sides[1][shorter:]
 
 
 def rand_probes(tokens: Sequence[str], span: tuple[int, int], nc_words: str | Sequence[str],
@@ -312,14 +353,16 @@ def item_seed(seed: int, lang: str, nc: str, context: str) -> int:
 
 
 def rand_stimuli(originals: Iterable[Stimulus], *, k: int = 5, seed: int = 0,
-                 band: float = 0.5) -> list[tuple[Stimulus, RandomPhrase]]:
+                 band: float = 0.5, keep: dict[tuple[str, str, str], Iterable[int]] | None = None
+                 ) -> list[tuple[Stimulus, RandomPhrase]]:
     """P_Rand stimuli for original stimuli: ``k`` frequency-matched random phrases each.
 
     For each original (``probe == "original"``; other stimuli are ignored) the span's
     words are replaced by :func:`rand_words` phrases drawn with
     :func:`item_seed` ``(seed, lang, nc, context)``; no chosen word equals a word of the
-    sentence (case-insensitive). The new stimuli are marked ``spliced`` and their
-    ``source`` names the generator, seed and band.
+    sentence (case-insensitive). ``keep`` maps ``(lang, nc, context)`` to the positions of
+    the compound's words kept as they are (:func:`rand_words`). The new stimuli are marked
+    ``spliced`` and their ``source`` names the generator, seed and band.
 
     Returns:
         ``(stimulus, report)`` pairs, ``k`` per original, in the originals' order.
@@ -335,7 +378,8 @@ def rand_stimuli(originals: Iterable[Stimulus], *, k: int = 5, seed: int = 0,
         try:
             phrases = rand_words(orig.tokens[start:end], orig.lang, n=k, band=band,
                                  seed=item_seed(seed, orig.lang, orig.nc, orig.context),
-                                 exclude=orig.tokens)
+                                 exclude=orig.tokens,
+                                 keep=(keep or {}).get((orig.lang, orig.nc, orig.context), ()))
         except UsageError as e:
             raise UsageError(f"{orig.lang} {orig.nc!r} ({orig.context}): {e}") from None
         for i, ph in enumerate(phrases, start=1):
@@ -361,7 +405,7 @@ def replace_rand(stimuli: Stimuli, *, k: int = 5, seed: int = 0, band: float = 0
     # probes that are gone
     out.notes = [n for n in out.notes if not _RAND_NOTE.match(n)]
     if generated:
-        diffs = sorted(abs(d) for _, ph in generated for d in ph.diff)
+        diffs = sorted(abs(d) for _, ph in generated for d in ph.drawn_diff)
         median = _median(diffs)
         out.notes = out.notes + [
             f"P_Rand generated for {len(generated) // k} sentence(s) ({k} each, seed {seed}, "
@@ -552,12 +596,18 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
             continue
         orig = Stimulus(rlang, nc, context, "original", 1, tokens, span,
                         " ".join(tokens[span[0]:span[1]]), f"{src}:{i}")
+        # words of the compound in neither head nor modifier (de in pomme de terre) stay
+        parts_words = {w.casefold() for part in parts for w in part.split()}
+        linking = [j for j, w in enumerate(orig.tokens[span[0]:span[1]])
+                   if not any(p in w.casefold() for p in parts_words)]  # eau-forte: drawn
         try:
             generated: list[tuple[GeneratedProbe, RandomPhrase | None, str]] = [
                 (p, None, "generated") for p in comp_probes(tokens, span, *parts)]
             generated += [(GeneratedProbe("rand", s.variant, s.tokens, s.span, s.target, ph),
                            ph, "generated") for s, ph in (
-                               rand_stimuli([orig], k=k, seed=seed, band=band) if k else [])]
+                               rand_stimuli([orig], k=k, seed=seed, band=band,
+                                            keep={(rlang, nc, context): linking})
+                               if k else [])]
         except UsageError as e:
             sink.error(str(e), **where)
             continue
@@ -581,7 +631,7 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
                 row.update(zipf=_nums(ph.zipf), source_zipf=_nums(ph.source_zipf),
                            zipf_diff=_nums(ph.diff), max_abs_zipf_diff=f"{ph.max_abs_diff:.2f}",
                            wordfreq=ph.wordfreq_version)
-                diffs += [abs(d) for d in ph.diff]
+                diffs += [abs(d) for d in ph.drawn_diff]
             out_rows.append(row)
             counts[p.probe] += 1
     sink.raise_if_any()
