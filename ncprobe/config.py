@@ -35,8 +35,9 @@ class RunConfig:
     Attributes:
         model: alias (``ncprobe models``), HuggingFace id, model directory or vector file.
         lang: ``en`` or ``pt``.
-        contexts: ``nat``, ``neut``, ``neut-pl`` or a comma list (see
-            :func:`ncprobe.data.stimuli.expand_contexts`).
+        contexts: ``nat``, ``neut``, ``neut-pl``, ``ncs`` (the NCS dataset's neutral
+            sentences, P_Rand generated: needs ``ncprobe[generate]``), ``all`` (the five
+            NCIMP contexts) or a comma list (see :func:`ncprobe.data.stimuli.expand_contexts`).
         levels: ``sent`` and/or ``nc``; ``None``: every level the model provides.
         layers: layer views of transformer models (``None``: mean of the last four;
             ``all``; ``-1``; ``9+10+11+12``; comma lists for several views).
@@ -68,7 +69,9 @@ class RunConfig:
     lang: Lang = field(default="en", metadata={"help": "language (default: %(default)s)"})
     contexts: str = field(default="nat,neut", metadata={
         "option": "--context", "metavar": "C",
-        "help": "nat, neut, neut-pl or a comma list (default: %(default)s)"})
+        "help": "nat, neut, neut-pl, ncs (the NCS dataset's neutral sentences, P_Rand "
+                "generated: needs ncprobe[generate]), all (= nat,neut,neut-pl) or a comma "
+                "list (default: %(default)s)"})
     levels: tuple[Level, ...] | None = field(default=None, metadata={
         "option": "--level", "metavar": "L",
         "help": "sent, nc or sent,nc (default: every level the model gives)"})

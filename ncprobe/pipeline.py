@@ -152,6 +152,12 @@ def compute(config: RunConfig | None = None, *,
             notes.append(str(w.message))
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         asked = {"contexts": cfg.contexts, "probes": "all"}  # NCIMP: all the config asks for
+    else:
+        other = sorted({s.lang for s in stimuli} - {cfg.lang})
+        if other:  # e.g. French pairs: run.json's config.lang is the model's language only
+            notes.append(f"stimuli in {', '.join(other)}: the model was loaded for language "
+                         f"{cfg.lang!r} (config lang: the model variant; the tables' lang "
+                         "column: the stimuli's language)")
     # never compute on incomplete input: every NC needs every context, probe and gold score
     notes += stimuli.notes + check_coverage(stimuli, **asked)
     run_levels = _levels(cfg, encoder)

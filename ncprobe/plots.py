@@ -27,7 +27,8 @@ Layout and style, shared by all figures:
 * only the ``raw`` vector space by default (``space="standardised"`` for the
   z-scored one), one layer view per model (see :mod:`ncprobe.selection`), the
   naturalistic and neutral contexts (``contexts="nat,neut,neut-pl"`` adds the
-  plural neutral sentences).
+  plural neutral sentences, ``contexts="neut,ncs"`` shows the NCS dataset's beside
+  NCIMP's neutral ones).
 
 A figure that is one panel (one model and no ideal panel; one condition for the
 correlogram) can be drawn into an Axes of the caller's own figure: ``ax=`` (as in
@@ -84,10 +85,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.typing import RcKeyType  # matplotlib >= 3.9: the rc names, as a Literal
 
 #: Colour of each condition (:data:`ncprobe.schema.CONDITIONS`, in that order): English blue
-#: (EN-Nat, EN-Neut, EN-Neut-pl), Portuguese orange (PT-...); naturalistic darker, neutral
-#: lighter, plural neutral lightest.
-CONDITION_PALETTE = dict(zip(CONDITIONS, ("#1f5aa6", "#86b6e3", "#c6dcf1",
-                                          "#d45f0a", "#f6ad62", "#fbd7ad"), strict=True))
+#: (EN-Nat, EN-Neut, EN-Neut-pl, EN-NCS), Portuguese orange (PT-...); naturalistic darker,
+#: neutral lighter, plural neutral lightest; the NCS dataset's sentences a hue of their own in
+#: each family (English indigo, Portuguese brick), so they never read as NCIMP's neutral.
+CONDITION_PALETTE = dict(zip(CONDITIONS, ("#1f5aa6", "#86b6e3", "#c6dcf1", "#5e4fa2",
+                                          "#d45f0a", "#f6ad62", "#fbd7ad", "#9e3d22"),
+                             strict=True))
 #: Colour of each compositionality class (I, PC, C): idiomatic green, partly compositional
 #: yellow, compositional blue.
 CLASS_PALETTE = dict(zip(CLASSES, ("#3c9d3c", "#e9c31f", "#3a6fc2"), strict=True))

@@ -501,8 +501,11 @@ class Results:
         names = {"comp": "gold compositionality score (Eq. 1: token-level scores averaged "
                          "over the 3 sentences)",
                  "type": "type-level compositionality score (--gold type)"}
+        # a run on a user's own stimuli (load_pairs) read no NCIMP file: its gold is theirs
         golds = {(m["config"].get("model"), m["config"].get("lang")):
-                 m["config"].get("gold", "comp") for m in self.meta if m.get("config")}
+                 m["config"].get("gold", "comp") if m.get("data_sources", True) else "given"
+                 for m in self.meta if m.get("config")}
+        names["given"] = "gold score given with the stimuli (the comp column of your pairs)"
         kinds = list(dict.fromkeys(golds.values()))
         if len(kinds) == 1:
             return names.get(kinds[0], f"gold {kinds[0]!r}")

@@ -18,9 +18,10 @@ Names that look alike and are not the same:
   substitutions; ``ncprobe.PROBES``); :data:`DISPLAY_PROBES` the four that the figures and
   tables show (``comp`` is the per-sentence max of ``comp-head`` and ``comp-mod``);
   :data:`PROBE_MEASURES` the measures that are a probe's Sim (the five and ``comp``).
-* :data:`CONTEXTS` are sentence contexts (``S1`` ... ``Npl``: the stimuli, the ``cosines``
-  and ``sentences`` tables); :data:`CONTEXT_GROUPS` the per-NC context groups (``nat``,
-  ``neut``, ``neut-pl``: every other results table).
+* :data:`CONTEXTS` are sentence contexts (``S1`` ... ``Npl``, ``NCS``: the stimuli, the
+  ``cosines`` and ``sentences`` tables); :data:`CONTEXT_GROUPS` the per-NC context groups
+  (``nat``, ``neut``, ``neut-pl``, ``ncs``: every other results table). The context group
+  ``ncs`` (the NCS dataset's sentences) is not the results table ``ncs`` (one row per NC).
 * :data:`RESULT_TABLES` are the tables of a :class:`~ncprobe.results.Results` (parquet
   files; ``ncprobe.TABLES``); :data:`PAPER_TABLES` the study's tables
   (:mod:`ncprobe.tables`, Markdown and LaTeX).
@@ -41,30 +42,41 @@ from typing import Literal, get_args
 Lang = Literal["en", "pt"]
 LANGS: tuple[str, ...] = get_args(Lang)
 
-#: Sentence contexts: naturalistic S1-S3, neutral (singular) N, neutral plural Npl.
+#: Sentence contexts: naturalistic S1-S3, neutral (singular) N, neutral plural Npl (NCIMP),
+#: and NCS, the neutral sentences of the NCS dataset (Garcia et al. 2021, the same NCs:
+#: :mod:`ncprobe.data.ncs`; its P_Rand probes are generated, which needs ``wordfreq``).
 NATURALISTIC: tuple[str, ...] = ("S1", "S2", "S3")
 NEUTRAL = "N"
 NEUTRAL_PLURAL = "Npl"
-CONTEXTS: tuple[str, ...] = NATURALISTIC + (NEUTRAL, NEUTRAL_PLURAL)
+NCS_CONTEXT = "NCS"
+#: The contexts of the NCIMP files (the study's), what the alias ``all`` stands for.
+NCIMP_CONTEXTS: tuple[str, ...] = NATURALISTIC + (NEUTRAL, NEUTRAL_PLURAL)
+CONTEXTS: tuple[str, ...] = NCIMP_CONTEXTS + (NCS_CONTEXT,)
 #: :data:`CONTEXTS` as a type.
-SentenceContext = Literal["S1", "S2", "S3", "N", "Npl"]
+SentenceContext = Literal["S1", "S2", "S3", "N", "Npl", "NCS"]
 
 #: Per-NC context groups and the sentence contexts each stands for (``nat`` values are the
 #: mean over S1-S3), in the order they are shown.
-ContextGroup = Literal["nat", "neut", "neut-pl"]
+ContextGroup = Literal["nat", "neut", "neut-pl", "ncs"]
 CONTEXT_GROUPS: dict[str, tuple[str, ...]] = dict(zip(
-    get_args(ContextGroup), (NATURALISTIC, (NEUTRAL,), (NEUTRAL_PLURAL,)), strict=True))
+    get_args(ContextGroup), (NATURALISTIC, (NEUTRAL,), (NEUTRAL_PLURAL,), (NCS_CONTEXT,)),
+    strict=True))
 #: The context group of each sentence context.
 GROUP_OF_CONTEXT: dict[str, str] = {c: g for g, cs in CONTEXT_GROUPS.items() for c in cs}
 #: Context groups that figures and tables show unless others are asked for (the study's).
 DEFAULT_CONTEXT_GROUPS: tuple[str, ...] = ("nat", "neut")
+#: Context groups that figures and tables also show by default wherever the results hold
+#: them: a run computes them only when asked (``--context neut,ncs``), so a report shows them.
+SHOWN_WHEN_PRESENT: tuple[str, ...] = ("ncs",)
 #: A column ``context`` of the results: sentence contexts or context groups, by table.
 Context = Literal[ContextGroup, SentenceContext]
 #: What ``contexts=`` options accept besides context ids (``load_stimuli``, ``RunConfig``).
+#: ``all`` is the five NCIMP contexts, not ``NCS`` (which needs the optional ``wordfreq``
+#: package): ask for it by name, ``all,ncs``.
 CONTEXT_ALIASES: dict[str, tuple[str, ...]] = {
     "nat": NATURALISTIC, "naturalistic": NATURALISTIC, "neut": (NEUTRAL,),
     "neutral": (NEUTRAL,), "neut-pl": (NEUTRAL_PLURAL,), "plural": (NEUTRAL_PLURAL,),
-    "all": CONTEXTS}
+    "ncs": (NCS_CONTEXT,), "all": NCIMP_CONTEXTS}
 
 #: The substitutions of the study: P_Syn, P_Comp (head and modifier kept apart), P_WordsSyn,
 #: P_Rand; the values of the column ``probe`` of the ``cosines`` table.
@@ -160,8 +172,8 @@ RESULT_COLUMNS: dict[str, tuple[str, ...]] = {
 #: Each level as printed.
 LEVEL_LABELS: dict[str, str] = {"sent": "Sent", "nc": "NC"}
 #: Each context group as printed in a condition label.
-CONTEXT_GROUP_LABELS: dict[str, str] = dict(zip(CONTEXT_GROUPS, ("Nat", "Neut", "Neut-pl"),
-                                                strict=True))
+CONTEXT_GROUP_LABELS: dict[str, str] = dict(zip(CONTEXT_GROUPS,
+                                                ("Nat", "Neut", "Neut-pl", "NCS"), strict=True))
 #: Each class as a legend names it.
 CLASS_LABELS: dict[str, str] = {"I": "I (idiomatic)", "PC": "PC (partly compositional)",
                                 "C": "C (compositional)"}
@@ -279,9 +291,10 @@ __all__ = [
     "CONTEXTS", "CONTEXT_ALIASES", "CONTEXT_GROUPS", "CONTEXT_GROUP_LABELS", "Class", "Cls",
     "Context", "ContextGroup", "DEFAULT_CONTEXT_GROUPS", "DISPLAY_MEASURES",
     "DISPLAY_PROBES", "GROUP_OF_CONTEXT", "LANGS", "LEVELS", "LEVEL_LABELS", "Lang", "Level",
-    "MEASURES", "MEASURE_LABELS", "MEASURE_MATH_LABELS", "NATURALISTIC", "NC_KEYS", "NEUTRAL",
+    "MEASURES", "MEASURE_LABELS", "MEASURE_MATH_LABELS", "NATURALISTIC", "NCIMP_CONTEXTS",
+    "NCS_CONTEXT", "NC_KEYS", "NEUTRAL",
     "NEUTRAL_PLURAL", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS", "PROBE_ALIASES",
     "PROBE_FAMILIES", "PROBE_MEASURES", "Probe", "RATIO", "RESULT_COLUMNS", "RESULT_TABLES",
-    "RUN_KEYS", "ResultTable", "SCALED", "SPACES", "SentenceContext", "Space",
-    "TOKEN_SCORE_COLUMNS", "condition_label", "condition_parts", "measure_label",
+    "RUN_KEYS", "ResultTable", "SCALED", "SHOWN_WHEN_PRESENT", "SPACES", "SentenceContext",
+    "Space", "TOKEN_SCORE_COLUMNS", "condition_label", "condition_parts", "measure_label",
 ]

@@ -6,7 +6,9 @@ labels are those of :mod:`ncprobe.schema`):
 
 * a **condition** is language x context group: ``EN-Nat``, ``EN-Neut``, ``PT-Nat``,
   ``PT-Neut`` (and ``EN-Neut-pl`` / ``PT-Neut-pl`` for the plural neutral
-  sentences, shown only on request), labelled by :func:`ncprobe.schema.condition_label`;
+  sentences, shown only on request; ``EN-NCS`` / ``PT-NCS`` for the NCS dataset's
+  sentences, shown wherever the results hold them), labelled by
+  :func:`ncprobe.schema.condition_label`;
 * :func:`select` keeps one vector space (``raw`` by default), one layer view per
   model and language, the chosen levels and context groups, and adds the
   ``condition`` column;
@@ -25,15 +27,22 @@ from typing import Iterable
 
 import pandas as pd
 
-from .schema import CONDITIONS, CONTEXT_GROUPS, DEFAULT_CONTEXT_GROUPS, condition_label
+from .schema import (
+    CONDITIONS,
+    CONTEXT_GROUPS,
+    DEFAULT_CONTEXT_GROUPS,
+    SHOWN_WHEN_PRESENT,
+    condition_label,
+)
 
 __all__ = ["contexts_of", "layer_index", "layerwise_views", "model_order", "select"]
 
 
 def contexts_of(contexts: str | Iterable[str] | None) -> tuple[str, ...]:
-    """Context groups from ``"nat,neut"``, a sequence, ``"all"`` or ``None`` (the default two)."""
+    """Context groups from ``"nat,neut"``, a sequence, ``"all"`` or ``None``: the default two
+    and ``ncs`` (:data:`~ncprobe.schema.SHOWN_WHEN_PRESENT`: shown where the results hold it)."""
     if contexts is None:
-        return DEFAULT_CONTEXT_GROUPS
+        return DEFAULT_CONTEXT_GROUPS + SHOWN_WHEN_PRESENT
     if isinstance(contexts, str):
         if contexts == "all":
             return tuple(CONTEXT_GROUPS)
@@ -71,7 +80,8 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
         df: a Results table (any; filters apply where the column exists).
         space: ``raw`` or ``standardised``; ``None`` keeps both.
         level: ``sent``, ``nc``, a sequence of them, or ``None`` for all.
-        contexts: context groups (see :func:`contexts_of`); ``nat`` and ``neut`` by default.
+        contexts: context groups (see :func:`contexts_of`); ``nat`` and ``neut`` by default,
+            and ``ncs`` where the table holds it.
         measures: measure names to keep (``None``: all).
         layers: the layer view (``"-"`` for static models, ``"21+22+23+24"`` ...),
             or a dict model -> view; ``None``: per model and language, the first

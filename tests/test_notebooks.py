@@ -18,7 +18,8 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 #: every notebook, and what it shows (README lists the same, in this order)
 EXPECTED = ["01_quickstart.ipynb", "02_reproduce_figures.ipynb",
             "03_your_own_minimal_pairs.ipynb", "04_stimuli.ipynb",
-            "05_standardisation_and_rogue_dimensions.ipynb", "06_layers_portuguese.ipynb"]
+            "05_standardisation_and_rogue_dimensions.ipynb", "06_layers_portuguese.ipynb",
+            "07_probing_your_own_compounds.ipynb"]
 
 
 def test_the_notebooks_exist_and_the_readme_lists_them():

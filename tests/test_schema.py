@@ -32,8 +32,8 @@ PKG = Path(ncprobe.__file__).parent
 SOURCES = sorted(p for p in PKG.rglob("*.py") if p.name != "schema.py")
 
 LANGS = ("en", "pt")
-CONTEXTS = ("S1", "S2", "S3", "N", "Npl")
-GROUPS = ("nat", "neut", "neut-pl")
+CONTEXTS = ("S1", "S2", "S3", "N", "Npl", "NCS")
+GROUPS = ("nat", "neut", "neut-pl", "ncs")
 PROBE_FAMILIES = ("original", "syn", "comp-head", "comp-mod", "wordssyn", "rand")
 DISPLAY_PROBES = ("syn", "comp", "wordssyn", "rand")
 MEASURES = ("syn", "comp-head", "comp-mod", "comp", "wordssyn", "rand", "A_Syn|WordsSyn",
@@ -50,7 +50,8 @@ PAPER_TABLES = ("sent_correlations", "nc_correlations", "length_correlations",
 PAPER_FIGURES = ("sent_cosines", "nc_cosines", "affinity", "affinity_by_class",
                  "scaled_similarity", "simr_syn_by_class", "simr_wordssyn_by_class", "ratio",
                  "ratio_by_class", "correlogram")
-CONDITIONS = ("EN-Nat", "EN-Neut", "EN-Neut-pl", "PT-Nat", "PT-Neut", "PT-Neut-pl")
+CONDITIONS = ("EN-Nat", "EN-Neut", "EN-Neut-pl", "EN-NCS", "PT-Nat", "PT-Neut", "PT-Neut-pl",
+              "PT-NCS")
 #: The columns of the tables of the reference run's results directories, in order.
 RESULT_COLUMNS = {
     "cosines": ["model", "lang", "space", "layers", "level", "context", "nc", "cls", "comp",
@@ -145,9 +146,12 @@ def test_the_vocabularies_are_the_studys() -> None:
     assert schema.NATURALISTIC == CONTEXTS[:3]
     assert (schema.NEUTRAL, schema.NEUTRAL_PLURAL) == ("N", "Npl")
     assert schema.CONTEXT_GROUPS == {"nat": ("S1", "S2", "S3"), "neut": ("N",),
-                                     "neut-pl": ("Npl",)}
+                                     "neut-pl": ("Npl",), "ncs": ("NCS",)}
     assert schema.GROUP_OF_CONTEXT == {"S1": "nat", "S2": "nat", "S3": "nat", "N": "neut",
-                                       "Npl": "neut-pl"}
+                                       "Npl": "neut-pl", "NCS": "ncs"}
+    # `all` is the study's five contexts: NCS (generated P_Rand, needs wordfreq) by name only
+    assert schema.CONTEXT_ALIASES["all"] == CONTEXTS[:5]
+    assert schema.CONTEXT_ALIASES["ncs"] == ("NCS",)
     assert schema.DEFAULT_CONTEXT_GROUPS == ("nat", "neut")
     assert schema.PROBE_FAMILIES == PROBE_FAMILIES
     assert schema.DISPLAY_PROBES == DISPLAY_PROBES
@@ -189,7 +193,8 @@ def test_every_measure_has_one_label_and_the_study_names() -> None:
 
 @pytest.mark.parametrize("lang,group,label", [
     ("en", "nat", "EN-Nat"), ("en", "neut", "EN-Neut"), ("en", "neut-pl", "EN-Neut-pl"),
-    ("pt", "nat", "PT-Nat"), ("pt", "neut", "PT-Neut"), ("pt", "neut-pl", "PT-Neut-pl")])
+    ("pt", "nat", "PT-Nat"), ("pt", "neut", "PT-Neut"), ("pt", "neut-pl", "PT-Neut-pl"),
+    ("en", "ncs", "EN-NCS"), ("pt", "ncs", "PT-NCS")])
 def test_condition_label(lang, group, label) -> None:
     assert schema.condition_label(lang, group) == label
     assert schema.condition_parts(label) == (lang, group)

@@ -39,6 +39,7 @@ from typing import get_args
 
 import numpy as np
 
+from ncprobe.data.generate import MIN_LETTERS
 from ncprobe.schema import Analysis
 
 REPO = Path(__file__).resolve().parent.parent
@@ -239,7 +240,8 @@ def section_rand(data_dir: Path, released, generated, n_examples: int) -> list[s
            "`dataset/EN/neutral.csv`; generated: `replace_rand(load_stimuli('en', "
            f"contexts='neut'), k={K}, seed={SEED}, band={BAND})` (wordfreq "
            f"{metadata.version('wordfreq')}, candidates: its top {TOP_N:,} words, "
-           "alphabetic, at least 2 letters).", ""]
+           f"alphabetic, at least {MIN_LETTERS} letters, and for other languages than English "
+           "not more frequent in English).", ""]
     if skipped:
         out += [f"Released phrases left out (word count differs from the compound's): "
                 f"{len(skipped)}: {', '.join(skipped)}", ""]

@@ -257,38 +257,41 @@ def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
     src_zipf = tuple(_zipf(w, lang) for w in source)
     rng = np.random.default_rng(seed)
     used: set[str] = set()
-    slots: list[list[tuple[str, float]]] = []
     zs_sorted = _candidate_zipfs(lang)
+    index = _candidate_index(lang)
+    orders: dict[int, list[int]] = {}  # slot -> candidate positions in draw order
     for j, (word, z) in enumerate(zip(source, src_zipf, strict=True)):
         if j in fixed:
-            slots.append([(word, z)] * n)  # the same word in every phrase
             continue
         lo = bisect.bisect_left(zs_sorted, z - band - 1e-9)
         hi = bisect.bisect_right(zs_sorted, z + band + 1e-9)
-        pool = [(w, c) for w, c in cands[lo:hi] if w.casefold() not in banned]
-        if len(pool) < n:
+        # the banned words are few: count those in the band instead of filtering it
+        n_banned = sum(1 for b in banned if b in index and lo <= index[b] < hi)
+        if hi - lo - n_banned < n:
             raise UsageError(
-                f"only {len(pool)} candidate word(s) of {lang!r} within ±{band:g} of the Zipf "
-                f"frequency {z:.2f} of {word!r} (need {n}); "
+                f"only {hi - lo - n_banned} candidate word(s) of {lang!r} within ±{band:g} of "
+                f"the Zipf frequency {z:.2f} of {word!r} (need {n}); "
                 + _band_needed(cands, z, banned, n) + ", or ask for fewer phrases (n, --k)")
-        slots.append(_balanced(pool, z, rng))
+        orders[j] = _balanced(lo, bisect.bisect_left(zs_sorted, z, lo, hi), hi, rng)
     version = _wordfreq_version()
     out: list[RandomPhrase] = []
-    cursor = [0] * len(slots)
+    cursor = dict.fromkeys(orders, 0)
     for _ in range(n):
         picked: list[tuple[str, float]] = []
-        for j, pool in enumerate(slots):
+        for j in range(len(source)):
             if j in fixed:
-                picked.append(pool[0])
+                picked.append((source[j], src_zipf[j]))  # the same word in every phrase
                 continue
-            while cursor[j] < len(pool) and pool[cursor[j]][0].casefold() in used:
+            order = orders[j]
+            while cursor[j] < len(order) and (
+                    cands[order[cursor[j]]][0].casefold() in used | banned):
                 cursor[j] += 1
-            if cursor[j] >= len(pool):
+            if cursor[j] >= len(order):
                 raise UsageError(
                     f"ran out of distinct candidate words for {source[j]!r} (Zipf "
                     f"{src_zipf[j]:.2f}) within ±{band:g} in {lang!r} after "
                     f"{len(out)} phrase(s); widen the band or ask for fewer phrases (n, --k)")
-            w, c = pool[cursor[j]]
+            w, c = cands[order[cursor[j]]]
             cursor[j] += 1
             used.add(w.casefold())
             picked.append((w, c))
@@ -301,17 +304,18 @@ def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
     return out
 
 
-def _balanced(pool: list[tuple[str, float]], z: float, rng) -> list[tuple[str, float]]:
-    """The candidates in draw order: shuffled below ``z`` and at or above it, then taken
-    from the two sides in turn (the first side at random), the rest of the larger after."""
-    below = [pool[i] for i in rng.permutation(len(pool)) if pool[i][1] < z]
-    above = [pool[i] for i in rng.permutation(len(pool)) if pool[i][1] >= z]
-    sides = [below, above] if rng.random() < 0.5 else [above, below]
-    out: list[tuple[str, float]] = []
-    for a, b in zip(*sides, strict=False):  # the rest of the longer side: below
-        out += [a, b]
-    shorter = min(len(below), len(above))
-    return out + sides[0][shorter:] + sides[1][shorter:]
+def _balanced(lo: int, mid: int, hi: int, rng) -> list[int]:
+    """Candidate positions ``[lo, hi)`` in draw order: those below the word's Zipf frequency
+    (``[lo, mid)``) and those at or above it (``[mid, hi)``) each shuffled, then taken from
+    the two sides in turn (the first side at random), the rest of the larger side after."""
+    import numpy as np
+
+    below = lo + rng.permutation(mid - lo)
+    above = mid + rng.permutation(hi - mid)
+    first, second = (below, above) if rng.random() < 0.5 else (above, below)
+    m = min(len(first), len(second))
+    pairs = [int(x) for x in np.column_stack((first[:m], second[:m])).ravel()]
+    return pairs + [int(x) for x in first[m:]] + [int(x) for x in second[m:]]
 
 
 def rand_probes(tokens: Sequence[str], span: tuple[int, int], nc_words: str | Sequence[str],
@@ -752,12 +756,17 @@ def _band_needed(cands: Sequence[tuple[str, float]], z: float, banned: set[str],
 
 
 def _check_lang(lang: str) -> None:
-    import wordfreq
-
-    langs = wordfreq.available_languages("best")
+    langs = _languages()
     if lang not in langs:
         raise UsageError(f"wordfreq has no frequency list for language {lang!r}; it covers: "
                          f"{', '.join(sorted(langs))}")
+
+
+@functools.lru_cache(maxsize=1)
+def _languages() -> frozenset[str]:
+    import wordfreq
+
+    return frozenset(wordfreq.available_languages("best"))
 
 
 def _zipf(word: str, lang: str) -> float:
@@ -792,6 +801,13 @@ def _candidate_zipfs(lang: str) -> list[float]:
     return [c for _, c in _candidates(lang)]
 
 
+@functools.lru_cache(maxsize=8)
+def _candidate_index(lang: str) -> dict[str, int]:
+    """Each candidate word (case-folded) -> its position in :func:`_candidates`."""
+    return {w.casefold(): i for i, (w, _) in enumerate(_candidates(lang))}
+
+
+@functools.lru_cache(maxsize=1)
 def _wordfreq_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 

@@ -11,7 +11,10 @@ the files and their columns):
 * English naturalistic contexts when the official files are absent: the
   derived reference table (REF), with probe sentences built by splicing each
   probe phrase into the NC span, with a warning (:mod:`.reference`);
-* scores and classes: :mod:`ncprobe.data.scores`.
+* scores and classes: :mod:`ncprobe.data.scores`;
+* on request (``ncs``), the context ``NCS``: the neutral sentences of the NCS dataset for
+  the same NCs, with generated P_Rand probes (:mod:`ncprobe.data.ncs`; its NC set must
+  also equal the neutral file's).
 
 The known upstream anomalies (SCHEMA section 7) are repaired or counted on purpose,
 and listed in the loader's ``notes`` with counts (:mod:`.anomalies`).
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ...errors import ErrorSink
+from ...schema import NCS_CONTEXT
 from ..reading import RESTORE, LoadContext
 from ..scores import load_scores
 from ..sources import resolve_data_dir
@@ -66,7 +70,10 @@ def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str]
     Args:
         lang: ``en``, ``pt``, ``all`` or a list of them.
         contexts: ``nat`` (S1-S3), ``neut`` (neutral singular, ``N``), ``neut-pl``
-            (neutral plural, ``Npl``), context ids, or a comma list of these.
+            (neutral plural, ``Npl``), ``all`` (these five), ``ncs`` (context ``NCS``: the
+            neutral sentences of the NCS dataset, Garcia et al. 2021, for the same NCs, with
+            generated P_Rand probes, which need ``pip install "ncprobe[generate]"``; see
+            :mod:`ncprobe.data.ncs`), context ids, or a comma list of these.
         probes: probe families to keep (``original`` is always kept); ``all``,
             ``comp`` (= comp-head + comp-mod) or a comma list.
         wordssyn: ``first`` (variant 1, as in the paper) or ``all`` (every
@@ -92,6 +99,7 @@ def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str]
     Raises:
         DataError: a file is missing, unreadable, malformed, differs from its pin (unless
             ``accept_modified``), holds a bad value, or lacks NCs that another file has.
+        UsageError: ``ncs`` with ``rand`` probes asked for and ``wordfreq`` not installed.
 
     Warns:
         SplicedStimuliWarning: English naturalistic probe sentences were spliced from the
@@ -164,6 +172,10 @@ def _load_lang(lang: str, ctx_ids, keep, wordssyn, gold, ctx: LoadContext,
     if neutral.df is not None:
         for (c, rel), keys in nat_keys.items():
             same_ncs(neutral, f"context {c}", rel, keys, ctx)
+    if NCS_CONTEXT in ctx_ids:
+        from ..ncs import ncs_stimuli  # the NCS dataset: its files, same NCs, generated P_Rand
+
+        items += ncs_stimuli(lang, neutral, ctx, keep)
     items = [s for s in items if s.probe in keep]
     note_repeats(items, ctx)
     if NEUTRAL_PLURAL in ctx_ids and lang == "en":

@@ -25,7 +25,7 @@ import re
 from dataclasses import replace
 
 from ..reading import LoadContext
-from ..stimuli import NATURALISTIC, NEUTRAL, NEUTRAL_PLURAL, Stimulus
+from ..stimuli import NATURALISTIC, Stimulus
 
 #: NCs without a gold score by design (SCHEMA section 7.1): English ``dust storm`` has no
 #: token-level scores anywhere. Any other NC without a gold score stops ``compute``.
@@ -89,7 +89,7 @@ def note_repeats(items: list[Stimulus], ctx: LoadContext) -> None:
     for s in items:
         o = originals.get((s.lang, s.nc, s.context))
         if s.probe != "original" and o is not None and edited_outside_span(s, o):
-            where = s.context if s.context in (NEUTRAL, NEUTRAL_PLURAL) else "nat"
+            where = "nat" if s.context in NATURALISTIC else s.context  # N, Npl, NCS
             ctx.tolerate(f"{s.lang} {where}: {s.probe} sentences whose words outside the span "
                          "differ from the original (inflection, article or number agreement "
                          "made upstream)")
