@@ -293,7 +293,7 @@ def test_class_tests_display_and_report_table(full, tmp_path):
     from ncprobe.report import _planned, write_report
 
     assert {"table_class_tests.md", "table_class_tests.tex"} <= set(_planned(("png",)))
-    written = {p.name for p in write_report(full, tmp_path / "rep", formats=("png",))}
+    written = {p.name for p in write_report(full, tmp_path / "rep", formats=("png",), dpi=30)}
     assert {"table_class_tests.md", "table_class_tests.tex"} <= written
     md = (tmp_path / "rep" / "table_class_tests.md").read_text()
     assert md.count("\n| model-") == len(shown)

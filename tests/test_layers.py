@@ -239,14 +239,12 @@ def test_report_writes_the_layerwise_files_only_for_layerwise_results(small, pla
 
     one_view = synthetic.subset(plain, lambda df: (
         df["lang"] == "en") if "lang" in df.columns else np.ones(len(df), bool))
-    plain = _names(write_report(one_view, tmp_path / "plain", formats=("png",), dpi=30))
-    assert not [n for n in plain if "layers" in n]
-    assert [n for n in plain if n.startswith("fig")] == sorted(
-        f"fig{i:02d}_{n}.png" for i, n in enumerate(plots.FIGURES, start=1))
-
-    # the same directory, now without layer-wise results: the layer-wise files go (stale)
+    # the same directory, now without layer-wise results: the layer-wise files go (stale),
+    # and the study's figures are all there is
     again = _names(write_report(one_view, tmp_path / "lw", formats=("png",), dpi=30))
     assert not [n for n in again if "layers" in n]
+    assert [n for n in again if n.startswith("fig")] == sorted(
+        f"fig{i:02d}_{n}.png" for i, n in enumerate(plots.FIGURES, start=1))
     assert not (tmp_path / "lw" / "fig11_layers.png").exists()
     assert not (tmp_path / "lw" / "table_layers.md").exists()
 

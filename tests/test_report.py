@@ -105,14 +105,14 @@ def test_figure_workers_write_the_same_files_as_one_process(results, tmp_path):
 def test_figure_workers_take_the_callers_matplotlib_settings(results, tmp_path):
     # a worker is a fresh process: without the caller's settings it would draw with the
     # defaults; the figures' own style sets fonts, sizes and colours, so change the margin
-    from ncprobe.report import FigureWorkers, _figures
+    from ncprobe.report import FigureWorkers, _figures, _render
 
     names = list(plots.FIGURES)[:2]
     with matplotlib.rc_context({"savefig.pad_inches": 0.5}):
         with FigureWorkers(2) as workers:
             par = dict(_figures(results, ("png",), 60, workers))
-        alone = dict(_figures(results, ("png",), 60, FigureWorkers(1)))
-    default = dict(_figures(results, ("png",), 60, FigureWorkers(1)))
+        alone = {n: _render(n, results, ("png",), 60, options={}) for n in names}
+    default = {n: _render(n, results, ("png",), 60, options={}) for n in names}
     for name in names:
         assert par[name][0]["png"] == alone[name][0]["png"]
     assert any(default[n][0]["png"] != alone[n][0]["png"] for n in names)  # settings matter

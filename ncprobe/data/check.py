@@ -76,6 +76,15 @@ def check(data_dir: str | Path | None = None) -> CheckReport:
         found.extend(errs.errors)
     except DataError as err:
         found.append(err)
+    try:  # the NCS files (context ncs) as released: their P_Rand is generated, not read
+        ncs = load_stimuli("all", contexts="ncs", probes="syn,comp,wordssyn", data_dir=root,
+                           collect=True, accept_modified=True)
+        report.notes += [n for n in ncs.notes if n not in report.notes
+                         and not n.startswith("MODIFIED DATA")]
+    except DataErrors as errs:
+        found.extend(errs.errors)
+    except DataError as err:
+        found.append(err)
     seen = {str(e) for e in report.errors}
     for problem in found:
         # a missing or unreadable file is already listed once, by its pin status
