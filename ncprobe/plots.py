@@ -17,7 +17,9 @@ Layout and style, shared by all figures:
 * one panel per model, side by side (wrapped after :data:`MAX_COLUMNS` models),
   with the model's name as the panel title;
 * the conditions (language x context) as colours from :data:`CONDITION_PALETTE`:
-  English blue, Portuguese orange, naturalistic darker, neutral lighter;
+  English blue, Portuguese orange, naturalistic darker, neutral lighter; the
+  conditions of other languages (a user's own pairs, ``FR-Nat`` ...) after them, in
+  colour families of their own (:func:`condition_palette`);
 * the compositionality classes I / PC / C as colours from :data:`CLASS_PALETTE`
   (green, yellow, blue) in the figures by class;
 * a schematic "ideal values" panel, first, in the figures where the study
@@ -67,17 +69,16 @@ from .schema import (
     CLASS_LABELS,
     CLASSES,
     CONDITIONS,
+    CONTEXT_GROUPS,
     DISPLAY_PROBES,
-    LANGS,
     LEVEL_LABELS,
     MEASURE_MATH_LABELS,
     PAPER_FIGURES,
     RATIO,
     SCALED,
     condition_label,
-    condition_parts,
 )
-from .selection import model_order, select
+from .selection import conditions_in, model_order, select, split_condition
 from .stats import ALPHA, Correction, spearman
 from .stats import correct as correct_p
 
@@ -91,6 +92,47 @@ if TYPE_CHECKING:  # pragma: no cover
 CONDITION_PALETTE = dict(zip(CONDITIONS, ("#1f5aa6", "#86b6e3", "#c6dcf1", "#5e4fa2",
                                           "#d45f0a", "#f6ad62", "#fbd7ad", "#9e3d22"),
                              strict=True))
+#: Colours of the conditions of other languages (a user's own pairs: ``FR-Nat`` ...): one
+#: family per language, in the order :func:`~ncprobe.selection.conditions_in` gives the
+#: languages (teal, magenta, olive, grey; again from teal after four), one shade per context
+#: group of :data:`~ncprobe.schema.CONTEXT_GROUPS` as for English and Portuguese (naturalistic
+#: darker, neutral lighter, plural neutral lightest, NCS darkest); none is a colour of
+#: :data:`CONDITION_PALETTE` or :data:`CLASS_PALETTE`.
+OTHER_CONDITION_FAMILIES: tuple[tuple[str, str, str, str], ...] = (
+    ("#00796b", "#4db6ac", "#b2dfdb", "#004d40"),
+    ("#a2185b", "#e57ead", "#f5c6da", "#6a1b4d"),
+    ("#7a7a1a", "#bfbf5a", "#e6e6b0", "#4d4d12"),
+    ("#4d4d4d", "#999999", "#d0d0d0", "#262626"),
+)
+
+
+def condition_palette(conditions) -> dict[str, str]:
+    """The colour of each condition of ``conditions`` (labels; in the order
+    :func:`~ncprobe.selection.conditions_in` gives them): those of
+    :data:`~ncprobe.schema.CONDITIONS` from :data:`CONDITION_PALETTE`; the others from
+    :data:`OTHER_CONDITION_FAMILIES`, a family per language in that order and a shade per
+    context group (a group that is none of the known ones takes the family's shades in turn).
+    Deterministic: the same conditions always get the same colours."""
+    shown = conditions_in(conditions)
+    langs = list(dict.fromkeys(split_condition(c)[0] for c in shown if c not in CONDITIONS))
+    groups = list(CONTEXT_GROUPS)
+    extra = [g for g in dict.fromkeys(split_condition(c)[1] for c in shown) if g not in groups]
+    out = {}
+    for c in shown:
+        if c in CONDITION_PALETTE:
+            out[c] = CONDITION_PALETTE[c]
+            continue
+        lang, group = split_condition(c)
+        family = OTHER_CONDITION_FAMILIES[langs.index(lang) % len(OTHER_CONDITION_FAMILIES)]
+        shade = groups.index(group) if group in groups else len(groups) + extra.index(group)
+        out[c] = family[shade % len(family)]
+    return out
+
+
+def _conditions(df: pd.DataFrame) -> list[str]:
+    """The conditions of a selected table (its ``condition`` column), in the order shown."""
+    return conditions_in(df["condition"].dropna().astype(str))
+
 #: Colour of each compositionality class (I, PC, C): idiomatic green, partly compositional
 #: yellow, compositional blue.
 CLASS_PALETTE = dict(zip(CLASSES, ("#3c9d3c", "#e9c31f", "#3a6fc2"), strict=True))
@@ -301,16 +343,19 @@ def _legend(where, handles: list, *, title: str | None = None,
 
 def _condition_legend(where, conditions: list[str], *, loc: str = "outside lower center"
                       ) -> None:
-    """Conditions in a grid: one row per language, one column per context."""
-    parts = [condition_parts(c) for c in conditions]
-    langs = [lang for lang in LANGS if any(lg == lang for lg, _ in parts)]
+    """Conditions in a grid: one row per language, one column per context (colours of
+    :func:`condition_palette`)."""
+    conditions = conditions_in(conditions)
+    palette = condition_palette(conditions)
+    parts = [split_condition(c) for c in conditions]
+    langs = list(dict.fromkeys(lg for lg, _ in parts))  # English, Portuguese, then the others
     groups = list(dict.fromkeys(group for _, group in parts))
     # legends fill column by column: list the entries context-major so rows are languages
     handles = []
     for group in groups:
         for lang in langs:
             name = condition_label(lang, group)
-            handles.append(Patch(facecolor=CONDITION_PALETTE[name], edgecolor="#444444",
+            handles.append(Patch(facecolor=palette[name], edgecolor="#444444",
                                  linewidth=0.5, label=name) if name in conditions
                            else Patch(visible=False, label=""))
     _legend(where, handles, title="condition", loc=loc, ncols=len(groups))
@@ -403,12 +448,12 @@ def _distribution_figure(results, *, measures: list[str], level: str, title: str
     models = _models_with(data.dropna(subset=["value"]), _all_models(results),
                           f"{LEVEL_LABELS.get(level, level)}-level values", notes)
     ideal = _one_panel(ax, ideal, len(models), "one per model")
-    conds = [c for c in CONDITION_PALETTE if c in set(data["condition"].astype(str))]
+    conds = _conditions(data)
     with _style():
         grid = _Grid(models, ideal=ideal, sharey=sharey, ax=ax)
         for i, (model, pax) in enumerate(zip(models, grid.axes[0], strict=True)):
             _boxes(pax, data[data["model"] == model], x="measure", order=measures,
-                   hue="condition", hue_order=conds, palette=CONDITION_PALETTE)
+                   hue="condition", hue_order=conds, palette=condition_palette(conds))
             pax.set_xticks(range(len(measures)), [_short_measure(m, measures) for m in measures])
             pax.set_title(_short(model))
             pax.set_xlabel("")
@@ -524,7 +569,7 @@ def _class_figure(results, *, measures: list[str], level: str, title: str, space
     models = _models_with(data, _all_models(results),
                           f"{LEVEL_LABELS.get(level, level)}-level values", notes)
     ideal = _one_panel(ax, ideal, len(models) * len(measures), "one per model and measure")
-    conds = [c for c in CONDITION_PALETTE if c in set(data["condition"].astype(str))]
+    conds = _conditions(data)
     with _style():
         grid = _Grid(models, ideal=ideal, blocks=len(measures), sharey=sharey, ax=ax)
         for b, measure in enumerate(measures):
@@ -731,11 +776,11 @@ def _ratio_figure(results, *, by_class: bool, level, space, contexts, layers,
     models = _models_with(rows, _all_models(results),
                           f"{LEVEL_LABELS.get(level, level)}-level ratio", notes)
     ideal = _one_panel(ax, ideal, len(models), "one per model")
-    conds = [c for c in CONDITION_PALETTE if c in set(rows["condition"].astype(str))]
+    conds = _conditions(rows)
     if by_class:
         hue, hue_order, palette = "cls", list(CLASSES), CLASS_PALETTE
     else:
-        hue, hue_order, palette = "condition", conds, CONDITION_PALETTE
+        hue, hue_order, palette = "condition", conds, condition_palette(conds)
     with _style():
         grid = (_Grid(models, ideal=ideal, ax=ax) if by_class else
                 _Grid(models, ideal=False, ax=ax,
@@ -941,7 +986,7 @@ def fig_correlogram(results, *, level: str = "nc", space: str = "raw", contexts=
     notes: list[str] = []
     _models_with(conds_all, _all_models(results),
                  f"{LEVEL_LABELS.get(level, level)}-level values", notes)
-    conds = [c for c in CONDITION_PALETTE if c in set(conds_all["condition"].astype(str))]
+    conds = _conditions(conds_all)
     _one_panel(ax, None, len(conds), "one per condition: " + ", ".join(conds))
     panels = [(c, *correlogram_matrix(results, c, level=level, space=space, measures=measures,
                                       gold=gold, layers=layers)) for c in conds]
@@ -969,7 +1014,9 @@ def fig_correlogram(results, *, level: str = "nc", space: str = "raw", contexts=
         axes = fig.subplots(nrows, ncols, squeeze=False)
         flat = axes.ravel()
         mesh = None
-        for k, (pax, (cond, variables, rho, p)) in enumerate(zip(flat, panels, strict=True)):
+        # an odd number of panels leaves the grid's last cell empty (removed below)
+        for k, (pax, (cond, variables, rho, p)) in enumerate(zip(flat[:len(panels)], panels,
+                                                                 strict=True)):
             mesh = _correlogram_panel(pax, variables, rho, p)
             pax.set_title(cond)
             if same and len(panels) > 1:
@@ -1177,7 +1224,7 @@ def fig_layers(results, *, level: str = "nc", space: str = "raw", measures=None,
               & np.array([(m, lg) in runs
                           for m, lg in zip(cor["model"], cor["lang"], strict=True)], dtype=bool)]
     cor = cor.assign(layer=[layer_index(v) for v in cor["layers"]])
-    conds = [c for c in CONDITION_PALETTE if c in set(cor["condition"].astype(str))]
+    conds = _conditions(cor)
     panels = [(m, c) for m in models for c in conds
               if ((cor["model"] == m) & (cor["condition"].astype(str) == c)).any()]
     _one_panel(ax, None, len(panels), "one per model and condition")
@@ -1247,7 +1294,8 @@ FIGURES: dict[str, Callable] = dict(zip(PAPER_FIGURES, (
 ADDED_FIGURES: dict[str, Callable] = {"layers": fig_layers}
 
 __all__ = ["ADDED_FIGURES", "CLASS_PALETTE", "CONDITION_PALETTE", "CORRELOGRAM_MEASURES",
-           "FIGURES", "IDEAL", "NoData", "correlogram_matrix", "fig_affinity",
+           "FIGURES", "IDEAL", "NoData", "OTHER_CONDITION_FAMILIES", "condition_palette",
+           "correlogram_matrix", "fig_affinity",
            "fig_affinity_by_class", "fig_correlogram", "fig_layers", "fig_nc_cosines",
            "fig_ratio", "fig_ratio_by_class", "fig_scaled_similarity", "fig_sentence_cosines",
            "fig_simr_syn_by_class", "fig_simr_wordssyn_by_class", "ratio_quartiles"]

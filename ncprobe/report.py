@@ -405,8 +405,18 @@ def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
     index = [f"# ncprobe report\n\nMade by ncprobe {__version__} from these runs:\n"]
     for m in results.meta:
         cfg = m["config"]
-        index.append(f"- {cfg['model']} ({cfg['lang']}): contexts {cfg['contexts']}, layers "
-                     f"{cfg.get('layers') or 'default'}, gold {cfg['gold']}")
+        if m.get("data_sources", True):
+            index.append(f"- {cfg['model']} ({cfg['lang']}): contexts {cfg['contexts']}, layers "
+                         f"{cfg.get('layers') or 'default'}, gold {cfg['gold']}")
+            continue
+        # a user's own stimuli (load_pairs): their languages and contexts, their gold
+        cos = results.cosines
+        mine = cos[cos["model"] == m.get("model_name", cfg["model"])]
+        langs = ", ".join(sorted(map(str, set(mine["lang"])))) or "?"
+        ctxs = ",".join(sorted(map(str, set(mine["context"])))) or "?"
+        index.append(f"- {cfg['model']} (loaded for {cfg['lang']}) on your own stimuli: "
+                     f"languages {langs}, contexts {ctxs}, layers "
+                     f"{cfg.get('layers') or 'default'}, gold: the comp scores given")
     index.append("\n## Figures\n")
     index.append(f"Vector space {view.space}; figures 3-10 at "
                  f"{'NC' if view.level == 'nc' else 'sentence'} level.\n")

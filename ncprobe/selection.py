@@ -8,7 +8,9 @@ labels are those of :mod:`ncprobe.schema`):
   ``PT-Neut`` (and ``EN-Neut-pl`` / ``PT-Neut-pl`` for the plural neutral
   sentences, shown only on request; ``EN-NCS`` / ``PT-NCS`` for the NCS dataset's
   sentences, shown wherever the results hold them), labelled by
-  :func:`ncprobe.schema.condition_label`;
+  :func:`ncprobe.schema.condition_label`; the results of a user's own pairs in another
+  language have conditions of their own (``FR-Nat`` ...), shown after the NCIMP ones
+  (:func:`conditions_in` orders them, :func:`split_condition` reads a label back);
 * :func:`select` keeps one vector space (``raw`` by default), one layer view per
   model and language, the chosen levels and context groups, and adds the
   ``condition`` column;
@@ -29,13 +31,52 @@ import pandas as pd
 
 from .schema import (
     CONDITIONS,
+    CONTEXT_GROUP_LABELS,
     CONTEXT_GROUPS,
     DEFAULT_CONTEXT_GROUPS,
     SHOWN_WHEN_PRESENT,
     condition_label,
+    condition_parts,
 )
 
-__all__ = ["contexts_of", "layer_index", "layerwise_views", "model_order", "select"]
+__all__ = ["conditions_in", "contexts_of", "layer_index", "layerwise_views", "model_order",
+           "select", "split_condition"]
+
+
+def split_condition(label: str) -> tuple[str, str]:
+    """``(lang, context group)`` of any condition label that
+    :func:`~ncprobe.schema.condition_label` writes, of the NCIMP languages or not:
+    ``"EN-Nat" -> ("en", "nat")``, ``"FR-Neut-pl" -> ("fr", "neut-pl")``. A label whose end is
+    no context group's label (a group printed as it is) splits at its first ``-``."""
+    label = str(label)
+    if label in CONDITIONS:
+        return condition_parts(label)
+    # the longest group label that ends the label: "-Neut-pl" before "-Neut"
+    for group, shown in sorted(CONTEXT_GROUP_LABELS.items(), key=lambda kv: -len(kv[1])):
+        if label.endswith("-" + shown) and len(label) > len(shown) + 1:
+            return label[:-len(shown) - 1].lower(), group
+    lang, _, group = label.partition("-")
+    return lang.lower(), group
+
+
+def _condition_key(label: str) -> tuple:
+    """Sort key of a condition: those of :data:`~ncprobe.schema.CONDITIONS` first, in that
+    order; then the others by language, then context group (the order of
+    :data:`~ncprobe.schema.CONTEXT_GROUPS`; a group that is none of them after those)."""
+    if label in CONDITIONS:
+        return (0, CONDITIONS.index(label), "", 0, "")
+    lang, group = split_condition(label)
+    rank = list(CONTEXT_GROUPS).index(group) if group in CONTEXT_GROUPS else len(CONTEXT_GROUPS)
+    return (1, 0, lang, rank, label)
+
+
+def conditions_in(values: Iterable) -> list[str]:
+    """The distinct conditions among ``values`` (labels such as ``EN-Nat``; missing values
+    skipped), in the order figures and tables show them: the NCIMP languages' first
+    (:data:`~ncprobe.schema.CONDITIONS` order), then those of other languages (a user's own
+    pairs: ``FR-Nat`` ...) by language code, then context group."""
+    found = {str(v) for v in values if v is not None and not (isinstance(v, float) and v != v)}
+    return sorted(found, key=_condition_key)
 
 
 def contexts_of(contexts: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -89,7 +130,10 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
 
     Returns:
         A copy with string columns (``measure`` is no longer categorical) and, where
-        the table has ``lang`` and ``context``, an ordered categorical ``condition``.
+        the table has ``lang`` and ``context``, an ordered categorical ``condition``:
+        its categories are every one of :data:`~ncprobe.schema.CONDITIONS`, then the
+        conditions of other languages present (``FR-Nat`` ...), as :func:`conditions_in`
+        orders them.
     """
     out = df
     if space is not None and "space" in out.columns:
@@ -121,7 +165,10 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
     if {"lang", "context"} <= set(out.columns):
         cond = [condition_label(lg, ctx)
                 for lg, ctx in zip(out["lang"], out["context"], strict=True)]
-        out["condition"] = pd.Categorical(cond, categories=list(CONDITIONS), ordered=True)
+        # every NCIMP condition is a category (present or not), then the others present
+        others = [c for c in conditions_in(cond) if c not in CONDITIONS]
+        out["condition"] = pd.Categorical(cond, categories=list(CONDITIONS) + others,
+                                          ordered=True)
     return out.reset_index(drop=True)
 
 

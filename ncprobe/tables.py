@@ -27,7 +27,6 @@ from .errors import UsageError
 from .schema import (
     AFFINITIES,
     ALL_CLASSES,
-    CONDITIONS,
     DISPLAY_MEASURES,
     DISPLAY_PROBES,
     LEVEL_LABELS,
@@ -38,7 +37,7 @@ from .schema import (
     TABLE_CAPTIONS,
     condition_label,
 )
-from .selection import model_order, select
+from .selection import conditions_in, model_order, select
 from .stats import ALPHA, CORRECTIONS, Correction
 from .stats import correct as correct_p
 
@@ -127,13 +126,15 @@ def _layout(rows: pd.DataFrame, cell: Callable[[pd.Series], str], measures: Sequ
     order = {m: i for i, m in enumerate(models)}
     lv = {name: i for i, name in enumerate(LEVEL_LABELS.values())}
     wide = wide.sort_index(key=lambda s: s.map(order) if s.name == "model" else (
-        s.map(lv) if s.name == "level" else s.astype(str).map(_condition_rank)))
+        s.map(lv) if s.name == "level" else s.astype(str).map(_condition_ranks(s))))
     wide.columns = [MEASURE_LABELS.get(m, m) for m in wide.columns]
     return wide.fillna("")
 
 
-def _condition_rank(c: str) -> int:
-    return CONDITIONS.index(c) if c in CONDITIONS else len(CONDITIONS)
+def _condition_ranks(values) -> dict[str, int]:
+    """The rank of each condition among ``values`` in the order shown
+    (:func:`~ncprobe.selection.conditions_in`: NCIMP's first, then other languages')."""
+    return {c: i for i, c in enumerate(conditions_in(pd.Series(values).astype(str)))}
 
 
 def correlations(results, measures: Sequence[str], *, level=None, analysis: str = "nc",
@@ -283,7 +284,7 @@ def layers(results, *, level: str = "nc", space: str = "raw", measures=None, con
     order = {m: i for i, m in enumerate(model_order(results.correlations))}
     rank = {m: i for i, m in enumerate(shown)}
     wide = wide.sort_index(key=lambda s: s.map(order) if s.name == "model" else (
-        s.map(rank) if s.name == "measure" else s.map(_condition_rank)))
+        s.map(rank) if s.name == "measure" else s.map(_condition_ranks(s))))
     wide = wide.rename(index=lambda m: MEASURE_LABELS.get(m, m), level="measure")
     wide.columns = list(wide.columns)
     return _noted(wide.fillna(""), correct, n, intervals)
@@ -501,7 +502,7 @@ def class_tests(results, *, level: str = "nc", space: str = "raw", contexts=None
         order = {k: i for i, k in enumerate(model_order(results.measures))}
         rank = {x: i for i, x in enumerate(wanted)}
         m = m.assign(condition=m["condition"].astype(str), _m=m["model"].map(order),
-                     _c=m["condition"].astype(str).map(_condition_rank),
+                     _c=m["condition"].astype(str).map(_condition_ranks(m["condition"])),
                      _v=m["measure"].map(rank)).sort_values(["_m", "_c", "_v"], kind="stable")
         for key, rows in m.groupby(list(CLASS_TEST_KEYS), sort=False, dropna=False):
             t = tests_of(rows["value"].to_numpy(dtype=float), rows["cls"].to_list(),
