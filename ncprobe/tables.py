@@ -487,12 +487,25 @@ def class_tests(results, *, level: str = "nc", space: str = "raw", contexts=None
         ``df.attrs`` holds ``correct`` and the family sizes ``family_kw`` / ``family_mw``.
         :func:`class_tests_table` is its display form.
     """
-    from .stats import CLASS_TEST_COLUMNS
-    from .stats import class_tests as tests_of
-
     if correct not in CORRECTIONS:
         raise UsageError(f"unknown multiple-comparison correction {correct!r}; choose from "
                          + ", ".join(CORRECTIONS))
+    # one report asks for the same tests five times (the table and four class figures):
+    # kept on the results object, for the same measures table and the same options
+    key = (level, space, repr(contexts), repr(layers),
+           None if measures is None else tuple(measures), correct)
+    cache = results.__dict__.setdefault("_class_tests", {})
+    hit = cache.get(key)
+    if hit is None or hit[0] is not results.measures:  # the same table object, not a new one
+        hit = cache[key] = (results.measures, _class_tests(results, level, space, contexts,
+                                                           layers, measures, correct))
+    return hit[1].copy()
+
+
+def _class_tests(results, level, space, contexts, layers, measures, correct) -> pd.DataFrame:
+    from .stats import CLASS_TEST_COLUMNS
+    from .stats import class_tests as tests_of
+
     wanted = list(DISPLAY_MEASURES if measures is None else measures)
     m = select(results.measures, space=space, level=level, contexts=contexts,
                measures=wanted, layers=layers)

@@ -82,20 +82,17 @@ def test_means_table_and_examples(results):
 
 
 @pytest.mark.slow
-def test_write_report_writes_every_figure_and_table(results, tmp_path):
-    written = write_report(results, tmp_path, formats=("png",), dpi=60)
-    names = sorted(p.name for p in written)
-    assert [n for n in names if n.startswith("fig")] == sorted(
-        f"fig{i:02d}_{name}.png" for i, name in enumerate(plots.FIGURES, start=1))
+def test_write_report_writes_every_figure_and_table_whatever_the_workers(results, tmp_path):
+    one = write_report(results, tmp_path / "one", formats=("png", "pdf"), dpi=60)
+    names = sorted(p.name for p in one)
+    for ext in ("png", "pdf"):
+        assert [n for n in names if n.startswith("fig") and n.endswith(ext)] == sorted(
+            f"fig{i:02d}_{name}.{ext}" for i, name in enumerate(plots.FIGURES, start=1))
     assert {f"table_{t}.md" for t in tables.TABLES} <= set(names)
     assert {f"table_{t}.tex" for t in tables.TABLES} <= set(names)
-    index = (tmp_path / "README.md").read_text()
+    index = (tmp_path / "one" / "README.md").read_text()
     assert "model-a (en)" in index and "model-b (pt)" in index
-
-
-@pytest.mark.slow
-def test_figure_workers_write_the_same_files_as_one_process(results, tmp_path):
-    one = write_report(results, tmp_path / "one", formats=("png", "pdf"), dpi=60)
+    # figure workers (fresh processes) write the same files, byte for byte
     two = write_report(results, tmp_path / "two", formats=("png", "pdf"), dpi=60, jobs=2)
     assert [p.name for p in one] == [p.name for p in two]
     for a, b in zip(one, two, strict=True):

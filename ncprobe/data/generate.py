@@ -54,7 +54,7 @@ from typing import Callable, Iterable, Sequence
 
 from .._io import atomic_write_text
 from ..errors import DataError, ErrorSink, UsageError
-from .stimuli import CONTEXTS, PROBE_FAMILIES, Stimuli, Stimulus
+from .stimuli import PROBE_FAMILIES, Stimuli, Stimulus
 
 #: How many of a language's most frequent words (``wordfreq.top_n_list``) are candidates
 #: for P_Rand. 100 000 reaches Zipf ~2.0 in English and Portuguese, low enough for the
@@ -524,7 +524,7 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
         UsageError: a bad option, ``out`` exists, ``wordfreq`` is missing or lacks the
             language, or a compound has too few frequency-matched candidates.
     """
-    from .pairs import _check_scale, _given, _nc_info, _read_rows, _span, _texts
+    from .pairs import _check_scale, _context, _given, _nc_info, _read_rows, _span, _texts
 
     src, dest = Path(path), Path(out)
     if head is not None and head not in HEAD_RULES:
@@ -566,10 +566,8 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
             sink.error("no language: give a lang column or the lang argument (--lang)",
                        column="lang", **where)
             continue
-        context = (r.get("context") or "S1").strip()
-        if context not in CONTEXTS:
-            sink.error(f"unknown context {context!r}; use one of {', '.join(CONTEXTS)}",
-                       column="context", **where)
+        context = _context(r, sink, where)
+        if context is None:
             continue
         first = seen.get((rlang, nc, context))
         if first is not None:

@@ -190,10 +190,8 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
             sink.error(f"unknown probe {probe!r}; use one of {', '.join(PROBES)}",
                        column="probe", **where)
             continue
-        context = (r.get("context") or "S1").strip()
-        if context not in CONTEXTS:
-            sink.error(f"unknown context {context!r}; use one of {', '.join(CONTEXTS)}",
-                       column="context", **where)
+        context = _context(r, sink, where)
+        if context is None:
             continue
         span = _span(raw, sink, where)
         if span is None:
@@ -265,6 +263,16 @@ def _texts(raw: dict, sink: ErrorSink, where: dict, columns: Iterable[str] = _TE
             continue
         out[c] = unicodedata.normalize("NFC", v)
     return out if ok else None
+
+
+def _context(r: dict, sink: ErrorSink, where: dict) -> str | None:
+    """The row's context (default ``S1``); ``None`` after reporting an unknown one."""
+    context = (r.get("context") or "S1").strip()
+    if context not in CONTEXTS:
+        sink.error(f"unknown context {context!r}; use one of {', '.join(CONTEXTS)}",
+                   column="context", **where)
+        return None
+    return context
 
 
 def _integer(v) -> int | None:
