@@ -26,6 +26,7 @@ from ncprobe.results import Results  # noqa: E402
 from ncprobe.schema import MEASURE_LABELS  # noqa: E402
 
 from . import synthetic  # noqa: E402
+from .by_hand import holm  # noqa: E402
 
 N_BOOT = 200
 LABEL_TO_MEASURE = {v: k for k, v in MEASURE_LABELS.items()}
@@ -78,18 +79,6 @@ def _rho(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, int]:
         subset=["value_a", "value_b", "comp_a"])
     return (ss.spearmanr(both["value_a"], both["comp_a"]).statistic,
             ss.spearmanr(both["value_b"], both["comp_a"]).statistic, len(both))
-
-
-def _holm(p) -> np.ndarray:
-    """Holm's step-down adjusted p-values, by the definition (NaN left out of the family)."""
-    p = np.asarray(p, dtype=float)
-    out = np.full(len(p), np.nan)
-    idx = [i for i in np.argsort(p, kind="stable") if not np.isnan(p[i])]
-    m, running = len(idx), 0.0
-    for rank, i in enumerate(idx):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,8 +259,8 @@ def test_class_tests_table_against_scipy_and_a_holm_loop(full):
             mw_p.append(u.pvalue)
             assert got["rank_biserial"] == pytest.approx(2 * wins / (len(x) * len(y)) - 1)
     # the rows are in the loop's order: cells, then the pairs I-PC, I-C, PC-C
-    np.testing.assert_allclose(kw["p_corrected"], _holm(kw_p), rtol=1e-9)
-    np.testing.assert_allclose(mw["p_corrected"], _holm(mw_p), rtol=1e-9)
+    np.testing.assert_allclose(kw["p_corrected"], holm(kw_p), rtol=1e-9)
+    np.testing.assert_allclose(mw["p_corrected"], holm(mw_p), rtol=1e-9)
     assert list(tidy["significant"]) == list(tidy["p_corrected"] <= 0.05)
     assert tidy.attrs == {"family_kw": len(kw), "family_mw": len(mw), "correct": "holm"}
     kw_p = np.array(kw_p)
@@ -343,7 +332,7 @@ def _expected_pairs(res: Results) -> set[tuple[str, str, str, str]]:
             y = g.loc[g["cls"] == b, "value"].to_numpy()
             keys.append((measure, f"EN-{ctx.capitalize()}", a, b))
             ps.append(ss.mannwhitneyu(x, y, alternative="two-sided").pvalue)
-    return {k for k, p in zip(keys, _holm(ps), strict=True) if p <= 0.05}
+    return {k for k, p in zip(keys, holm(ps), strict=True) if p <= 0.05}
 
 
 def _marks(fig) -> set[tuple[str, str, str, str]]:

@@ -26,6 +26,8 @@ from ncprobe.stats import (
     williams_t,
 )
 
+from .by_hand import benjamini_hochberg, holm
+
 
 @pytest.mark.parametrize("n", [3, 4, 7, 30, 280])
 def test_spearman_matches_scipy_with_ties(n):
@@ -105,30 +107,6 @@ def test_bootstrap_mean():
 
 # --- tests: corrections, paired differences of rho, dependent correlations, classes ----------
 
-def _holm_by_hand(p: list[float]) -> list[float]:
-    """Holm's step-down: the i-th smallest p times (m - i + 1), made non-decreasing."""
-    m = len(p)
-    order = sorted(range(m), key=lambda i: p[i])
-    out, running = [0.0] * m, 0.0
-    for rank, i in enumerate(order):  # rank 0 = smallest
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out
-
-
-def _bh_by_hand(p: list[float]) -> list[float]:
-    """Benjamini-Hochberg step-up: the i-th smallest p times m / i, made non-increasing from
-    the largest down."""
-    m = len(p)
-    order = sorted(range(m), key=lambda i: p[i])
-    out, running = [0.0] * m, 1.0
-    for rank in range(m - 1, -1, -1):
-        i = order[rank]
-        running = min(running, m * p[i] / (rank + 1))
-        out[i] = running
-    return out
-
-
 def test_correct_hand_worked_numbers():
     p = [0.01, 0.04, 0.03, 0.005]
     # sorted 0.005 0.01 0.03 0.04; Holm x4 x3 x2 x1 = 0.02 0.03 0.06 0.04 -> cummax
@@ -148,8 +126,8 @@ def test_correct_matches_hand_loops_and_statsmodels_nan_outside_the_family(seed)
     p[rng.integers(0, m, m // 4)] = 0.0123  # ties
     with_nan = np.insert(p, rng.integers(0, m + 1, 3), np.nan)
     ok = ~np.isnan(with_nan)
-    cases: list[tuple[Correction, Callable[[list[float]], list[float]]]] = [
-        ("holm", _holm_by_hand), ("fdr_bh", _bh_by_hand)]
+    cases: list[tuple[Correction, Callable[[list[float]], Any]]] = [
+        ("holm", holm), ("fdr_bh", benjamini_hochberg)]
     for method, by_hand in cases:
         got = correct(with_nan, method)
         assert np.isnan(got[~ok]).all()
@@ -322,7 +300,7 @@ def test_class_tests_tiny_example_by_hand():
     p = [ss.mannwhitneyu(groups[x], groups[y], alternative="two-sided").pvalue
          for x, y in [("I", "PC"), ("I", "C"), ("PC", "C")]]
     assert pairs["p"].tolist() == pytest.approx(p, abs=1e-12)
-    assert pairs["p_corrected"].tolist() == pytest.approx(_holm_by_hand(p), abs=1e-12)
+    assert pairs["p_corrected"].tolist() == pytest.approx(holm(p), abs=1e-12)
     assert got["significant"].tolist() == [bool(v <= 0.05) for v in got["p_corrected"]]
 
 
@@ -346,8 +324,8 @@ def test_class_tests_match_scipy(method):
                                                    - 1, abs=1e-12)
         assert r["p"] == pytest.approx(u.pvalue, abs=1e-12)
         ps.append(u.pvalue)
-    hand: dict[str, Callable[[list[float]], list[float]]] = {
-        "holm": _holm_by_hand, "fdr_bh": _bh_by_hand, "none": list}
+    hand: dict[str, Callable[[list[float]], Any]] = {
+        "holm": holm, "fdr_bh": benjamini_hochberg, "none": list}
     by_hand = hand[method]
     assert got.iloc[1:]["p_corrected"].tolist() == pytest.approx(by_hand(ps), abs=1e-12)
     assert got.iloc[1:]["rank_biserial"].iloc[1] < 0  # I below C

@@ -29,6 +29,7 @@ from ncprobe.errors import UsageError  # noqa: E402
 from ncprobe.results import Results  # noqa: E402
 
 from . import synthetic  # noqa: E402
+from .by_hand import benjamini_hochberg, holm  # noqa: E402
 
 DEFAULT_VIEW = {"model-a": "-", "model-b": "9+10+11+12"}
 CONDITION = {("en", "nat"): "EN-Nat", ("en", "neut"): "EN-Neut", ("pt", "nat"): "PT-Nat",
@@ -81,32 +82,6 @@ def _two(x: float) -> str:
     return str(Decimal(x).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN))
 
 
-def _holm(p) -> np.ndarray:
-    """Holm's step-down adjusted p-values, by the textbook loop (NaN: not in the family)."""
-    p = np.asarray(p, dtype=float)
-    out = np.full(len(p), np.nan)
-    idx = [i for i in range(len(p)) if not np.isnan(p[i])]
-    m = len(idx)
-    running = 0.0
-    for rank, i in enumerate(sorted(idx, key=lambda i: p[i])):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out
-
-
-def _bh(p) -> np.ndarray:
-    """Benjamini-Hochberg's step-up adjusted p-values, by the textbook loop."""
-    p = np.asarray(p, dtype=float)
-    out = np.full(len(p), np.nan)
-    idx = [i for i in range(len(p)) if not np.isnan(p[i])]
-    m = len(idx)
-    running = 1.0
-    for rank, i in reversed(list(enumerate(sorted(idx, key=lambda i: p[i]), start=1))):
-        running = min(running, p[i] * m / rank)
-        out[i] = running
-    return out
-
-
 def _cell(t, r):
     return t.loc[(r.model, LEVEL[r.level], CONDITION[(r.lang, r.context)]),
                  tables.MEASURE_LABELS.get(r.measure, r.measure)]
@@ -120,8 +95,8 @@ def test_the_loops_agree_with_statsmodels():
     from statsmodels.stats.multitest import multipletests
 
     p = np.random.default_rng(1).uniform(0, 0.08, 40)
-    np.testing.assert_allclose(_holm(p), multipletests(p, method="holm")[1])
-    np.testing.assert_allclose(_bh(p), multipletests(p, method="fdr_bh")[1])
+    np.testing.assert_allclose(holm(p), multipletests(p, method="holm")[1])
+    np.testing.assert_allclose(benjamini_hochberg(p), multipletests(p, method="fdr_bh")[1])
 
 
 @pytest.mark.parametrize("name", list(CORRELATION_TABLES))
@@ -165,7 +140,7 @@ def test_compact_tables_have_no_intervals(res, name):
 
 
 @pytest.mark.parametrize("name", list(CORRELATION_TABLES))
-@pytest.mark.parametrize("method, adjust", [("holm", _holm), ("fdr_bh", _bh)])
+@pytest.mark.parametrize("method, adjust", [("holm", holm), ("fdr_bh", benjamini_hochberg)])
 def test_dashes_follow_the_corrected_p_of_the_table(res, name, method, adjust):
     kw = {} if method == "holm" else {"correct": method}   # holm is the default
     t = tables.TABLES[name](res, **kw)
@@ -192,7 +167,7 @@ def test_length_correlations_are_corrected_too(res):
     t = tables.length_correlations(res)
     lex = _shown(res.lexical_overlap)
     lex = lex[lex["measure"].isin(PROBES)]
-    adjusted = _holm(lex["p"].to_numpy())
+    adjusted = holm(lex["p"].to_numpy())
     for r, q in zip(lex.itertuples(index=False), adjusted, strict=True):
         cell = t.loc[(r.model, "Sent", f"{r.lang.upper()}-Nat"),
                      tables.MEASURE_LABELS[r.measure]]
@@ -245,7 +220,7 @@ def test_correlogram_blanks_follow_holm_across_the_figure(res):
         n, pairs = _correlogram_p(res, cond)
         sizes[cond] = n
         family += [(cond, j, i, rho, p) for (j, i), (rho, p) in pairs.items()]
-    adjusted = _holm([f[4] for f in family])
+    adjusted = holm([f[4] for f in family])
     fig = plots.fig_correlogram(res)
     panels = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
     raw_only = 0
@@ -353,7 +328,7 @@ def test_summary_rho_interval_and_holm_stars(res):
     sres = _summary_res(res)
     text = sres.summary()
     c = sres.correlations[sres.correlations["analysis"] == "nc"]
-    adjusted = _holm(c["p"].to_numpy())
+    adjusted = holm(c["p"].to_numpy())
     stars = 0
     for r, q in zip(c.itertuples(index=False), adjusted, strict=True):
         lo, hi = f"{r.ci_low:+.3f}", f"{r.ci_high:+.3f}"
