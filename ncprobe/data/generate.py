@@ -48,6 +48,7 @@ import io
 import math
 import os
 import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -284,7 +285,7 @@ def rand_words(nc_words: str | Sequence[str], lang: str, *, n: int, seed: int,
                 continue
             order = orders[j]
             while cursor[j] < len(order) and (
-                    cands[order[cursor[j]]][0].casefold() in used | banned):
+                    (w := cands[order[cursor[j]]][0].casefold()) in used or w in banned):
                 cursor[j] += 1
             if cursor[j] >= len(order):
                 raise UsageError(
@@ -410,7 +411,7 @@ def replace_rand(stimuli: Stimuli, *, k: int = 5, seed: int = 0, band: float = 0
     out.notes = [n for n in out.notes if not _RAND_NOTE.match(n)]
     if generated:
         diffs = sorted(abs(d) for _, ph in generated for d in ph.drawn_diff)
-        median = _median(diffs)
+        median = statistics.median(diffs)
         out.notes = out.notes + [
             f"P_Rand generated for {len(generated) // k} sentence(s) ({k} each, seed {seed}, "
             f"wordfreq {generated[0][1].wordfreq_version}, Zipf band ±{band:g}): |Zipf "
@@ -472,7 +473,7 @@ class GenerationReport:
             lines.append(
                 f"P_Rand: {len(d)} random words, seed {self.seed}, Zipf band ±{self.band:g} "
                 f"(wordfreq {self.wordfreq_version}); |Zipf difference| median "
-                f"{_median(d):.2f}, max {d[-1]:.2f}")
+                f"{statistics.median(d):.2f}, max {d[-1]:.2f}")
         lines.append("review the file (every generated row has origin=generated; edit or "
                      "delete rows as you see fit), then load it with ncprobe.load_pairs")
         return "\n".join(lines)
@@ -706,12 +707,6 @@ def _head_mod(nc: str, r: dict, rule: str | None, ask, asked: dict, lang: str,
 
 def _nums(values: Iterable[float]) -> str:
     return " ".join(f"{v:.2f}" for v in values)
-
-
-def _median(sorted_values: Sequence[float]) -> float:
-    n = len(sorted_values)
-    mid = n // 2
-    return sorted_values[mid] if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
 
 
 def _require_wordfreq() -> None:

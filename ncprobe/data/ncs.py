@@ -43,6 +43,7 @@ counted.
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from typing import Iterable
 
@@ -264,9 +265,8 @@ def _generated_rand(lang: str, originals: list[Stimulus], ctx: LoadContext) -> l
     from .generate import rand_stimuli
 
     made = rand_stimuli(originals, k=RAND_K, seed=RAND_SEED, band=RAND_BAND)
-    diffs = sorted(abs(d) for _, ph in made for d in ph.diff)
-    mid = len(diffs) // 2
-    median = diffs[mid] if len(diffs) % 2 else (diffs[mid - 1] + diffs[mid]) / 2
+    diffs = sorted(abs(d) for _, ph in made for d in ph.drawn_diff)
+    median = statistics.median(diffs)
     version = made[0][1].wordfreq_version
     ctx.notes.append(
         f"{lang} NCS: P_Rand generated (NCS releases none) for {len(originals)} NCs: "
