@@ -33,7 +33,14 @@ from .data import (
     load_stimuli,
     resolve_data_dir,
 )
-from .errors import DataError, DataErrors, DownloadError, ModelUnavailableError, NcprobeError
+from .errors import (
+    DataError,
+    DataErrors,
+    DownloadError,
+    MissingPackageError,
+    ModelUnavailableError,
+    NcprobeError,
+)
 from .pipeline import compute
 from .results import Results
 
@@ -44,7 +51,7 @@ from .schema import PROBE_FAMILIES as PROBES
 from .schema import RESULT_TABLES as TABLES
 
 __all__ = ["CLASSES", "CONTEXTS", "MEASURES", "PROBES", "TABLES", "DataError", "DataErrors",
-           "DownloadError", "ModelUnavailableError", "NcprobeError", "NounCompound", "Results",
-           "RunConfig", "SplicedStimuliWarning", "Stimuli", "Stimulus", "__version__",
-           "compare", "compute", "download", "generate_pairs", "load_pairs", "load_stimuli",
-           "resolve_data_dir"]
+           "DownloadError", "MissingPackageError", "ModelUnavailableError", "NcprobeError",
+           "NounCompound", "Results", "RunConfig", "SplicedStimuliWarning", "Stimuli",
+           "Stimulus", "__version__", "compare", "compute", "download", "generate_pairs",
+           "load_pairs", "load_stimuli", "resolve_data_dir"]

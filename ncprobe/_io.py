@@ -16,6 +16,7 @@ remembered between runs), :func:`tree_sha256` (a directory), :func:`git_blob_sha
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -25,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, TypeVar
+
+from .errors import OutputError
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -86,6 +89,62 @@ def retry(call: Callable[[], T], *, retries: int, backoff: float,
                 on_retry(e, attempt + 1, wait)
             time.sleep(wait)
     raise AssertionError("unreachable")  # pragma: no cover (the loop returns or raises)
+
+
+#: errno values that mean "this output cannot be written here" (see :func:`output_error`)
+UNWRITABLE_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES,
+                               errno.EPERM, errno.ENOTDIR, errno.EISDIR, errno.ELOOP})
+
+
+def output_error(err: OSError, path: str | os.PathLike | None = None, *,
+                 what: str = "output", todo: str | None = None) -> OutputError:
+    """The named error for an OSError met while writing ``path`` (the CLI exits 6 with it).
+
+    The message names the path and the cause in words, and says what to do (``todo``,
+    by default: choose a writable path or free space, and run the command again).
+    """
+    where = str(path if path is not None else (err.filename or "?"))
+    cause = {errno.EROFS: "the file system is read-only",
+             errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+             errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+             errno.ENOTDIR: "a part of the path is a file, not a directory",
+             errno.EISDIR: "it is a directory",
+             errno.ELOOP: "too many levels of symbolic links (a link loop)"}.get(
+                 err.errno or 0, err.strerror or str(err))
+    todo = todo or "choose a writable path (or free space) and run the command again"
+    return OutputError(f"cannot write the {what}: {cause}; {todo}", path=where)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the system allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, so only a fallback)
+    os.umask(old)
+    return old
+
+
+def umask_mode(*, directory: bool = False) -> int:
+    """The mode a plain ``open()`` (0666) or ``mkdir()`` (0777) would give under the umask."""
+    return (0o777 if directory else 0o666) & ~current_umask()
+
+
+def chmod_like_open(path: str | os.PathLike | int, *, directory: bool = False) -> None:
+    """Give ``path`` (or an open descriptor) the mode a plain ``open``/``mkdir`` would have.
+
+    ``tempfile.mkstemp``/``mkdtemp`` create 0600/0700 on purpose; a file or directory that
+    is then renamed into place as the user's output must read like any other they write.
+    """
+    mode = umask_mode(directory=directory)
+    if isinstance(path, int):
+        os.fchmod(path, mode)
+    else:
+        os.chmod(path, mode)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -310,6 +369,7 @@ def atomic_open(path: str | os.PathLike) -> Iterator[IO[bytes]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        chmod_like_open(fd)
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()

@@ -21,6 +21,7 @@ import typing
 import warnings
 from typing import Sequence
 
+from ._io import UNWRITABLE_ERRNOS, output_error
 from ._version import VERSION as __version__
 from .config import DEFAULT_MODEL, RunConfig
 from .data.sources import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, check_download_options
@@ -33,7 +34,7 @@ EXIT_INTERRUPTED = 130
 #: Exit code when stdout is a pipe closed early, as for a process killed by SIGPIPE.
 EXIT_BROKEN_PIPE = 141
 #: The RunConfig fields that ``reproduce`` passes to every run.
-REPRODUCE_OPTIONS = ("contexts", "layers", "standardise", "n_boot", "seed")
+REPRODUCE_OPTIONS = ("contexts", "layers", "device", "standardise", "n_boot", "seed")
 
 _DESCRIPTION = f"""\
 Probe the embedding spaces of language models for idiomaticity, on the NCIMP
@@ -97,6 +98,24 @@ def _jobs_option(p) -> None:
     p.add_argument("--jobs", type=_positive_int, default=default, metavar="N",
                    help="processes that draw the figures, this one included (default: the "
                    "CPUs, at most 4; here %(default)s); the files do not depend on it")
+
+
+def _accept_edited_option(p) -> None:
+    """``--accept-edited-results`` of ``report`` and ``compare``."""
+    p.add_argument("--accept-edited-results", action="store_true",
+                   help="read results directories edited since ncprobe wrote them (a table "
+                   "or run.json changed by hand or rewritten by another program); without it "
+                   "such a directory is exit 3. What was edited is said in the output")
+
+
+def _exclude_option(p) -> None:
+    """``--exclude`` of ``report`` and ``compare``: runs of one cell are never pooled."""
+    p.add_argument("--exclude", action="append", default=[], metavar="DIR",
+                   help="leave out this results directory, or every one below DIR "
+                   "(repeatable). Two results directories holding the same cell (model, "
+                   "language, space, layers, level, context, measure: a rerun, a copy, two "
+                   "models of one name) are never pooled: the command refuses, naming both, "
+                   "until one is left out")
 
 
 def _table_options(p) -> None:
@@ -219,6 +238,10 @@ def build_parser(config: type | None = None) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_seconds(positive=True), default=DEFAULT_TIMEOUT,
                    metavar="SECONDS", help="seconds to wait for the server to connect or send "
                    f"more bytes, per request (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--deadline", type=_seconds(positive=True), default=None,
+                   metavar="SECONDS", help="seconds each file may take in all, retries "
+                   "included: stops a server that sends a byte now and then (default: 60, or "
+                   "the file's pinned size at 50 kB/s when longer)")
     p.add_argument("--backoff", type=_seconds(positive=False), default=DEFAULT_BACKOFF,
                    metavar="SECONDS", help="wait before the first retry, doubled for each next "
                    f"one (default {DEFAULT_BACKOFF:g})")
@@ -273,9 +296,13 @@ def build_parser(config: type | None = None) -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", metavar="RESULTS",
                    help="results directories, or directories to search for them (every "
                    "directory below holding a run.json)")
+    _exclude_option(p)
+    _accept_edited_option(p)
     p.add_argument("--out", metavar="DIR", default="report", help="output directory "
                    "(default: report)")
-    p.add_argument("--format", default="png,pdf", help="figure formats (default: png,pdf)")
+    p.add_argument("--format", default="png,pdf",
+                   help="comma list of figure formats: png, pdf, svg, svgz, eps, ps, jpg, jpeg, "
+                   "tif, tiff, webp (default: png,pdf)")
     p.add_argument("--examples", default=None, metavar="NCS",
                    help="comma list of NCs for the example table (default: the six of the study)")
     p.add_argument("--space", choices=("raw", "standardised"), default=None,
@@ -286,13 +313,16 @@ def build_parser(config: type | None = None) -> argparse.ArgumentParser:
                    "nc)")
     _table_options(p)
     _jobs_option(p)
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr (each figure and table as it is written)")
 
     p = sub.add_parser(
         "reproduce", help="compute every available model x language, then the report",
         description="Run `ncprobe compute` for every model and language that can run here "
         "(models whose weights, package, GPU, key or network are missing are skipped with one "
         "line saying why), save each run under --results-dir, then write every figure and "
-        "table of the study into --out.")
+        "table of the study into --out. --layers and --device go to the models they apply to "
+        "(transformers; --device to ELMo too); the others run without them, with a note.")
     p.add_argument("--models", default=None, metavar="M1,M2",
                    help="comma list (default: glove-6b-50d, minilm and every alias of the "
                    "study)")
@@ -307,7 +337,8 @@ def build_parser(config: type | None = None) -> argparse.ArgumentParser:
     _data_dir_option(p)
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars, no progress of the report on stderr")
     _table_options(p)
     _jobs_option(p)
 
@@ -388,6 +419,14 @@ def _run(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as e:
+        # the last net for a write that no writer named itself: a read-only or full disk,
+        # no permission. Anything else is a bug and keeps its traceback (exit 1).
+        if e.errno not in UNWRITABLE_ERRNOS:
+            raise
+        unwritable = output_error(e)
+        print(f"error: {unwritable}", file=sys.stderr)
+        return unwritable.exit_code
     parser.print_help()
     return EXIT_USAGE
 
@@ -416,7 +455,8 @@ def _data_download(root, args) -> int:
         print(f"  {status:<12} {path}", file=sys.stderr)
     print(f"downloading NCIMP into {root}", file=sys.stderr)
     report = sources.download(root, url_template=args.url, retries=args.retries,
-                              timeout=args.timeout, backoff=args.backoff, progress=progress)
+                              timeout=args.timeout, backoff=args.backoff,
+                              deadline=args.deadline, progress=progress)
     print(report.summary())
     return 0
 
@@ -444,12 +484,14 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 def _compute(args) -> int:
     from .pipeline import compute, run_dir
-    from .results import check_target
+    from .results import check_target, check_writable
 
     cfg = config_from_args(args)
     out = args.out or run_dir("results", cfg.model, cfg.lang, cfg)
-    # refuse before computing when --out holds another run (or is not ncprobe's)
+    # refuse before computing when --out holds another run (or is not ncprobe's), or cannot
+    # be written there (read-only, no permission: exit 6)
     check_target(out, cfg.to_dict(), overwrite=args.overwrite)
+    check_writable(out)
     with warnings.catch_warnings():
         # the notes of the run repeat every warning; the summary prints them once
         warnings.simplefilter("ignore")
@@ -460,25 +502,36 @@ def _compute(args) -> int:
     path = res.to_parquet(out, overwrite=args.overwrite)
     if not args.quiet:
         print(res.summary())
+    run = res.meta[0]  # how this computation went: not part of the results (RUN_LOG_KEYS)
+    print(f"{run['encoded']} of {run['unique']} unique items encoded now, the others read "
+          "from the embedding cache", file=sys.stderr)
     print(f"results written to {path}", file=sys.stderr)
     return 0
 
 
 def _report(args) -> int:
-    from .report import write_report
-    from .results import Results, find_results
+    from .report import check_formats, write_report
+    from .results import load_results
 
-    res = Results.concat([Results.from_parquet(p) for p in find_results(args.results)])
-    written = write_report(res, args.out, formats=tuple(args.format.split(",")),
+    formats = check_formats(args.format)  # before any results are read
+    res = load_results(args.results, exclude=args.exclude,  # never two runs of one cell
+                       accept_edited=args.accept_edited_results)
+    written = write_report(res, args.out, formats=formats,
                            examples=_comma_list(args.examples) if args.examples else None,
                            jobs=args.jobs, space=args.space, level=args.level,
-                           correct=args.correct, intervals=not args.compact_tables)
+                           correct=args.correct, intervals=not args.compact_tables,
+                           progress=None if args.quiet else _say)
     print(f"{len(written)} files written to {args.out}")
     return 0
 
 
 def _comma_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",")]
+
+
+def _say(line: str) -> None:
+    """One line of progress on stderr (``--quiet`` leaves it out); stdout stays for results."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _reproduce(args) -> int:
@@ -516,7 +569,8 @@ def _reproduce(args) -> int:
         provenance = reproduce_provenance(ran, langs, rep.skipped,
                                           [m for m in study_models() if m not in ran])
         written = write_report(rep.results, args.out, jobs=workers, provenance=provenance,
-                               correct=args.correct, intervals=not args.compact_tables)
+                               correct=args.correct, intervals=not args.compact_tables,
+                               progress=None if args.quiet else _say)
     print(f"{len(written)} figures and tables written to {args.out} "
           f"({time.perf_counter() - t0:.0f} s)")
     return 0
@@ -544,8 +598,13 @@ def _pairs_parser(sub) -> None:
         "write a pairs file for review: the original, P_Comp (head alone, modifier alone), "
         "--k frequency-matched random phrases (P_Rand: wordfreq Zipf frequency within "
         "--band of each word they replace, seeded), and P_Syn/P_WordsSyn from the synonyms "
-        "given (';' between several). Every word outside the compound is kept. Needs the "
-        'generate extra: pip install "ncprobe[generate]".')
+        "given (';' between several). Every word outside the compound is kept. A row "
+        "without a context column (or with it empty) is context S1, the first naturalistic "
+        "sentence: results and reports count it as naturalistic (nat); give S1/S2/S3 for "
+        "several sentences of one compound, N for a neutral one. head and modifier must be "
+        "whole words of the compound and a given span must hold exactly its words; every "
+        "offending row is named and nothing is written (exit 3). Needs the generate extra: "
+        'pip install "ncprobe[generate]" (exit 5 without it).')
     p.add_argument("input", metavar="IN", help="the compounds in context (.csv or .jsonl)")
     p.add_argument("--lang", help="language of rows without a lang column (a language code "
                    "wordfreq covers: en, pt, fr, de, es, it, nl, ...)")
@@ -560,7 +619,11 @@ def _pairs_parser(sub) -> None:
     p.add_argument("--head", choices=("first", "last", "ask"), default=None,
                    help="for rows without head/modifier: the first or last part of a "
                    "two-part compound is the head, or ask for each compound on the terminal")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    p.add_argument("--scale", type=float, nargs=2, default=(0, 5), metavar=("LOW", "HIGH"),
+                   help="the range of the comp gold scores (default 0 5, as NCIMP); a score "
+                   "outside it is a bad row (exit 3)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    p.add_argument("--quiet", action="store_true", help="no progress (on stderr), no summary")
 
 
 def _ask_head(nc: str, parts: tuple[str, ...]) -> str:
@@ -583,11 +646,36 @@ def _pairs(args, parser) -> int:
     if args.pairs_command is None:
         _subparser(parser, "pairs").print_help()
         return EXIT_USAGE
-    report = generate_pairs(args.input, args.out, args.lang, k=args.k, seed=args.seed,
-                            band=args.band, overwrite=args.overwrite,
-                            head=None if args.head == "ask" else args.head,
-                            ask=_ask_head if args.head == "ask" else None)
-    print(report.summary())
+    # progress on stderr: on a terminal one line that rewrites itself and is cleared at the
+    # end (as a progress bar), elsewhere (a log file) one line per step
+    tty = sys.stderr.isatty()
+    shown = False
+
+    def progress(line: str) -> None:
+        nonlocal shown
+        shown = True
+        print(f"\r\x1b[Kpairs generate: {line}" if tty else f"pairs generate: {line}",
+              end="" if tty else "\n", file=sys.stderr, flush=True)
+
+    def clear() -> None:
+        if tty and shown:
+            print("\r\x1b[K", end="", file=sys.stderr, flush=True)
+
+    def ask(nc: str, parts: tuple[str, ...]) -> str:
+        clear()  # the question on a line of its own
+        return _ask_head(nc, parts)
+
+    try:
+        report = generate_pairs(args.input, args.out, args.lang, k=args.k, seed=args.seed,
+                                band=args.band, overwrite=args.overwrite,
+                                head=None if args.head == "ask" else args.head,
+                                ask=ask if args.head == "ask" else None,
+                                scale=tuple(args.scale),
+                                progress=None if args.quiet else progress)
+    finally:
+        clear()
+    if not args.quiet:
+        print(report.summary())
     return 0
 
 
@@ -630,7 +718,13 @@ def _compare_parser(sub) -> None:
                    "rows (default holm)")
     p.add_argument("--out", metavar="FILE",
                    help="also write the table: .md or .tex (the printed table), .csv or "
-                   ".parquet (every column, unrounded)")
+                   ".parquet (every column, unrounded); an existing FILE is refused unless "
+                   "--overwrite")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    _exclude_option(p)
+    _accept_edited_option(p)
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr (each cell as it is tested)")
 
 
 def _selection(items: Sequence[str], side: str) -> dict[str, str | list[str]] | None:
@@ -654,11 +748,40 @@ def _selection(items: Sequence[str], side: str) -> dict[str, str | list[str]] | 
     return sel or None
 
 
-def _load_results(path: str):
-    from .results import Results, find_results
+def _load_results(path: str, exclude: Sequence[str] = (), accept_edited: bool = False):
+    """One side of ``compare``: never two runs of one cell pooled. An ``--exclude`` may
+    leave out nothing on this side (:func:`_compare` checks it against both sides)."""
+    from .results import load_results
 
-    runs = [Results.from_parquet(p) for p in find_results([path])]
-    return runs[0] if len(runs) == 1 else Results.concat(runs)
+    return load_results([path], exclude=exclude, accept_edited=accept_edited,
+                        require_match=False)
+
+
+def _check_compare_out(out, overwrite: bool) -> None:
+    """Refuse a ``compare --out`` that would replace a user's file or cannot be written,
+    before any work (and again just before writing: see :func:`_compare`)."""
+    import tempfile
+
+    if out.suffix.lower() not in COMPARE_FORMATS:
+        raise UsageError(f"--out {out}: write a {', '.join(COMPARE_FORMATS)} file")
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a directory; name a file, e.g. {out / 'compare.md'}"
+                         " (even --overwrite never replaces a directory)")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: no directory {out.parent}")
+    if (out.parent / "run.json").is_file():
+        raise UsageError(f"--out {out}: {out.parent} is a results directory; a file written "
+                         "into it would stop `ncprobe compute` from rewriting it: choose "
+                         "another --out")
+    if os.path.lexists(out) and not overwrite:
+        raise UsageError(f"--out {out} exists; choose another --out, or pass --overwrite to "
+                         "replace it")
+    try:  # writable here? (a read-only or full disk, no permission): before 30 s of tests
+        fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise output_error(e, out, what="comparison table") from None
 
 
 def _compare(args) -> int:
@@ -671,16 +794,22 @@ def _compare(args) -> int:
 
     out = Path(args.out) if args.out else None
     if out is not None:  # refused before any work
-        if out.suffix.lower() not in COMPARE_FORMATS:
-            raise UsageError(f"--out {out}: write a {', '.join(COMPARE_FORMATS)} file")
-        if out.is_dir() or not out.parent.is_dir():
-            raise UsageError(f"--out {out}: " + ("is a directory" if out.is_dir() else
-                                                 f"no directory {out.parent}"))
+        _check_compare_out(out, args.overwrite)
     select_a, select_b = _selection(args.select_a, "a"), _selection(args.select_b, "b")
-    a = _load_results(args.results_a)
-    b = _load_results(args.results_b) if args.results_b else None
+    if args.exclude:  # each --exclude leaves out a directory of one side or the other
+        from .results import drop_excluded, find_results
+
+        drop_excluded(find_results([args.results_a] + ([args.results_b] if args.results_b
+                                                        else [])), args.exclude)
+    a = _load_results(args.results_a, args.exclude, args.accept_edited_results)
+    b = (_load_results(args.results_b, args.exclude, args.accept_edited_results)
+         if args.results_b else None)
+
+    def progress(k: int, total: int, cell: str) -> None:
+        print(f"test {k}/{total}: {cell}", file=sys.stderr, flush=True)
     df = compare(a, b, select_a=select_a, select_b=select_b, n_boot=args.n_boot,
-                 seed=args.seed, correct=args.correct)
+                 seed=args.seed, correct=args.correct,
+                 progress=None if args.quiet else progress)
     shown = tables.comparison_table(df)
     how = tables.CORRECTION_NAMES.get(args.correct, args.correct)
     note = (f"diff = rho A - rho B on the n NCs both sides share, [95% paired bootstrap "
@@ -691,18 +820,28 @@ def _compare(args) -> int:
     text = tables.to_markdown(shown) + "\n" + note + "\n"
     print(text, end="")
     if out is not None:
+        # again: a file that appeared there while the tests ran is not replaced either
+        if os.path.lexists(out) and not args.overwrite:
+            raise UsageError(f"--out {out} was created while the tests ran; nothing written "
+                             "(the table is printed above): choose another --out, or pass "
+                             "--overwrite")
         suffix = out.suffix.lower()
         title = "Differences of Spearman's rho with the gold score (ncprobe compare)"
-        if suffix == ".md":
-            atomic_write_text(out, f"{title}\n\n{text}")
-        elif suffix == ".tex":
-            atomic_write_text(out, tables.to_latex(shown, f"{title}. {note}"))
-        elif suffix == ".csv":
-            atomic_write_text(out, df.to_csv(index=False))
-        else:
-            buf = io.BytesIO()
-            df.to_parquet(buf, index=False)
-            atomic_write_bytes(out, buf.getvalue())
+        try:  # atomically, with the mode a plain open() gives under the umask
+            if suffix == ".md":
+                atomic_write_text(out, f"{title}\n\n{text}")
+            elif suffix == ".tex":
+                atomic_write_text(out, tables.to_latex(shown, f"{title}. {note}"))
+            elif suffix == ".csv":
+                atomic_write_text(out, df.to_csv(index=False))
+            else:
+                buf = io.BytesIO()
+                df.to_parquet(buf, index=False)
+                atomic_write_bytes(out, buf.getvalue())
+        except IsADirectoryError:
+            raise UsageError(f"--out {out} is now a directory; nothing written") from None
+        except OSError as e:
+            raise output_error(e, out, what="comparison table") from None
         print(f"written to {out}", file=sys.stderr)
     return 0
 
@@ -744,7 +883,7 @@ def _cache(args, parser) -> int:
 
 
 def _cache_info(args) -> int:
-    from .cache import cache_info, cache_root
+    from .cache import cache_info, cache_root, scan
 
     entries = cache_info(args.cache_dir)
     print(f"cache: {cache_root(args.cache_dir)}")
@@ -755,6 +894,8 @@ def _cache_info(args) -> int:
             print(f"    corrupt shard (discarded by the next compute): {bad}")
     if not entries:
         print("  (empty)")
+    for odd in scan(args.cache_dir).spoiled:  # ncprobe's entry, holding what it never writes
+        print(f"  not listed (not an ncprobe cache entry any more: {odd.why}): {odd.path}")
     return 0
 
 

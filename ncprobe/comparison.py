@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -66,7 +66,8 @@ Selection = Mapping[str, str | Sequence[str]]
 
 def compare(a: Results, b: Results | None = None, *, select_a: Selection | None = None,
             select_b: Selection | None = None, n_boot: int = COMPARE_N_BOOT,
-            seed: int = 0, correct: Correction = "holm") -> pd.DataFrame:
+            seed: int = 0, correct: Correction = "holm",
+            progress: Callable[[int, int, str], None] | None = None) -> pd.DataFrame:
     """Test, cell by cell, whether side A's Spearman rho with the gold differs from side B's.
 
     Args:
@@ -83,12 +84,16 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
             inputs give the same output.
         correct: the multiple-comparison correction of the bootstrap p-values, the family
             being every row of the output: ``holm`` (default), ``fdr_bh`` or ``none``.
+        progress: called before each cell is tested as ``progress(k, total, cell)``, ``k``
+            from 1, ``cell`` the cell in words (``ncprobe compare`` shows it on stderr).
 
     Cells are matched on every cell key that is fixed on neither side (language, space,
     layer view, level, context group, measure, as present), and NCs are paired on
     ``(lang, nc)``. ``model`` is always a side's own: each side must hold one model. The
     layer view is a side's own too when each side holds one and they differ (a static
-    model's ``-`` against a transformer's ``3+4+5+6``).
+    model's ``-`` against a transformer's ``3+4+5+6``). Each NC of a cell is paired once:
+    a side holding one NC of one cell twice (two runs pooled) is refused, so ``n`` is the
+    number of NCs shared.
 
     Returns:
         One row per cell present on both sides, in the order of side A's rows. Columns:
@@ -116,7 +121,8 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
             (the message lists what they hold), a side holds several models or several
             values of a key the other side fixes, the two sides share no cell or no NC, or
             an NC has different gold scores on the two sides (runs made with different
-            ``--gold``).
+            ``--gold``), or a side holds one NC of one cell more than once (two runs of one
+            cell pooled by other means than :meth:`Results.concat`, which refuses them).
     """
     if correct not in CORRECTIONS:
         raise UsageError(f"unknown multiple-comparison correction {correct!r}; choose from "
@@ -135,7 +141,9 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
 
     # one row per NC and cell on both sides; the fixed keys of each side become <key>_a/_b
     cols = list(CELL_KEYS) + ["nc", "value", "comp"]
-    merged = side_a[cols].merge(side_b[cols], on=pair_on, how="inner", suffixes=("_a", "_b"))
+    # 1:1 — each side holds one row per cell and NC (_side); never a row counted twice
+    merged = side_a[cols].merge(side_b[cols], on=pair_on, how="inner", suffixes=("_a", "_b"),
+                                validate="one_to_one")
     if merged.empty:
         raise UsageError("the two sides share no cell and NC: "
                          + _what_exists(side_a, side_b, pair_on))
@@ -155,7 +163,12 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
     cell_cols = side_cols + match
 
     rows = []
-    for key, cell in merged.groupby(cell_cols, sort=False, dropna=False):
+    groups = merged.groupby(cell_cols, sort=False, dropna=False)
+    for done, (key, cell) in enumerate(groups, start=1):
+        if progress is not None:  # "model-a vs model-b · en · raw · nc · nat · syn"
+            progress(done, groups.ngroups, " · ".join(
+                [f"{key[2 * i]} vs {key[2 * i + 1]}" for i in range(len(fixed))]
+                + [str(v) for v in key[len(side_cols):]]))
         va = cell["value_a"].to_numpy(dtype=np.float64)
         vb = cell["value_b"].to_numpy(dtype=np.float64)
         gold = cell["comp_a"].to_numpy(dtype=np.float64)
@@ -212,6 +225,14 @@ def _side(res: Results, select: Selection | None, name: str) -> pd.DataFrame:
                          + _holds(res.measures, name))
     keys = list(CELL_KEYS) + ["nc"]
     rows = rows.assign(**{k: rows[k].astype(str) for k in keys})
+    twice = rows.duplicated(keys, keep=False)
+    if twice.any():
+        r = rows[twice].iloc[0]
+        raise UsageError(f"side {name.upper()} holds NC {r['nc']!r} of one cell more than "
+                         "once (" + ", ".join(f"{k} {r[k]}" for k in CELL_KEYS)
+                         + f"; {int(twice.sum())} rows in all): two runs pooled as one, which "
+                         "would count each NC twice. Give one run per cell (ncprobe compare: "
+                         "--exclude DIR leaves a results directory out)")
     models = list(dict.fromkeys(rows["model"]))
     if len(models) > 1:
         raise UsageError(f"side {name.upper()} holds {len(models)} models ({', '.join(models)}); "

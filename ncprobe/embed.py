@@ -56,7 +56,12 @@ def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStor
 
     With a store, its entry stays locked from the look-up to the last shard written:
     a second run on the same cache waits, then finds the items the first one stored
-    instead of encoding and storing them again.
+    instead of encoding and storing them again. When something must be encoded, the
+    store is checked to be writable first (:meth:`~ncprobe.cache.EmbeddingStore.check_writable`),
+    so a read-only cache stops the run before the encoding, not after it.
+
+    Raises:
+        OutputError: the store cannot be written (read-only, full disk, no permission).
     """
     if store is None:
         return _embed(stimuli, encoder, None, batch_size, flush_every, progress)
@@ -72,6 +77,8 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
         first.setdefault(k, i)
     todo = [k for k in first if store is None or k not in store]
     todo.sort(key=lambda k: (len(stimuli[first[k]].tokens), k))
+    if store is not None and todo:
+        store.check_writable()  # a read-only cache fails now, not after the encoding
     bar = None
     if progress and todo:
         from tqdm.auto import tqdm

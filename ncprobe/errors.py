@@ -75,6 +75,32 @@ class ModelUnavailableError(NcprobeError):
     exit_code = 5
 
 
+class MissingPackageError(NcprobeError):
+    """An optional package that a command needs is not installed (``wordfreq`` for generated
+    probes). Exits 5, as a model that cannot be loaded here; the message says what to install.
+
+    Not a :class:`ModelUnavailableError`: no model is at fault, so ``ncprobe reproduce``
+    stops instead of skipping every model for it.
+    """
+
+    exit_code = 5
+
+
+class OutputError(NcprobeError):
+    """An output cannot be written: a read-only file system (EROFS), a full disk (ENOSPC,
+    EDQUOT), no permission (EACCES, EPERM), or a path that is not a usable directory.
+
+    Attributes:
+        path: the file or directory that could not be written.
+    """
+
+    exit_code = 6
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
 class ErrorSink:
     """Where loaders report bad input: raise at once, or collect everything.
 

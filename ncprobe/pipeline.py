@@ -115,7 +115,7 @@ def compute(config: RunConfig | None = None, *,
     """
     given = locals()  # first: only the arguments, before any other name is bound
     options = {f.name: given[f.name] for f in fields(RunConfig) if given[f.name] is not None}
-    from .cache import EmbeddingStore, cache_root
+    from .cache import EmbeddingStore, cache_root, vector_shape
     from .data import check_coverage, load_stimuli
     from .encoders import load_encoder
 
@@ -161,17 +161,20 @@ def compute(config: RunConfig | None = None, *,
     # never compute on incomplete input: every NC needs every context, probe and gold score
     notes += stimuli.notes + check_coverage(stimuli, **asked)
     run_levels = _levels(cfg, encoder)
-    store = EmbeddingStore(encoder.fingerprint(), root=cache_root(cache_dir)) if cache else None
+    store = EmbeddingStore(encoder.fingerprint(), root=cache_root(cache_dir),
+                           shape=vector_shape(encoder)) if cache else None
     emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size, progress=progress)
-    notes += store.problems if store is not None else []  # cache shards found corrupt
     log.info("%d stimuli, %d unique items, %d encoded now", len(stimuli), emb.unique, emb.encoded)
-    # every table names the encoder that ran (encoder.name)
+    # every table names the encoder that ran (encoder.name). How this computation went (items
+    # encoded now, cache shards found unusable: RUN_LOG_KEYS) is kept in memory only, never
+    # written or hashed: the same computation gives the same run id, cold cache or warm.
     meta = {"config": named or {**cfg.to_dict(), "model": encoder.name},
             "model_name": encoder.name,
             "fingerprint": encoder.fingerprint(), "versions": _versions(),
             "data_sources": dict(stimuli.sources), "modified_data": dict(stimuli.modified),
-            "encoded": emb.encoded, "unique": emb.unique,
-            "notes": notes}
+            "unique": emb.unique, "notes": notes,
+            "encoded": emb.encoded,
+            "cache_problems": list(store.problems) if store is not None else []}
     return analyse(stimuli, emb, cfg, model=encoder.name, view_names=_view_names(encoder),
                    levels=run_levels, meta=meta)
 

@@ -7,14 +7,20 @@ table with nothing to show for these results (e.g. NC-level figures of a
 sentence-level-only model) is left out and named in the index, never drawn empty.
 
 The output directory may hold other files: they are never deleted or overwritten.
-Every file is written atomically, and the names written are recorded in
-``.ncprobe-report.json``; a later report into the same directory replaces those
-files and removes the ones it no longer writes, and refuses (before writing
-anything) when a file it would write exists and is not one of them.
+Every file is written atomically, and its name and the SHA-256 of its content are
+recorded in ``.ncprobe-report.json`` as it is written (before the file itself, so
+an interrupted report leaves a manifest naming everything it wrote). A later report
+into the same directory replaces or removes only files whose content is still what
+ncprobe wrote: it refuses (before writing anything) when a file it would write
+exists and is not ncprobe's, or was changed since; a changed file it no longer
+writes is kept and named (a warning), never removed. The same command after an
+interruption resumes: the files the first run wrote are recognised as ncprobe's.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import io
 import json
 import logging
@@ -22,11 +28,11 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
-from ._io import atomic_write_bytes, atomic_write_text, dir_lock
+from ._io import UNWRITABLE_ERRNOS, atomic_write_bytes, dir_lock, file_sha256, output_error
 from ._version import VERSION as __version__
-from .errors import NcprobeError, UsageError
+from .errors import NcprobeError, OutputError, UsageError
 from .schema import CLASS_FIGURES, CORRELATION_TABLES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,7 +52,8 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
                  examples: Sequence[str] | None = None, dpi: int = 200,
                  jobs: int | FigureWorkers = 1, provenance: str | None = None,
                  space: str | None = None, level: str | None = None,
-                 correct: Correction = "holm", intervals: bool = True) -> list[Path]:
+                 correct: Correction = "holm", intervals: bool = True,
+                 progress: Callable[[str], None] | None = None) -> list[Path]:
     """Save every figure and table of SPEC §4 for ``results`` into ``out_dir``.
 
     When the results hold two or more single-layer views of some model (``--layers all``),
@@ -72,15 +79,33 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
             line: how the files were made (``ncprobe reproduce`` gives
             :func:`reproduce_provenance`). It is part of the index, written with the rest
             while the directory is locked.
+        progress: called with one line as each figure and table is written (``figure
+            3/10: fig03_ratio``, ``table 2/9: table_means``; the CLI prints them on
+            stderr); ``None``: nothing is said.
 
     Returns:
         The files written, in order (the index ``README.md`` last).
+
+    Raises:
+        UsageError: a format that is not one of :data:`FORMATS`; ``out_dir`` is, or is inside,
+            a results directory; it holds files that ncprobe did not write, or changed since,
+            under names the report would write (nothing is written); ``results`` hold one
+            NC of one cell twice (two runs pooled: :meth:`~ncprobe.results.Results.concat`
+            never joins them).
+        OutputError: ``out_dir`` cannot be written (a read-only file system, a full disk, no
+            permission); the message names the file.
+
+    Files of an earlier report that this one no longer writes are removed when their content
+    is still what ncprobe wrote, and otherwise kept and named in a logged warning.
 
     The figures are drawn without pyplot and with Agg: the caller's backend and pyplot's
     figures are left as they are (in Jupyter, nothing is shown).
     """
     from . import plots, tables
 
+    # two runs of one cell pooled (tables joined by hand: Results.concat refuses them) would
+    # count their NCs twice in every test and figure: refused before anything is written
+    results.check_one_run_per_cell("the results to report")
     view = _view(results, space, level)  # a space or level the results lack: refused first
     tables.correction_note(correct, 0)  # an unknown correction: refused before any work
     view.options.setdefault("correlogram", {})["correct"] = correct
@@ -91,23 +116,29 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
         with FigureWorkers(jobs) as workers:
             return write_report(results, out_dir, formats=formats, examples=examples,
                                 dpi=dpi, jobs=workers, provenance=provenance, space=space,
-                                level=level, correct=correct, intervals=intervals)
+                                level=level, correct=correct, intervals=intervals,
+                                progress=progress)
     out = Path(out_dir)
     check_out(out, formats)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _unwritable(e, out, "report directory") from None
     with dir_lock(out.resolve()):  # two reports into one directory: one after the other
-        ours, listed = _own_files(out)
-        _refuse_foreign(out, _planned(formats, layerwise=view.layerwise), ours)
+        owned = _own_files(out)
+        _refuse_foreign(out, _planned(formats, layerwise=view.layerwise), owned)
+        _remove_leftovers(out, _planned(FORMATS, layerwise=True) + [MANIFEST])
+        journal = _Journal(out, owned.files, owned.listed)  # written before every file
         written = _write(results, out, formats, examples, dpi, jobs, plots, tables,
-                         provenance, view, correct=correct, intervals=intervals)
-        if listed:  # only files the manifest names as ncprobe's are ever removed
-            for name in sorted(ours - {p.name for p in written}):
-                stale = out / name  # written by an earlier report and not by this one
-                if stat.S_ISREG(os.lstat(stale).st_mode):
-                    stale.unlink()
-        atomic_write_text(out / MANIFEST, json.dumps(
-            {"format": 1, "ncprobe": __version__, "files": sorted(p.name for p in written)},
-            indent=1) + "\n")
+                         provenance, view, correct=correct, intervals=intervals,
+                         put=journal.put, progress=progress)
+        kept = journal.finish({p.name for p in written}) + (owned.changed if owned.listed
+                                                            else [])
+    if kept:
+        log.warning("%s: kept %d file(s) that an earlier report wrote and that were changed "
+                    "since (%s): ncprobe neither replaces nor removes them, and no longer "
+                    "counts them as its own; remove them by hand if they are not needed",
+                    out, len(kept), ", ".join(sorted(kept)))
     return written
 
 
@@ -137,18 +168,90 @@ def reproduce_provenance(models: Sequence[str], langs: Sequence[str],
     return text
 
 
+#: The figure formats a report writes (``--format``): matplotlib's, less ``pgf`` (it needs a
+#: LaTeX installation) and ``raw``/``rgba`` (pixels without a header: no viewer opens them).
+FORMATS = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
+
+
+def check_formats(formats: Sequence[str] | str) -> tuple[str, ...]:
+    """The figure formats of ``formats`` (a sequence, or a comma list as ``--format`` takes),
+    checked before any drawing.
+
+    Raises:
+        UsageError: no format, an empty one, one given twice, or one that is not in
+            :data:`FORMATS` (a path such as ``../x`` included); the message names ``--format``
+            and the formats allowed.
+    """
+    given = tuple(formats.split(",")) if isinstance(formats, str) else tuple(formats)
+    allowed = f"give a comma list of {', '.join(FORMATS)} (default: png,pdf)"
+    if not given:
+        raise UsageError(f"--format: no figure format given; {allowed}")
+    for fmt in given:
+        if not isinstance(fmt, str) or fmt not in FORMATS:
+            what = "an empty format" if fmt == "" else f"{fmt!r} is not a figure format"
+            raise UsageError(f"--format {','.join(map(str, given))}: {what}; {allowed}")
+    twice = sorted({fmt for fmt in given if given.count(fmt) > 1})
+    if twice:
+        raise UsageError(f"--format {','.join(given)}: {', '.join(twice)} given twice; "
+                         "give each format once")
+    return given
+
+
 def check_out(out_dir, formats: Sequence[str] = ("png", "pdf")) -> None:
     """Refuse, before any work, an output directory that :func:`write_report` would refuse.
 
     Raises:
-        UsageError: ``out_dir`` is a file, or holds files that ncprobe did not write under
-            names the report would write.
+        UsageError: a format that is not one (:func:`check_formats`); ``out_dir`` is a file,
+            is or is inside a results directory (one holding ``run.json``: a report there
+            would stop ``ncprobe compute`` from writing it again), or holds files that
+            ncprobe did not write (or that were changed since) under names the report
+            would write.
+        OutputError: ``out_dir``, or the directory it would be made in, cannot be written
+            (a read-only file system, no permission).
     """
+    check_formats(formats)
     out = Path(out_dir)
     if os.path.lexists(out) and not out.is_dir():
         raise UsageError(f"{out} exists and is not a directory: choose another --out")
+    try:
+        real = out.resolve()
+    except (RuntimeError, OSError):  # a link loop on the way (Python < 3.13: RuntimeError)
+        raise output_error(OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(out)), out,
+                           what="report directory") from None
+    for above in (real, *real.parents):
+        if (above / "run.json").is_file():
+            where = "is" if above == real else f"is inside {above},"
+            raise UsageError(f"--out {out} {where} a results directory (it holds run.json): a "
+                             "report there would stop `ncprobe compute` from writing it again, "
+                             "and nothing was written; choose an --out outside every results "
+                             "directory")
+    _check_writable(out)
     if out.is_dir():
-        _refuse_foreign(out, _planned(formats), _own_files(out)[0])
+        _refuse_foreign(out, _planned(formats), _own_files(out))
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse early a report directory that cannot be written: ``out`` if it exists, else the
+    nearest directory above it, must be writable (``os.access``; a full disk shows only when
+    a file is written, and is named then)."""
+    probe = out.absolute()
+    while not os.path.lexists(probe) and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or os.access(probe, os.W_OK | os.X_OK):
+        return  # a file on the way: mkdir names it (ENOTDIR)
+    try:
+        read_only = bool(os.statvfs(probe).f_flag & getattr(os, "ST_RDONLY", 1))
+    except (OSError, AttributeError):  # no statvfs (Windows): say "permission denied"
+        read_only = False
+    code = errno.EROFS if read_only else errno.EACCES
+    raise output_error(OSError(code, os.strerror(code), str(probe)), out,
+                       what="report directory")
+
+
+def _unwritable(err: OSError, path: Path, what: str) -> OSError | OutputError:
+    """The error to raise for ``err``, met while writing ``path``: an :class:`OutputError`
+    naming it for a read-only or full disk or no permission; any other ``err`` as it is."""
+    return output_error(err, path, what=what) if err.errno in UNWRITABLE_ERRNOS else err
 
 
 def _planned(formats: Sequence[str], *, layerwise: bool = False) -> list[str]:
@@ -217,46 +320,196 @@ def _view(results, space: str | None, level: str | None) -> _View:
     return _View(options, layerwise, space, level)
 
 
-def _own_files(out: Path) -> tuple[set[str], bool]:
-    """The files of ``out`` that an earlier ncprobe report wrote (and may be replaced).
+class _Owned(NamedTuple):
+    """What an earlier report left in a directory (see :func:`_own_files`)."""
 
-    Returns:
-        ``(names, listed)``: ``listed`` when a manifest names them (then files it names
-        that this report does not write are removed as stale).
-    """
-    def regular(name: str) -> bool:
-        try:
-            return stat.S_ISREG(os.lstat(out / name).st_mode)
-        except FileNotFoundError:
-            return False
+    #: name -> SHA-256 of the files whose content is still what ncprobe wrote
+    files: dict[str, str]
+    #: files an earlier report wrote that were changed since (they are no longer ncprobe's)
+    changed: list[str]
+    #: whether a manifest names the files (a report older than the manifest has none: its
+    #: files that this report does not write are left in place)
+    listed: bool
 
+
+def _sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _regular(path: Path) -> os.stat_result | None:
+    """``lstat`` of ``path`` when it is a regular file (not a link), else ``None``."""
     try:
-        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-        names = {n for n in manifest["files"] if isinstance(n, str) and "/" not in n}
-        return {n for n in names if regular(n)}, True
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _own_files(out: Path) -> _Owned:
+    """The files of ``out`` that an earlier ncprobe report wrote, as it wrote them (those
+    may be replaced or removed).
+
+    The manifest gives each file's SHA-256 (format 2): a file is ncprobe's while its content
+    has that hash (or the hash of the content being written when a report was interrupted).
+    A manifest of format 1 (an earlier ncprobe) gives names only, and was written after every
+    file: a file changed after it (a later mtime) is not ncprobe's. A report older than the
+    manifest is recognised by its index, and its files by their names, likewise by time.
+    """
+    path = out / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        when = os.stat(path).st_mtime_ns
+        listed = manifest["files"]
+        digests: dict[str, set[str] | None]
+        if isinstance(listed, dict):  # format 2: name -> sha256
+            digests = {n: {d} for n, d in listed.items()}
+            for name, d in (manifest.get("writing") or {}).items():
+                digests[name] = (digests.get(name) or set()) | {d}
+        elif isinstance(listed, list):  # format 1: names, the manifest written last
+            digests = {n: None for n in listed}
+        else:
+            raise TypeError(f"files is a {type(listed).__name__}")
     except FileNotFoundError:
         pass
-    except (OSError, ValueError, TypeError, KeyError) as e:
-        raise UsageError(f"{out / MANIFEST} cannot be read ({e}): it says which files of {out} "
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        raise UsageError(f"{path} cannot be read ({e}): it says which files of {out} "
                          "ncprobe wrote; remove the directory by hand or choose another --out"
                          ) from None
-    try:  # a report of ncprobe <= 0.1: recognised by its index
+    else:
+        return _verify(out, digests, when, listed=True)
+    try:  # a report older than the manifest: recognised by its index, written last
         with open(out / "README.md", encoding="utf-8") as fh:
             head = fh.read(64)
+        when = os.stat(out / "README.md").st_mtime_ns
     except (OSError, UnicodeDecodeError):
-        return set(), False
+        return _Owned({}, [], False)
     if not head.startswith("# ncprobe report\n"):
-        return set(), False
-    return {n for n in os.listdir(out) if _OLD_REPORT_RE.match(n) and regular(n)}, False
+        return _Owned({}, [], False)
+    return _verify(out, {n: None for n in os.listdir(out) if _OLD_REPORT_RE.match(n)}, when,
+                   listed=False)
 
 
-def _refuse_foreign(out: Path, planned: list[str], ours: set[str]) -> None:
-    clash = [n for n in planned if os.path.lexists(out / n) and n not in ours]
+def _verify(out: Path, digests: dict, written_by: int, *, listed: bool) -> _Owned:
+    """:class:`_Owned` of the files named in ``digests`` (name -> the hashes ncprobe wrote,
+    or ``None``: files of an older report, ncprobe's when not modified after ``written_by``,
+    the time in ns that report ended)."""
+    files: dict[str, str] = {}
+    changed = []
+    for name, known in digests.items():
+        if not isinstance(name, str) or "/" in name or os.sep in name or name in ("", ".",
+                                                                                  ".."):
+            continue
+        st = _regular(out / name)
+        if st is None:
+            if os.path.lexists(out / name):
+                changed.append(name)  # a directory or a link now: not ncprobe's
+            continue
+        digest = file_sha256(out / name)
+        if (st.st_mtime_ns <= written_by) if known is None else (digest in known):
+            files[name] = digest
+        else:
+            changed.append(name)
+    return _Owned(files, sorted(changed), listed)
+
+
+def _refuse_foreign(out: Path, planned: list[str], owned: _Owned) -> None:
+    clash = [n for n in planned if os.path.lexists(out / n) and n not in owned.files]
     if clash:
-        shown = ", ".join(clash[:6]) + (f" and {len(clash) - 6} more" if len(clash) > 6 else "")
-        raise UsageError(f"{out} holds files that ncprobe did not write and a report would "
-                         f"replace ({shown}); nothing was written: choose another --out, or "
-                         "move those files")
+        shown = ", ".join(n + (" (changed since ncprobe wrote it)" if n in owned.changed else "")
+                          for n in clash[:6])
+        shown += f" and {len(clash) - 6} more" if len(clash) > 6 else ""
+        raise UsageError(f"{out} holds files that ncprobe did not write, or that were changed "
+                         f"since, and a report would replace ({shown}); nothing was written: "
+                         "choose another --out, or move those files")
+
+
+def _remove_leftovers(out: Path, names: list[str]) -> None:
+    """Remove the temporary files that an interrupted write of ``names`` left in ``out``
+    (``.<name>.<8 characters>.tmp``, see :func:`ncprobe._io.atomic_open`): the directory is
+    locked, so no other report is writing them."""
+    patterns = [re.compile(rf"^\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp$") for name in names]
+    for entry in os.scandir(out):
+        if entry.name.endswith(".tmp") and any(p.match(entry.name) for p in patterns) \
+                and entry.is_file(follow_symlinks=False):
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                raise _unwritable(e, Path(entry.path), "report directory") from None
+            log.info("removed %s, left by an interrupted report", entry.path)
+
+
+class _Journal:
+    """The manifest of the report being written, kept on disk as it goes.
+
+    Every file is recorded (name and SHA-256 of its content) before it is written, so a
+    report interrupted at any point leaves a manifest naming every file it wrote, and the
+    same command resumes instead of taking them for the user's.
+    """
+
+    def __init__(self, out: Path, files: dict[str, str], listed: bool = True) -> None:
+        self.out = out
+        self.files = dict(files)  # name -> sha256 of what is there
+        self.writing: dict[str, str] = {}  # name -> sha256 of the content being written
+        self.listed = listed
+        self._save()  # the directory is ncprobe's report from now on
+
+    def _save(self) -> None:
+        manifest: dict = {"format": 2, "ncprobe": __version__,
+                          "files": dict(sorted(self.files.items()))}
+        if self.writing:
+            manifest["writing"] = dict(sorted(self.writing.items()))
+        path = self.out / MANIFEST
+        try:
+            atomic_write_bytes(path, (json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
+        except OSError as e:
+            raise _unwritable(e, path, "report manifest") from None
+
+    def put(self, blobs: dict[Path, bytes]) -> None:
+        """Write each file of ``blobs`` (path -> content), after recording them."""
+        for path in blobs:  # changed while this report ran: never replaced
+            if os.path.lexists(path) and (_regular(path) is None or file_sha256(path) not in (
+                    self.files.get(path.name), self.writing.get(path.name))):
+                raise UsageError(f"{path} was changed while the report was written; it was "
+                                 "kept, and the report stopped: move it and run the command "
+                                 "again")
+        self.files.update(self.writing)
+        self.writing = {path.name: _sha256_of(data) for path, data in blobs.items()}
+        self._save()
+        for path, data in blobs.items():
+            try:
+                atomic_write_bytes(path, data)
+            except OSError as e:
+                raise _unwritable(e, path, "report file") from None
+
+    def finish(self, written: set[str]) -> list[str]:
+        """Record the report as complete; remove the files of earlier reports that this one
+        did not write and whose content is still ncprobe's. Returns the names of those
+        changed since (kept)."""
+        self.files.update(self.writing)
+        self.writing = {}
+        kept = []
+        for name in sorted(set(self.files) - written):
+            digest = self.files.pop(name)
+            path = self.out / name
+            if not self.listed:  # a report older than the manifest: its other files stay
+                continue
+            if _regular(path) is None:
+                if os.path.lexists(path):
+                    kept.append(name)
+                continue
+            if file_sha256(path) != digest:
+                kept.append(name)
+                continue
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                raise _unwritable(e, path, "report directory") from None
+        self._save()
+        return kept
 
 
 def _render(name: str, results, formats: Sequence[str], dpi: int, rc: dict | None = None,
@@ -315,12 +568,59 @@ def _warm() -> None:
             fig.savefig(io.BytesIO(), format=fmt, bbox_inches="tight")
 
 
-def _ignore_interrupt() -> None:
-    """Ctrl-C reaches every process of the terminal: the caller handles it (it stops the
-    workers after their current figure), so a worker ignores it."""
+#: ``prctl`` option of Linux: the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+#: Seconds between two looks at the parent, where the kernel cannot signal its death.
+_PARENT_POLL_SECONDS = 0.5
+
+
+def _worker_init(parent: int) -> None:
+    """A figure worker's set-up: ignore Ctrl-C, and end when ``parent`` (the process that
+    started it) ends.
+
+    Ctrl-C reaches every process of the terminal: the caller handles it (it stops the
+    workers after their current figure), so a worker ignores it. A caller killed outright
+    (SIGKILL, the OOM killer) never stops its workers; left alone, they would wait for work
+    forever. On Linux the kernel kills the worker when its parent dies (``prctl``
+    ``PR_SET_PDEATHSIG``; strictly, when the thread that started the pool ends: the pool is
+    started and used within one call); elsewhere (macOS, the BSDs) a daemon thread looks at
+    the parent's process id twice a second and ends the worker when it changes (the worker
+    was handed to another parent). Either way, a parent already gone when the worker starts
+    ends it at once. The multiprocessing resource tracker needs nothing: it ends by itself
+    once the parent and the workers are gone (its pipe closes).
+    """
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not _kill_with_parent():
+        import threading
+
+        def watch() -> None:
+            import time
+
+            while os.getppid() == parent:
+                time.sleep(_PARENT_POLL_SECONDS)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="ncprobe-parent-watch", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+
+
+def _kill_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux); whether it could."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):  # no libc with prctl (e.g. a static build)
+        return False
 
 
 class FigureWorkers:
@@ -345,7 +645,8 @@ class FigureWorkers:
 
             self.pool = ProcessPoolExecutor(max_workers=self.jobs - 1,
                                             mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_ignore_interrupt)
+                                            initializer=_worker_init,
+                                            initargs=(os.getpid(),))
             for _ in range(self.jobs - 1):
                 self.pool.submit(_warm)
         return self
@@ -399,15 +700,33 @@ def _figures(results, formats: Sequence[str], dpi: int, workers: FigureWorkers,
 
 def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
            provenance: str | None = None, view: _View | None = None, *,
-           correct: Correction = "holm", intervals: bool = True) -> list[Path]:
+           correct: Correction = "holm", intervals: bool = True,
+           put: Callable[[dict[Path, bytes]], None] | None = None,
+           progress: Callable[[str], None] | None = None) -> list[Path]:
+    """Draw and write the files of the report (``put`` writes them: path -> content; by
+    default atomically, as they are); ``progress`` is told of each figure and table."""
     view = view or _view(results, None, None)
     written: list[Path] = []
+    if put is None:
+        def put(blobs: dict[Path, bytes]) -> None:
+            for path, data in blobs.items():
+                atomic_write_bytes(path, data)
+    say = progress or (lambda line: None)
+    n_figures = len(plots.FIGURES) + len([n for n in plots.ADDED_FIGURES
+                                          if n in view.options and n not in plots.FIGURES])
+    n_tables = len(tables.TABLES) + bool(view.layerwise)
     index = [f"# ncprobe report\n\nMade by ncprobe {__version__} from these runs:\n"]
     for m in results.meta:
         cfg = m["config"]
+        if m.get("edited"):  # read with --accept-edited-results: said where it cannot be missed
+            index.append(f"- **EDITED RESULTS**: {cfg['model']} ({cfg['lang']}): "
+                         f"{', '.join(m['edited'])} edited since ncprobe wrote it; these "
+                         "numbers are not what ncprobe computed")
         if m.get("data_sources", True):
-            index.append(f"- {cfg['model']} ({cfg['lang']}): contexts {cfg['contexts']}, layers "
-                         f"{cfg.get('layers') or 'default'}, gold {cfg['gold']}")
+            index.append(f"- {cfg['model']} ({cfg['lang']}): contexts "
+                         f"{cfg.get('contexts', '(not recorded)')}, layers "
+                         f"{cfg.get('layers') or 'default'}, gold "
+                         f"{cfg.get('gold', '(not recorded)')}")
             continue
         # a user's own stimuli (load_pairs): their languages and contexts, their gold
         cos = results.cosines
@@ -428,16 +747,18 @@ def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
         if blobs is None:  # NoData: notes holds why
             index.append(f"- {stem}: not drawn: {notes[0]}")
             log.info("%s not drawn: %s", stem, notes[0])
+            say(f"figure {i}/{n_figures}: {stem} not drawn ({notes[0]})")
             continue
-        for fmt in formats:
-            path = out / f"{stem}.{fmt}"
-            atomic_write_bytes(path, blobs[fmt])
-            written.append(path)
+        files = {out / f"{stem}.{fmt}": blobs[fmt] for fmt in formats}
+        put(files)
+        written += files
+        say(f"figure {i}/{n_figures}: {stem}")
         index.append(f"- `{stem}`: {_first_paragraph(draw.__doc__ or name)}"
                      + (f" ({'; '.join(notes)})" if notes else "")
                      + (" Not a figure of the study: ncprobe's addition." if added else ""))
     index.append("\n## Tables\n")
     index.append(_correction_line(correct, intervals, tables) + "\n")
+    n_done = 0
     for name, build in tables.TABLES.items():
         if name == "examples":
             df = build(results, examples)
@@ -449,13 +770,17 @@ def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
             df = build(results)
         if df.empty:
             index.append(f"- table_{name}: empty for these results")
+            say(f"table {n_done + 1}/{n_tables}: table_{name} empty for these results")
+            n_done += 1
             continue
         caption = tables.caption(name, df)
-        for suffix, text in ((".md", f"{caption}\n\n{tables.to_markdown(df)}"),
-                             (".tex", tables.to_latex(df, caption))):
-            path = out / f"table_{name}{suffix}"
-            atomic_write_text(path, text)
-            written.append(path)
+        files = {out / f"table_{name}{suffix}": text.encode("utf-8") for suffix, text in (
+            (".md", f"{caption}\n\n{tables.to_markdown(df)}"),
+            (".tex", tables.to_latex(df, caption)))}
+        put(files)
+        written += files
+        n_done += 1
+        say(f"table {n_done}/{n_tables}: table_{name}")
         missing = df.attrs.get("missing")
         index.append(f"- `table_{name}`: {caption}"
                      + (f" (not in these results: {', '.join(missing)})" if missing else ""))
@@ -464,17 +789,18 @@ def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
                            intervals=intervals)
         caption = (f"{tables.CAPTIONS['layers']}; {'NC' if view.level == 'nc' else 'sentence'} "
                    f"level, {view.space} space ({df.attrs['note']})")
-        for suffix, text in ((".md", f"{caption}\n\n{tables.to_markdown(df)}"),
-                             (".tex", tables.to_latex(df, caption))):
-            path = out / f"table_{LAYERS_TABLE}{suffix}"
-            atomic_write_text(path, text)
-            written.append(path)
+        files = {out / f"table_{LAYERS_TABLE}{suffix}": text.encode("utf-8")
+                 for suffix, text in ((".md", f"{caption}\n\n{tables.to_markdown(df)}"),
+                                      (".tex", tables.to_latex(df, caption)))}
+        put(files)
+        written += files
         index.append(f"- `table_{LAYERS_TABLE}`: {caption}. Not a table of the study: "
                      "ncprobe's addition.")
+        say(f"table {n_tables}/{n_tables}: table_{LAYERS_TABLE}")
     if provenance:
         index.append("\n" + provenance.rstrip("\n"))
     readme = out / "README.md"
-    atomic_write_text(readme, "\n".join(index) + "\n")
+    put({readme: ("\n".join(index) + "\n").encode("utf-8")})
     written.append(readme)
     return written
 

@@ -11,6 +11,7 @@ from typing import Sequence
 
 from .config import RunConfig, is_lang
 from .encoders.registry import MODELS, availability, offline_models, study_models
+from .errors import UsageError
 from .pipeline import compute, run_dir
 from .results import Results
 from .schema import LANGS
@@ -29,7 +30,8 @@ class Reproduction:
     results: Results | None
     ran: list[tuple[str, str, str]]       # (model, lang, results directory)
     skipped: list[tuple[str, str, str]]   # (model, lang, why)
-    #: what was run otherwise than asked: ``layers`` left out for models without layers
+    #: what was run otherwise than asked: ``layers`` left out for models without layers,
+    #: ``device`` for models that run on no device (or only on another)
     notes: list[str] = field(default_factory=list)
 
 
@@ -56,27 +58,42 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
             :meth:`~ncprobe.results.Results.to_parquet`); without it, such a directory stops
             the reproduction before any model runs.
         options: :class:`~ncprobe.config.RunConfig` fields shared by every run (``contexts``,
-            ``n_boot``, ``seed``, ``standardise``, ``layers`` ...). ``layers`` applies to the
-            models that have layers (transformers, :func:`takes_layers`); the others (static
-            vectors, ELMo, API embedders) run without it, and
-            :attr:`Reproduction.notes` says so.
+            ``n_boot``, ``seed``, ``standardise``, ``layers``, ``device`` ...). ``layers``
+            applies to the models that have layers (transformers, :func:`takes_layers`), and
+            ``device`` to those that run on one (transformers and ELMo; static vectors to
+            ``cpu`` only; :func:`takes_option`); the others run without it, and
+            :attr:`Reproduction.notes` says so. The availability of a model that needs a GPU
+            takes the ``device`` given: ``device="cpu"`` runs it on the CPU.
     """
     from .errors import ModelUnavailableError
-    from .results import check_target
+    from .results import check_target, check_writable
 
     models = list(models) if models else default_models()
+    for what, given in (("model", models), ("language", list(langs))):
+        twice = sorted({m for m in given if given.count(m) > 1})
+        if twice:  # two runs of one model and language would be one cell twice
+            raise UsageError(f"{what} {', '.join(map(repr, twice))} given twice; name each "
+                             f"{what} once")
     ran, skipped, parts = [], [], []
-    notes = [f"{model} ({lang}): layers={options['layers']!r} does not apply (no layers); run "
-             "with its one view" for model in models for lang in langs
-             if options.get("layers") is not None and not takes_layers(model, lang)]
+    notes = []
+    for model in models:
+        for lang in langs:
+            if options.get("layers") is not None and not takes_layers(model, lang):
+                notes.append(f"{model} ({lang}): layers={options['layers']!r} does not apply "
+                             "(no layers); run with its one view")
+            if options.get("device") is not None and not takes_option(
+                    model, lang, "device", options["device"]):
+                notes.append(f"{model} ({lang}): device={options['device']!r} does not apply "
+                             "(it runs on no device, or only on another); run without it")
     # refuse to replace another run before spending any time computing
     for model in models:
         for lang in langs:
             spec = MODELS.get(model)
             if spec is None or spec.covers(lang):
                 cfg = _run_config(model, lang, options)
-                check_target(run_dir(results_dir, model, lang, cfg), cfg.to_dict(),
-                             overwrite=overwrite)
+                out = run_dir(results_dir, model, lang, cfg)
+                check_target(out, cfg.to_dict(), overwrite=overwrite)
+                check_writable(out)  # a read-only or unwritable results_dir: exit 6 now
 
     def skip(model, lang, why):
         skipped.append((model, lang, why))
@@ -85,7 +102,10 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
 
     for model in models:
         for lang in langs:
-            why = availability(model, lang, device=options.get("device"))
+            device = options.get("device")
+            if device is not None and not takes_option(model, lang, "device", device):
+                device = None  # not passed to this model (a note says so)
+            why = availability(model, lang, device=device)
             if why:
                 skip(model, lang, why)
                 continue
@@ -106,6 +126,15 @@ def takes_layers(model: str, lang: str) -> bool:
     """Whether ``layers`` changes the vectors of ``model`` (its encoder class lists the option:
     transformers), as :func:`~ncprobe.encoders.registry.load_encoder` would decide; nothing is
     loaded. A name that does not resolve counts as taking it (its run says what is wrong)."""
+    return takes_option(model, lang, "layers", None)
+
+
+def takes_option(model: str, lang: str, option: str, value: object) -> bool:
+    """Whether ``option`` (``layers``, ``device``) with ``value`` applies to ``model`` in
+    ``lang``, as :func:`~ncprobe.encoders.registry.check_options` would decide: its encoder
+    class lists the option for any value, or for this one (static vectors: ``device`` ``cpu``
+    only). ``value`` ``None``: whether it takes any value. Nothing is loaded; a name that does
+    not resolve counts as taking it (its run says what is wrong)."""
     from .encoders.registry import _resolve
     from .errors import NcprobeError
 
@@ -114,14 +143,21 @@ def takes_layers(model: str, lang: str) -> bool:
     except (NcprobeError, ValueError):
         return True
     accepts = getattr(target.cls, "OPTIONS", {})
-    return "layers" in accepts and accepts["layers"] is None and "layers" not in target.drop
+    if option not in accepts or option in target.drop:
+        return False
+    allowed = accepts[option]
+    return allowed is None or (value is not None and str(value).lower() in allowed)
 
 
 def _run_config(model: str, lang: str, options: dict) -> RunConfig:
     """The RunConfig of one run; a language the NCIMP data lacks is refused. ``layers`` is
-    left out for a model without layers (:func:`takes_layers`)."""
+    left out for a model without layers (:func:`takes_layers`), ``device`` for one it does not
+    apply to (:func:`takes_option`)."""
     if not is_lang(lang):
         raise ValueError(f"unknown language {lang!r}; NCIMP has {', '.join(LANGS)}")
     if options.get("layers") is not None and not takes_layers(model, lang):
         options = {k: v for k, v in options.items() if k != "layers"}
+    if options.get("device") is not None and not takes_option(model, lang, "device",
+                                                              options["device"]):
+        options = {k: v for k, v in options.items() if k != "device"}
     return RunConfig(model=model, lang=lang, **options)

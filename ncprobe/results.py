@@ -30,18 +30,27 @@ with one column per measure.
 
 ``meta`` holds, per run, the RunConfig, the encoder fingerprint, package
 versions, the git blob ids of the data files read, and notes (counts of
-everything undefined or tolerated).
+everything undefined or tolerated); right after ``compute`` also how that computation
+went (:data:`RUN_LOG_KEYS`), which is not written.
 
 A results directory is written as one unit (:meth:`Results.to_parquet`): into a
 fresh temporary directory beside the target, which is then renamed into place.
 Its ``run.json`` and every table (parquet schema metadata ``ncprobe.run_id``)
-carry the same run id, a hash of the content, and :meth:`Results.from_parquet`
-refuses a directory whose tables do not all carry the id of its ``run.json``.
+carry the same run id, a hash of the content: of each table's rows (its digest, kept in
+``run.json``) and of the runs' metadata. It depends only on what determines the numbers
+(data, config, model fingerprint, package versions, results format), never on how the
+run went (:data:`RUN_LOG_KEYS`: how many items were encoded now, cache shards discarded),
+so the same computation gives the same id and byte-identical files, with a cold cache or
+a warm one. :meth:`Results.from_parquet` checks every table's columns and value types,
+recomputes the run id and the SHA-256 of every file, and refuses a directory that was
+edited since ncprobe wrote it, naming what differs (unless ``accept_edited=True``: then
+every run's ``meta["edited"]`` names it and :meth:`Results.summary` says so first).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -66,6 +75,8 @@ from .schema import (
     MEASURES,
     NC_KEYS,
     RATIO,
+    RESULT_COLUMNS,
+    RESULT_NUMERIC_COLUMNS,
     RESULT_TABLES,
     SPACES,
     Analysis,
@@ -86,10 +97,18 @@ log = logging.getLogger(__name__)
 #: The tables of a Results (the module doc describes them), in the order they are written
 #: (:data:`ncprobe.schema.RESULT_TABLES`, also ``ncprobe.TABLES``).
 TABLES = RESULT_TABLES
-#: 2: run id in run.json and in every table; 1 (ncprobe <= 0.1): no run id, still read.
-RESULTS_FORMAT = 2
-_READABLE_FORMATS = (1, 2)
+#: 3: run id in run.json and in every table, and each table's digests in run.json: what was
+#: written is checked when read. Still read, with a warning that they cannot be checked:
+#: 2 (ncprobe 0.2: run id in run.json and in every table, no digests) and 1 (ncprobe <= 0.1:
+#: no run id).
+RESULTS_FORMAT = 3
+_READABLE_FORMATS = (1, 2, 3)
 RUN_ID_KEY = b"ncprobe.run_id"
+#: Keys of a run's ``meta`` that say how this computation went, not what it computed: how
+#: many items were encoded now (the others came from the embedding cache) and the cache
+#: shards found unusable (:attr:`Results.notes` lists them). They are kept in memory only:
+#: never written to ``run.json``, never part of the run id.
+RUN_LOG_KEYS = ("encoded", "cache_problems")
 #: RunConfig fields that say where and how fast a run ran, not what it computed: they do not
 #: make a different run (nor a different default directory name).
 NOT_IDENTITY = ("batch_size", "device")
@@ -104,6 +123,10 @@ SELECT_FILTERS = ("model", "lang", "space", "layers", "level", "context", "measu
                   "cls", "probe", "analysis")
 #: What makes a row of :meth:`Results.wide`: one NC in one condition.
 WIDE_KEYS = list(NC_KEYS)
+#: A cell: the columns that say which statistic a row belongs to (besides the NC). Two runs
+#: that hold rows of one cell are never joined (:meth:`Results.concat`).
+CELL_KEYS: tuple[str, ...] = ("model", "lang", "space", "layers", "level", "context",
+                              "measure")
 
 
 @dataclass
@@ -127,21 +150,20 @@ class Results:
 
     @property
     def notes(self) -> list[str]:
+        """Every run's notes (``model/lang: note``), then the cache shards this computation
+        found unusable (not written with the results: see :data:`RUN_LOG_KEYS`)."""
         return [f"{m['config']['model']}/{m['config']['lang']}: {n}" for m in self.meta
-                for n in m.get("notes", [])]
+                for n in [*m.get("notes", []), *m.get("cache_problems", [])]]
 
     def run_id(self) -> str:
-        """A hash of every table and of ``meta``: equal results give equal ids."""
-        h = hashlib.sha256()
-        h.update(json.dumps(self.meta, sort_keys=True, ensure_ascii=False, default=str).encode())
-        for name in TABLES:
-            df = getattr(self, name)
-            h.update(f"\0{name}\0{list(df.columns)}\0{[str(t) for t in df.dtypes]}".encode())
-            try:
-                h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
-            except TypeError:  # unhashable cells (lists...): hash their text instead
-                h.update(df.to_csv(index=False).encode())
-        return h.hexdigest()[:32]
+        """A hash of every table's rows and of ``meta`` (less :data:`RUN_LOG_KEYS`): equal
+        results give equal ids, however they were computed."""
+        return _run_id(self._table_entries(), _stored_meta(self.meta))
+
+    def _table_entries(self) -> dict[str, dict]:
+        """Per table, what the run id is made of: its rows and its content digest."""
+        return {name: {"rows": len(getattr(self, name)),
+                       "content": _table_digest(getattr(self, name))} for name in TABLES}
 
     def to_parquet(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write every table as ``<table>.parquet`` and the metadata as ``run.json`` into ``path``.
@@ -149,7 +171,12 @@ class Results:
         The directory is written as one unit: into a fresh temporary directory beside
         ``path``, then swapped in under a lock on the parent directory (the previous
         directory is renamed aside and removed), so readers see the old results or the
-        new, never a mixture, and two runs writing the same ``path`` never collide.
+        new, never a mixture, and two runs writing the same ``path`` never collide. What a
+        killed write of ``path`` left beside it is tidied first (see :func:`_tidy_leftovers`).
+        ``run.json`` holds the run id and each table's digests (:meth:`from_parquet` checks
+        them); how this computation went (:data:`RUN_LOG_KEYS`) is not written. The
+        directory and its files get the modes a plain ``mkdir``/``open`` would give under
+        the umask (0755/0644 under umask 022).
 
         Args:
             path: the results directory.
@@ -160,36 +187,58 @@ class Results:
         Raises:
             UsageError: ``path`` holds a different run and ``overwrite`` is false, or it is
                 not an ncprobe results directory.
+            OutputError: ``path`` cannot be written (a read-only file system, a full disk,
+                no permission, a file where a directory is needed); nothing was changed.
         """
+        from ._io import UNWRITABLE_ERRNOS, output_error
+
+        try:
+            target = Path(path).expanduser().resolve()  # a link as --out: write where it points
+        except RuntimeError as e:  # Python < 3.13: a symbolic-link loop
+            raise output_error(OSError(errno.ELOOP, str(e)), path,
+                               what="results directory") from None
+        try:
+            return self._write_dir(target, overwrite)
+        except OSError as e:
+            if e.errno not in UNWRITABLE_ERRNOS:
+                raise
+            raise output_error(e, target, what="results directory") from e
+
+    def _write_dir(self, target: Path, overwrite: bool) -> Path:
+        """:meth:`to_parquet` into the resolved ``target`` (OSErrors left to the caller)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from ._io import dir_lock
+        from ._io import dir_lock, file_sha256
 
-        target = Path(path).expanduser().resolve()  # a link as --out: write where it points
         parent = target.parent
         parent.mkdir(parents=True, exist_ok=True)
+        with dir_lock(parent):  # no swap of another writer halfway through meanwhile
+            _tidy_leftovers(parent, target.name)
         check_target(target, self.meta, overwrite=overwrite)  # early: before any writing
-        run_id = self.run_id()
-        _remove_stale_temps(parent, target.name)
-        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp"))
+        runs = _stored_meta(self.meta)
+        frames = {name: getattr(self, name) for name in TABLES}
+        tables = self._table_entries()
+        run_id = _run_id(tables, runs)
+        tmp: Path | None = None
         aside = None
         writing = contextlib.ExitStack()
         try:
             # locked while written: another writer never takes it for a killed run's leftover
-            writing.enter_context(dir_lock(tmp))
+            tmp = _locked_temp_dir(parent, target.name, writing)
             for name in TABLES:
-                table = pa.Table.from_pandas(getattr(self, name), preserve_index=False)
+                table = pa.Table.from_pandas(frames[name], preserve_index=False)
                 table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                                        RUN_ID_KEY: run_id.encode()})
                 with open(tmp / f"{name}.parquet", "wb") as fh:
                     pq.write_table(table, fh)
                     fh.flush()
                     os.fsync(fh.fileno())
+                tables[name]["sha256"] = file_sha256(tmp / f"{name}.parquet")
             with open(tmp / "run.json", "w", encoding="utf-8") as fh:
                 fh.write(json.dumps({"format": RESULTS_FORMAT, "run_id": run_id,
-                                     "runs": self.meta}, indent=2, ensure_ascii=False,
-                                    default=str) + "\n")
+                                     "tables": tables, "runs": runs}, indent=2,
+                                    ensure_ascii=False) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
             with dir_lock(parent):  # the check and the swap as one step among ncprobe writers
@@ -202,7 +251,8 @@ class Results:
             if aside is not None and not os.path.lexists(target):
                 os.rename(aside, target)  # failed between the two renames: put it back
                 aside = None
-            shutil.rmtree(tmp, ignore_errors=True)  # our own fresh directory, nothing else
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)  # our own fresh directory, nothing else
             raise
         finally:
             writing.close()
@@ -211,15 +261,36 @@ class Results:
         return target
 
     @classmethod
-    def from_parquet(cls, path: str | Path) -> "Results":
-        """Read what :meth:`to_parquet` wrote.
+    def from_parquet(cls, path: str | Path, *, accept_edited: bool = False) -> "Results":
+        """Read what :meth:`to_parquet` wrote, and check that it is what ncprobe wrote.
+
+        Every table must have the columns ncprobe writes (:data:`ncprobe.schema.RESULT_COLUMNS`),
+        numbers where it writes numbers, and every run of ``run.json`` its ``config`` with
+        ``model`` and ``lang``. The run id is recomputed from ``run.json`` and the SHA-256 of
+        every table compared with the digest ``run.json`` holds for it, so a table or a
+        ``run.json`` edited since ncprobe wrote it (values changed, rows dropped, a table
+        rewritten by pandas, the config changed) is refused, naming what differs. Results
+        directories of formats 1 and 2 (older ncprobe) hold no digests: they are read with
+        a warning that their content cannot be checked.
+
+        Args:
+            path: the results directory.
+            accept_edited: read a directory edited on purpose: what differs is logged as a
+                warning and named in every run's ``meta["edited"]``, and
+                :meth:`summary` (and a report of it) says so on its first lines. Columns,
+                value types and ``run.json``'s keys are checked all the same.
 
         Raises:
             UsageError: ``path`` is not a results directory (no ``run.json``).
-            DataError: ``run.json`` or a table is unreadable or missing, the format is
-                unknown, or the tables do not all belong to the run of ``run.json``.
+            DataError: ``run.json`` or a table is unreadable, missing or damaged (a column
+                missing, text where numbers belong, a run without its ``config``), the
+                format is unknown, or (unless ``accept_edited``) the directory was edited
+                since ncprobe wrote it or holds tables of different runs.
         """
+        import pyarrow as pa
         import pyarrow.parquet as pq
+
+        from ._io import file_sha256
 
         src = Path(path)
         meta_file = src / "run.json"
@@ -233,46 +304,133 @@ class Results:
                             f"{', '.join(map(str, _READABLE_FORMATS))}: recompute the results "
                             "with this version, or read them with the ncprobe that wrote them",
                             file=str(meta_file))
+        _check_runs(meta["runs"], meta_file)
         run_id = meta.get("run_id")
         if fmt >= 2 and not isinstance(run_id, str):
             raise DataError("no run_id: the file was edited or damaged; recompute the results",
                             file=str(meta_file))
-        if fmt == 1:
-            log.warning("%s was written by an older ncprobe (results format 1, no run id): "
-                        "nothing shows whether all its tables come from one run; recompute "
-                        "it to be sure", src)
-        tables, owners = {}, {}
+        stored = meta.get("tables") if fmt >= 3 else None
+        if fmt >= 3 and not _digests_ok(stored):
+            raise DataError("no digest for every table (key 'tables'): the file was edited or "
+                            "damaged; recompute the results", file=str(meta_file))
+        if fmt < 3:
+            log.warning("%s was written by an older ncprobe (results format %s, %s): nothing "
+                        "shows whether its content is what ncprobe wrote; recompute it to be "
+                        "sure", src, fmt, "no run id" if fmt == 1 else "no digests")
+        edited: dict[str, str] = {}  # file -> how it differs from what ncprobe wrote
+        if stored is not None and _run_id({n: {"rows": stored[n]["rows"],
+                                                "content": stored[n]["content"]}
+                                            for n in TABLES}, meta["runs"], fmt) != run_id:
+            edited["run.json"] = "its runs or digests no longer give its run id"
+        tables, strays = {}, {}
         for name in TABLES:
             f = src / f"{name}.parquet"
             if not f.is_file():
                 raise DataError(f"{f.name} is missing: the results directory is incomplete; "
                                 "recompute it", file=str(f))
             try:
-                if fmt >= 2:
-                    got = (pq.read_schema(f).metadata or {}).get(RUN_ID_KEY)
-                    owners[f.name] = got.decode() if got else None
+                owner = (pq.read_schema(f).metadata or {}).get(RUN_ID_KEY)
                 tables[name] = pd.read_parquet(f)
-            except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+                digest = file_sha256(f) if stored is not None else None
+            except (OSError, ValueError, TypeError, pa.ArrowException) as e:
                 raise DataError(f"cannot be read as parquet ({e}); recompute the results",
                                 file=str(f)) from None
-        stray = {n: o for n, o in owners.items() if o != run_id}
-        if stray:
-            listed = "; ".join(f"{n}: {o or 'no run id'}" for n, o in sorted(stray.items()))
-            raise DataError(
-                f"tables of different runs in one directory: run.json belongs to run {run_id}, "
-                f"but {listed}. It was written by two runs at once or by an interrupted write "
-                "of an older ncprobe; recompute it", file=str(src))
-        return cls(**tables, meta=meta["runs"])
+            _check_table(name, tables[name], f)
+            if fmt < 2:
+                continue
+            if owner is None:  # e.g. df.to_parquet: pandas keeps no metadata of ncprobe's
+                edited[f.name] = ("rewritten by another program: ncprobe's run id is gone "
+                                  "from its parquet metadata")
+            elif owner.decode(errors="replace") != run_id:
+                strays[f.name] = owner.decode(errors="replace")
+            elif stored is not None and digest != stored[name]["sha256"]:
+                rows, now = stored[name]["rows"], len(tables[name])
+                edited[f.name] = ("its content differs from the digest in run.json: "
+                                  + (f"ncprobe wrote {rows} rows, it holds {now}" if rows != now
+                                     else f"the same {rows} rows, other values"))
+        problems = []
+        if strays:
+            listed = "; ".join(f"{n}: {o}" for n, o in strays.items())
+            problems.append(f"tables of different runs in one directory: run.json belongs to "
+                            f"run {run_id}, but {listed} (copied from another results "
+                            "directory, or written by two runs at once or by an interrupted "
+                            "write of an older ncprobe)")
+        if edited:
+            problems.append("edited since ncprobe wrote it: "
+                            + "; ".join(f"{n} ({why})" for n, why in edited.items()))
+        runs = meta["runs"]
+        if problems and not accept_edited:
+            raise DataError(". ".join(problems) + ". Recompute the results, or read them as "
+                            "edited with --accept-edited-results (Python: "
+                            "Results.from_parquet(path, accept_edited=True))", file=str(src))
+        if problems:
+            log.warning("%s: %s; read as edited (accept_edited)", src, ". ".join(problems))
+            what = sorted({*strays, *edited})
+            runs = [{**m, "edited": list(dict.fromkeys([*m.get("edited", []), *what]))}
+                    for m in runs]
+        return cls(**tables, meta=runs)
 
     @classmethod
-    def concat(cls, results: list["Results"]) -> "Results":
-        """Several runs (models, languages) as one Results."""
+    def concat(cls, results: Sequence["Results"], *,
+               sources: Sequence[str | os.PathLike] | None = None) -> "Results":
+        """Several runs (models, languages, layer views, context groups) as one Results.
+
+        Never two runs of one cell: two of ``results`` that hold rows of the same cell
+        (:data:`CELL_KEYS`: model, lang, space, layer view, level, context, measure; in any
+        table) would be pooled by every statistic drawn from the joined tables (each NC
+        counted twice, or the two runs' values mixed), so they are refused, whether they are
+        different runs (a rerun with other options, two models of one name) or the same run
+        twice (a copy of a results directory).
+
+        Args:
+            results: the runs to join, in the order their models are shown.
+            sources: what each of ``results`` is called in an error (e.g. its results
+                directory); default ``input 1``, ``input 2`` ...
+
+        Raises:
+            UsageError: nothing to join, ``sources`` of another length, or two of
+                ``results`` hold the same cell (the message names both, the cell, and how
+                their runs differ).
+        """
+        results = list(results)
         if not results:
-            raise ValueError("nothing to concatenate")
+            raise UsageError("nothing to concatenate: give at least one Results")
+        names = ([str(s) for s in sources] if sources is not None else
+                 [f"input {i + 1}" for i in range(len(results))])
+        if len(names) != len(results):
+            raise UsageError(f"{len(names)} sources for {len(results)} results: give one per "
+                             "Results")
+        _refuse_pooling(results, names)
         tables = {f.name: pd.concat([getattr(r, f.name) for r in results], ignore_index=True)
                   for f in fields(cls) if f.name != "meta"}
         tables["ncs"] = tables["ncs"].drop_duplicates(["lang", "nc"], ignore_index=True)
         return cls(**tables, meta=[m for r in results for m in r.meta])
+
+    def check_one_run_per_cell(self, what: str = "these results") -> None:
+        """Refuse results whose ``measures`` hold one NC of one cell more than once.
+
+        :meth:`concat` never joins two runs of a cell; tables joined by other means (e.g.
+        ``pandas.concat`` of two runs' tables) may, and every statistic drawn from them would
+        count those NCs twice. :func:`~ncprobe.report.write_report` and
+        :func:`~ncprobe.comparison.compare` check this first.
+
+        Raises:
+            UsageError: naming the first such NC and cell and how many rows repeat.
+        """
+        m = self.measures
+        keys = [k for k in (*CELL_KEYS, "nc") if k in m.columns]
+        if m.empty or "nc" not in keys:
+            return
+        twice = m.duplicated(keys, keep=False)
+        if not twice.any():
+            return
+        r = m[twice].iloc[0]
+        cell = ", ".join(f"{k} {r[k]}" for k in keys)
+        raise UsageError(
+            f"{what} hold the per-NC measures of one cell more than once ({cell}; "
+            f"{int(twice.sum())} rows in all): two runs pooled as one, which would count "
+            "these NCs twice. Join runs with Results.concat (it refuses two runs of one "
+            "cell), or select one run first")
 
     def select(self, table: Table | None = None, *, model: Filter = None, lang: Filter = None,
                space: Space | Sequence[Space] | None = None, layers: Filter = None,
@@ -396,13 +554,18 @@ class Results:
         The ratio ``Sim_R|Syn/Sim_R|WordsSyn`` (heavy-tailed) also gets its median and
         inter-quartile range over the NCs, from the ``measures`` table. A run computed on
         data files that differ from their pin (``--accept-modified-data``) is announced on
-        the first lines, one per file.
+        the first lines, one per file, after results read although edited since ncprobe
+        wrote them (``from_parquet(accept_edited=True)``: ``meta["edited"]``), one per run.
         """
         from .tables import CORRECTION_NAMES, correction_note
 
         correction_note(correct, 0)  # an unknown correction: refused before any work
         lines = []
         for m in self.meta:  # first, where it cannot be missed
+            if m.get("edited"):
+                lines.append(f"EDITED RESULTS ({m['config']['model']}/{m['config']['lang']}): "
+                             f"{', '.join(m['edited'])} edited since ncprobe wrote it (read "
+                             "with accept_edited): these numbers are not what ncprobe computed")
             for rel, blob in (m.get("modified_data") or {}).items():
                 lines.append(f"MODIFIED DATA ({m['config']['model']}/{m['config']['lang']}): "
                              f"{rel} (git blob {blob['blob']}, pinned {blob['pinned']})")
@@ -554,6 +717,90 @@ def _read_run_json(meta_file: Path) -> dict:
     return meta
 
 
+def _table_digest(df: pd.DataFrame) -> str:
+    """SHA-256 of a table's content: its columns, their types and every row, in order."""
+    h = hashlib.sha256()
+    h.update(f"{list(df.columns)}\0{[str(t) for t in df.dtypes]}\0".encode())
+    try:
+        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    except TypeError:  # unhashable cells (lists...): hash their text instead
+        h.update(df.to_csv(index=False).encode())
+    return h.hexdigest()
+
+
+def _stored_meta(meta: list[dict]) -> list[dict]:
+    """The runs' metadata as ``run.json`` holds it: less :data:`RUN_LOG_KEYS`, in JSON's
+    types (tuples as lists, paths as text), so that what is hashed is what is read back."""
+    kept = [{k: v for k, v in m.items() if k not in RUN_LOG_KEYS} for m in meta]
+    return json.loads(json.dumps(kept, ensure_ascii=False, default=str))
+
+
+def _run_id(tables: dict[str, dict], runs: list[dict], fmt: int = RESULTS_FORMAT) -> str:
+    """The run id: a hash of the results format, each table's rows and content digest, and
+    the runs' metadata (as :func:`_stored_meta` gives it)."""
+    text = json.dumps({"format": fmt, "tables": tables, "runs": runs},
+                      sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _digests_ok(stored) -> bool:
+    """``run.json``'s ``tables``: for every table its rows, content digest and file SHA-256."""
+    return isinstance(stored, dict) and all(
+        isinstance(stored.get(n), dict) and isinstance(stored[n].get("rows"), int)
+        and all(isinstance(stored[n].get(k), str) for k in ("content", "sha256"))
+        for n in TABLES)
+
+
+def _check_runs(runs: list, meta_file: Path) -> None:
+    """Refuse a ``run.json`` whose runs lack what every reader of them needs."""
+    for i, m in enumerate(runs, start=1):
+        where = f"run {i} of {len(runs)}"
+        if not isinstance(m, dict):
+            raise DataError(f"{where} is not an object of run metadata; the file is damaged "
+                            "or was edited: recompute the results", file=str(meta_file))
+        cfg = m.get("config")
+        if not isinstance(cfg, dict):
+            raise DataError(f"{where} has no 'config' (the options it was computed with); the "
+                            "file is damaged or was edited: recompute the results",
+                            file=str(meta_file))
+        for key in ("model", "lang"):
+            if not isinstance(cfg.get(key), str):
+                raise DataError(f"{where}: 'config' has no {key!r}; the file is damaged or "
+                                "was edited: recompute the results", file=str(meta_file))
+        if not isinstance(m.get("notes", []), list):
+            raise DataError(f"{where}: 'notes' is not a list; the file is damaged or was "
+                            "edited: recompute the results", file=str(meta_file))
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.number, np.bool_)) and not isinstance(v, str)
+
+
+def _check_table(name: str, df: pd.DataFrame, file: Path) -> None:
+    """Refuse a table without the columns ncprobe writes, or with text where it writes numbers
+    (:data:`ncprobe.schema.RESULT_NUMERIC_COLUMNS`): every statistic drawn from it would fail
+    or be wrong."""
+    missing = [c for c in RESULT_COLUMNS[name] if c not in df.columns]
+    if missing:
+        raise DataError(f"no column {', '.join(map(repr, missing))} (the {name} table has "
+                        f"{', '.join(RESULT_COLUMNS[name])}); the table is damaged or was "
+                        "edited: recompute the results", file=str(file))
+    for col in RESULT_COLUMNS[name]:
+        if col not in RESULT_NUMERIC_COLUMNS:
+            continue
+        values = df[col]
+        if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        bad = values[values.notna() & ~values.map(_is_number).astype(bool)]
+        if len(bad):  # e.g. text: an empty table's columns of no type are fine
+            at = int(np.flatnonzero(values.index == bad.index[0])[0]) + 1
+            kind = "text" if isinstance(bad.iloc[0], str) else type(bad.iloc[0]).__name__
+            raise DataError(f"holds {kind} where ncprobe writes numbers ({bad.iloc[0]!r} in "
+                            f"row {at}; {len(bad)} such rows); "
+                            "the table is damaged or was edited: recompute the results",
+                            file=str(file), column=col)
+
+
 def _check_present(table: str, col: str, values: list[str], present: list[str]) -> None:
     """Raise ValueError for the values of a :meth:`Results.select` filter not in the table."""
     bad = [v for v in values if v not in present]
@@ -649,6 +896,31 @@ def inspect_dir(path: str | Path) -> tuple[str, str, list[dict]]:
     return "results", "", meta["runs"]
 
 
+def check_writable(path: str | Path) -> None:
+    """Refuse, before any work, a results directory that :meth:`Results.to_parquet` could not
+    write: a directory is created and removed where it would write (beside ``path``; in the
+    nearest existing directory above it when its parent does not exist yet).
+
+    Raises:
+        OutputError: naming ``path`` and the cause (a read-only file system, no permission,
+            a file where a directory is needed, a link loop).
+    """
+    from ._io import output_error
+
+    try:
+        target = Path(path).expanduser().resolve()
+    except RuntimeError as e:  # Python < 3.13: a symbolic-link loop
+        raise output_error(OSError(errno.ELOOP, str(e)), path,
+                           what="results directory") from None
+    where = target.parent
+    while not os.path.lexists(where) and where != where.parent:
+        where = where.parent
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=where, prefix=f".{target.name}.", suffix=".probe"))
+    except OSError as e:  # whatever the cause, nothing can be written there
+        raise output_error(e, path, what="results directory") from e
+
+
 def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool = False) -> None:
     """Refuse to write a run into ``path`` when that would replace something it must not.
 
@@ -681,32 +953,102 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
                      "--out")
 
 
-def _remove_stale_temps(parent: Path, name: str) -> None:
-    """Remove what a killed :meth:`Results.to_parquet` of ``name`` left: its temporary directory.
+def _only_results_files(path: str) -> bool:
+    """Whether a directory holds nothing but files a results directory holds (or nothing)."""
+    return all(c.is_file(follow_symlinks=False)
+               and (c.name in _RESULT_FILES or _OLD_TEMP_RE.match(c.name))
+               for c in os.scandir(path))
 
-    Only unlocked directories named as ``to_parquet`` names them (``.<name>.<8 chars>.tmp``)
-    and holding some results files and nothing else are removed: a writer locks its directory
-    before it writes the first file, so one being written is locked, or still empty.
+
+def _remove_files_and_dir(path: str) -> None:
+    for c in os.scandir(path):
+        with contextlib.suppress(FileNotFoundError):  # another writer tidying it too
+            os.unlink(c.path)
+    os.rmdir(path)
+
+
+def _tidy_leftovers(parent: Path, name: str) -> None:
+    """Tidy what killed :meth:`Results.to_parquet` writes of ``parent/name`` left beside it.
+
+    Called with ``parent`` locked (:func:`~ncprobe._io.dir_lock`), so that no other writer is
+    between the two renames of its swap. Only directories named as ``to_parquet`` names them
+    and holding nothing but results files (or nothing) are touched; anything else is left
+    and named in a warning.
+
+    * ``.<name>.<8 chars>.tmp``: a temporary directory. A writer holds its lock from right
+      after creating it until it is renamed into place, so an unlocked one is a killed write's,
+      and is removed, empty or partly written. (A writer whose fresh directory is removed in
+      the instant before it locks it makes another: :func:`_locked_temp_dir`.)
+    * ``.<name>.old-<12 hex>``: a previous run moved aside. Beside an existing ``name`` the
+      swap happened and the removal was cut short: removed, whole or partly removed. With no
+      ``name``, the write was killed between its two renames and this is the previous run:
+      put back as ``name`` (when it is whole and alone), so that it is replaced only as any
+      results directory is (the same run, or ``overwrite``).
     """
     from ._io import LockBusy, dir_lock
 
     if os.name == "nt":  # no directory locks there (see dir_lock): never guess
         return
-    pattern = re.compile(rf"^\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp$")
-    for entry in os.scandir(parent):
-        if not pattern.match(entry.name) or not entry.is_dir(follow_symlinks=False):
+    tmp_re = re.compile(rf"^\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp$")
+    old_re = re.compile(rf"^\.{re.escape(name)}\.old-[0-9a-f]{{12}}$")
+    entries = sorted((e for e in os.scandir(parent) if e.is_dir(follow_symlinks=False)),
+                     key=lambda e: e.name)
+    for entry in entries:
+        if not tmp_re.match(entry.name):
             continue
         try:
             with dir_lock(entry.path, blocking=False):
-                children = list(os.scandir(entry.path))
-                if children and all(c.is_file(follow_symlinks=False)
-                                    and c.name in _RESULT_FILES for c in children):
-                    for c in children:
-                        os.unlink(c.path)
-                    os.rmdir(entry.path)
+                if _only_results_files(entry.path):
+                    _remove_files_and_dir(entry.path)
                     log.info("removed %s, left by an interrupted write", entry.path)
+                else:
+                    log.warning("left %s in place: it holds files ncprobe does not write "
+                                "there", entry.path)
         except (LockBusy, FileNotFoundError):
             continue  # being written now, or removed by another writer meanwhile
+    olds = [Path(e.path) for e in entries if old_re.match(e.name)]
+    target = parent / name
+    if olds and not os.path.lexists(target):
+        whole = [p for p in olds if inspect_dir(p)[0] == "results"]
+        if len(whole) == 1:
+            os.rename(whole[0], target)
+            olds.remove(whole[0])
+            log.warning("%s: put back the previous run from %s, left by a write killed "
+                        "between its two renames", target, whole[0].name)
+        else:
+            log.warning("%s is missing and %s hold(s) earlier runs moved aside by killed "
+                        "writes; left in place: rename the one to keep to %s", target,
+                        ", ".join(p.name for p in olds), name)
+            return
+    for old in olds:
+        try:
+            if _only_results_files(str(old)):
+                _remove_files_and_dir(str(old))
+                log.info("removed %s, left by an interrupted write", old)
+            else:
+                log.warning("left %s in place: it holds files ncprobe does not write there",
+                            old)
+        except FileNotFoundError:
+            continue  # removed by the writer that moved it aside, meanwhile
+
+
+def _locked_temp_dir(parent: Path, name: str, stack: contextlib.ExitStack) -> Path:
+    """A fresh temporary directory for a write of ``parent/name``, locked (the lock is held
+    until ``stack`` closes) and given the mode ``mkdir`` would give under the umask."""
+    from ._io import chmod_like_open, dir_lock
+
+    for _ in range(10):
+        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp"))
+        try:
+            stack.enter_context(dir_lock(tmp))
+        except FileNotFoundError:
+            # another writer took it for a killed write's leftover in the instant before it
+            # was locked (it was empty and unlocked) and removed it: make another
+            continue
+        chmod_like_open(tmp, directory=True)
+        return tmp
+    raise OSError(errno.EAGAIN, f"{parent}: a temporary directory for {name} was removed "
+                  "each time before it could be locked")
 
 
 def _remove_results_dir(path: Path) -> None:
@@ -757,3 +1099,135 @@ def find_results(paths) -> list[Path]:
             seen.add(resolved)
             unique.append(d)
     return unique
+
+
+def load_results(paths, *, exclude: Iterable[str | os.PathLike] = (),
+                 accept_edited: bool = False, require_match: bool = True) -> Results:
+    """The results directories named by ``paths`` (:func:`find_results`), read and joined.
+
+    What ``ncprobe report`` and ``ncprobe compare`` read. The directories are joined by
+    :meth:`Results.concat`, which never pools two runs of one cell: when two directories
+    found hold the same cell (a rerun with other options, a backup copy, two models of one
+    name) it refuses, naming both; leave one out with ``exclude``.
+
+    Args:
+        paths: results directories, or directories above them.
+        exclude: results directories to leave out, or directories above them (each must
+            leave out at least one directory found, so that a typo is not ignored).
+        accept_edited: read directories edited since ncprobe wrote them (passed to
+            :meth:`Results.from_parquet`; ``--accept-edited-results``).
+        require_match: ``False``: an ``exclude`` path may leave out nothing here (``ncprobe
+            compare`` checks its ``--exclude`` against both sides together).
+
+    Raises:
+        UsageError: as :func:`find_results`; an ``exclude`` path that does not exist or
+            leaves out nothing; every directory excluded; two directories holding one cell.
+        DataError: a damaged results directory (:meth:`Results.from_parquet`).
+    """
+    found = drop_excluded(find_results(paths), exclude, require_match=require_match)
+    runs = [Results.from_parquet(p, accept_edited=accept_edited) for p in found]
+    return runs[0] if len(runs) == 1 else Results.concat(runs, sources=found)
+
+
+def drop_excluded(found: list[Path], exclude: Iterable[str | os.PathLike], *,
+                  require_match: bool = True) -> list[Path]:
+    """``found`` less the directories at or below a path of ``exclude``.
+
+    Raises:
+        UsageError: an ``exclude`` path that does not exist, or (``require_match``) that
+            leaves out no directory of ``found``; nothing left.
+    """
+    excluded = [Path(e).expanduser() for e in exclude]
+    if not excluded:
+        return list(found)
+    missing = [str(e) for e in excluded if not os.path.lexists(e)]
+    if missing:
+        raise UsageError(f"--exclude {', '.join(missing)}: no such file or directory")
+    gone = [e.resolve() for e in excluded]
+    used: set[int] = set()
+    keep = []
+    for d in found:
+        r = d.resolve()
+        hit = {k for k, e in enumerate(gone) if r == e or e in r.parents}
+        used |= hit
+        if not hit:
+            keep.append(d)
+    unused = [str(e) for k, e in enumerate(excluded) if k not in used]
+    if unused and require_match:
+        shown = ", ".join(map(str, found[:10])) + (f" ... ({len(found)} in all)"
+                                                    if len(found) > 10 else "")
+        raise UsageError(f"--exclude {', '.join(unused)}: no results directory found is there "
+                         f"or below it (found: {shown})")
+    if not keep:
+        raise UsageError("--exclude leaves out every results directory found: nothing to read")
+    return keep
+
+
+def _refuse_pooling(results: Sequence[Results], names: Sequence[str]) -> None:
+    """Raise UsageError when two of ``results`` hold rows of one cell (:data:`CELL_KEYS`,
+    those a table has, in any table): see :meth:`Results.concat`."""
+    first: dict[tuple, int] = {}  # (table, key values...) -> the first input holding it
+    clashes: dict[tuple[int, int], list[tuple[str, list[str], tuple]]] = {}
+    for j, res in enumerate(results):
+        for table in TABLES:
+            df = getattr(res, table)
+            keys = [k for k in CELL_KEYS if k in df.columns]
+            if df.empty or "model" not in keys:
+                continue
+            cells = df[keys].drop_duplicates().astype(str)
+            for values in cells.drop_duplicates().itertuples(index=False, name=None):
+                i = first.setdefault((table, *values), j)
+                if i != j:
+                    clashes.setdefault((i, j), []).append((table, keys, values))
+    if not clashes:
+        return
+    (i, j), cells = min(clashes.items())
+    table, keys, values = next((c for c in cells if c[0] == "measures"), cells[0])
+    cell = dict(zip(keys, values, strict=True))
+    shown = ", ".join(f"{k} {v}" for k, v in cell.items())
+    count = sum(1 for c in cells if c[0] == table)
+    pairs = [f"{names[a]} and {names[b]}" for a, b in sorted(clashes)]
+    others = ("" if len(pairs) == 1 else
+              f". Also: {'; '.join(pairs[1:6])}" + (f" ... ({len(pairs)} pairs in all)"
+                                                     if len(pairs) > 6 else ""))
+    why = _how_runs_differ(results[i], results[j], cell.get("model", ""),
+                           cell.get("lang", ""))
+    raise UsageError(
+        f"{names[i]} and {names[j]} hold results of the same cell ({shown}; {count} cell(s) "
+        f"of the {table} table in all): {why}. ncprobe never pools two runs into one "
+        "statistic (each NC of those cells would count twice, or two runs' values would be "
+        "mixed). Give only one of them: ncprobe report / compare take --exclude DIR (Python: "
+        f"ncprobe.results.load_results(..., exclude=[DIR])) to leave one out{others}")
+
+
+def _run_of(res: Results, model: str, lang: str) -> dict | None:
+    """The run of ``res.meta`` that made the rows of ``model`` (and ``lang``), if one did."""
+    if len(res.meta) == 1:
+        return res.meta[0]
+
+    def name(m: dict) -> str:
+        return str(m.get("model_name") or (m.get("config") or {}).get("model"))
+    runs = [m for m in res.meta if name(m) == model]
+    if len(runs) > 1:
+        runs = [m for m in runs if str((m.get("config") or {}).get("lang")) == lang] or runs
+    return runs[0] if len(runs) == 1 else None
+
+
+def _how_runs_differ(a: Results, b: Results, model: str, lang: str) -> str:
+    """How the runs of two Results that share a cell of ``model`` / ``lang`` differ, in words."""
+    ra, rb = _run_of(a, model, lang), _run_of(b, model, lang)
+    if ra is None or rb is None:
+        return "two runs of it"
+    ia, ib = run_identity([ra])[0], run_identity([rb])[0]
+    if ia == ib:
+        return ("the same run twice (the same options, model and data: a copy of one "
+                "results directory?)")
+    diffs = [f"{k} {ia['config'].get(k)!r} in the first, {ib['config'].get(k)!r} in the second"
+             for k in sorted(set(ia["config"]) | set(ib["config"]))
+             if ia["config"].get(k) != ib["config"].get(k)]
+    for part, what in (("fingerprint", "the models differ (their fingerprints): two models "
+                                       "of one name"),
+                       ("data_sources", "the data files differ")):
+        if ia[part] != ib[part]:
+            diffs.append(what)
+    return "two different runs of it (" + "; ".join(diffs or ["their metadata differ"]) + ")"

@@ -165,6 +165,12 @@ RESULT_COLUMNS: dict[str, tuple[str, ...]] = {
     "ncs": ("lang", "nc", "cls", "comp_token", "comp_type", "comp",
             *TOKEN_SCORE_COLUMNS.values(), "head", "modifier", "syn_overlap"),
 }
+#: The columns of :data:`RESULT_COLUMNS` that hold numbers (or booleans: ``significant``,
+#: ``syn_overlap``), never text; every other column holds names (text).
+RESULT_NUMERIC_COLUMNS: frozenset[str] = frozenset({
+    "comp", "variant", "length", "cosine", "value", "n", "rho", "p", "significant", "ci_low",
+    "ci_high", "mean", "sd", "rank", "dim", "contribution", "share", "expected_cosine",
+    "comp_token", "comp_type", *TOKEN_SCORE_COLUMNS.values(), "syn_overlap"})
 
 # ---------------------------------------------------------------------------------------------
 # display labels
@@ -294,7 +300,8 @@ __all__ = [
     "MEASURES", "MEASURE_LABELS", "MEASURE_MATH_LABELS", "NATURALISTIC", "NCIMP_CONTEXTS",
     "NCS_CONTEXT", "NC_KEYS", "NEUTRAL",
     "NEUTRAL_PLURAL", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS", "PROBE_ALIASES",
-    "PROBE_FAMILIES", "PROBE_MEASURES", "Probe", "RATIO", "RESULT_COLUMNS", "RESULT_TABLES",
+    "PROBE_FAMILIES", "PROBE_MEASURES", "Probe", "RATIO", "RESULT_COLUMNS",
+    "RESULT_NUMERIC_COLUMNS", "RESULT_TABLES",
     "RUN_KEYS", "ResultTable", "SCALED", "SHOWN_WHEN_PRESENT", "SPACES", "SentenceContext",
     "Space", "TOKEN_SCORE_COLUMNS", "condition_label", "condition_parts", "measure_label",
 ]

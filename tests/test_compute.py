@@ -11,6 +11,7 @@ import scipy.stats as ss
 
 import ncprobe
 from ncprobe.cli import main
+from ncprobe.errors import UsageError
 from ncprobe.results import TABLES, Results
 
 from .tiny_models import tiny_bert
@@ -213,8 +214,9 @@ def test_results_round_trip(glove_en, tmp_path):
     assert back.meta == glove_en.meta
     assert back.meta[0]["config"]["model"] == "glove-6b-50d"
     assert back.meta[0]["data_sources"]  # git blob ids of the files read
-    both = Results.concat([glove_en, back])
-    assert len(both.cosines) == 2 * len(glove_en.cosines) and len(both.meta) == 2
+    # the same run twice is never pooled (each NC would count twice): refused, naming both
+    with pytest.raises(UsageError, match=r"(?s)first and second hold .*the same run twice"):
+        Results.concat([glove_en, back], sources=["first", "second"])
 
 
 @pytest.fixture(scope="module")

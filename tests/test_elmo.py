@@ -211,7 +211,7 @@ def test_allennlp_file_names_and_explicit_files(elmo_dir, tmp_path) -> None:
     from ncprobe.encoders.elmo import ElmoEncoder
 
     enc = load_encoder(str(named))
-    assert isinstance(enc, ElmoEncoder) and enc.name == "pt"
+    assert isinstance(enc, ElmoEncoder) and enc.name == f"{tmp_path.name}/pt"
     explicit = ElmoEncoder((named / "elmo_pt_options.json", named / "elmo_pt_weights.hdf5"),
                            name="x")
     ref = load_encoder(str(elmo_dir)).encode(SENTS[:2], SPANS[:2])  # same seed, same weights

@@ -144,12 +144,11 @@ def test_a_corrupt_shard_is_reported_discarded_and_reencoded(tmp_path, damage, c
         lost = len(z["keys"])  # items of the damaged shard, to be encoded again
     damage(bad)
     # cache info and cache clear --model of another model keep working, and name the shard
+    # every shard that compute discards is listed, arrays missing or of another shape too
     info = cache_info(tmp_path)
-    readable = damage not in (_truncated, _random_bytes, _zeroed)  # keys still readable
-    assert info[0]["items"] == (30 if readable else 30 - lost)
+    assert info[0]["items"] == 30 - lost
     assert main(["cache", "info", "--cache-dir", str(tmp_path)]) == 0
-    if not readable:
-        assert f"corrupt shard (discarded by the next compute): {bad}" in capsys.readouterr().out
+    assert f"corrupt shard (discarded by the next compute): {bad}" in capsys.readouterr().out
     enc = Counting(inner)
     with caplog.at_level(logging.WARNING, logger="ncprobe.cache"):
         store = EmbeddingStore(inner.fingerprint(), root=tmp_path)

@@ -385,7 +385,9 @@ def test_reproduce_gives_layers_only_to_models_with_layers(plain, tmp_path, monk
     def compute(cfg, **kw):
         configs.append(cfg)
         meta = [{**m, "config": {**m["config"], "model": cfg.model}} for m in made.meta[:1]]
-        return rp.Results(**{k: getattr(made, k) for k in (
+        # each model its own rows: two models' tables labelled alike would be one cell twice
+        mine = synthetic.relabel(made, cfg.model)
+        return rp.Results(**{k: getattr(mine, k) for k in (
             "cosines", "sentences", "measures", "correlations", "distributions",
             "lexical_overlap", "rogue", "standardisation", "ncs")}, meta=meta)
 

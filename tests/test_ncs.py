@@ -25,7 +25,7 @@ from ncprobe import plots, tables
 from ncprobe.config import RunConfig
 from ncprobe.data import sources
 from ncprobe.data.stimuli import expand_contexts
-from ncprobe.errors import DataError, DataErrors, UsageError
+from ncprobe.errors import DataError, DataErrors, MissingPackageError
 
 NCS_REL = "marcospln+noun_compound_senses/dataset/{lang}/neutral/P{k}_sents.csv"
 NEUTRAL_REL = "risehnhew+Finding-Idiomaticity-in-Word-Representations/dataset/{LANG}/neutral.csv"
@@ -305,8 +305,9 @@ def test_a_probe_that_changes_the_words_after_the_nc_is_named(raw_dir: Path,
 def test_without_wordfreq_the_ncs_context_says_what_to_install(raw_dir: Path,
                                                               monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "wordfreq", None)  # `import wordfreq` now fails
-    with pytest.raises(UsageError, match=r'pip install "ncprobe\[generate\]"'):
+    with pytest.raises(MissingPackageError, match=r'pip install "ncprobe\[generate\]"') as e:
         ncprobe.load_stimuli("en", contexts="neut,ncs", data_dir=raw_dir)
+    assert e.value.exit_code == 5  # a package to install, as for a model's
     # only the generated probes need it
     stim = ncprobe.load_stimuli("en", contexts="neut,ncs", probes="syn", data_dir=raw_dir)
     assert {s.context for s in stim} == {"N", "NCS"}

@@ -74,14 +74,15 @@ def test_tables_and_meta_name_the_encoder_that_ran(tmp_path) -> None:
     pairs = ncprobe.load_pairs(write_pairs(tmp_path / "pairs.csv"), lang="en")
     words = {w for s in pairs for w in s.tokens}
     enc = load_encoder(str(write_vectors(tmp_path / "mine.txt", words)))
-    assert enc.name == "mine.txt"
+    mine = f"{tmp_path.name}/mine.txt"  # a file given as a path: its folder and name
+    assert enc.name == mine
     res = ncprobe.compute(stimuli=pairs, encoder=enc, cache=False, progress=False, n_boot=0)
     for name in TABLES:
         df = getattr(res, name)
         if "model" in df.columns and len(df):
-            assert set(df["model"]) == {"mine.txt"}, name  # not the default glove-6b-50d
-    assert res.meta[0]["config"]["model"] == "mine.txt"
-    assert res.meta[0]["model_name"] == "mine.txt"
+            assert set(df["model"]) == {mine}, name  # not the default glove-6b-50d
+    assert res.meta[0]["config"]["model"] == mine
+    assert res.meta[0]["model_name"] == mine
     # options that only apply when ncprobe loads the model would be recorded without effect
     with pytest.raises(UsageError, match="layers='all'"):
         ncprobe.compute(stimuli=pairs, encoder=enc, cache=False, progress=False, n_boot=0,
@@ -312,7 +313,8 @@ def test_kv_files_need_allow_pickle(raw_dir, tmp_path, capsys) -> None:
     assert not (tmp_path / "out").exists()
     assert main(common + ["--allow-pickle"]) == 0
     res = ncprobe.Results.from_parquet(tmp_path / "out")
-    assert set(res.cosines["model"]) == {"mine.kv"} and res.cosines["cosine"].notna().all()
+    assert set(res.cosines["model"]) == {f"{tmp_path.name}/mine.kv"}  # folder and name
+    assert res.cosines["cosine"].notna().all()
     with pytest.raises(UsageError, match="--allow-pickle"):
         load_encoder(str(kv))
 

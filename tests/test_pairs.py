@@ -75,13 +75,15 @@ def test_rows_of_one_context_must_agree(tmp_path: Path) -> None:
 
 
 def test_an_original_span_that_is_not_the_nc_is_noted(tmp_path):
+    # an inflected form (the NC's words occur nowhere else in the sentence) is kept, noted;
+    # a span beside the NC's words is refused (tests/test_trust_pairs.py)
     f = tmp_path / "pairs.csv"
     f.write_text("nc,sentence,start,end,probe,substitute\n"
-                 "eager beaver,he is a real eager beaver,3,5,syn,hard worker\n"   # 'real eager'
+                 "eager beaver,they are real eager beavers,3,5,syn,hard workers\n"
                  "grey matter,use your grey matter,2,4,syn,brain\n")
     stim = ncprobe.load_pairs(f, lang="en")
     assert len(stim.notes) == 1
-    assert "1 original span(s) differ" in stim.notes[0] and "'real eager'" in stim.notes[0]
+    assert "1 original span(s) differ" in stim.notes[0] and "'eager beavers'" in stim.notes[0]
     assert "grey matter" not in stim.notes[0]
 
 

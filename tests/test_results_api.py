@@ -243,7 +243,8 @@ def test_compute_keywords_reach_the_run(stim, tmp_path) -> None:
     res = ncprobe.compute(stimuli=stim, encoder=load_encoder(str(vec)), cache=False,
                           progress=False, n_boot=0, seed=7, top_k=2, per_sentence=True)
     config = res.meta[0]["config"]
-    given = {"model": "vec.txt", "n_boot": 0, "seed": 7, "top_k": 2, "per_sentence": True}
+    given = {"model": f"{tmp_path.name}/vec.txt", "n_boot": 0, "seed": 7, "top_k": 2,
+             "per_sentence": True}
     for f in dataclasses.fields(RunConfig):
         want = given.get(f.name, f.default)
         assert config[f.name] == want, f.name

@@ -289,8 +289,9 @@ def test_report_never_replaces_files_it_did_not_write(full, tmp_path, monkeypatc
 
 def test_a_rerun_of_a_model_named_by_its_path_is_the_same_run(raw_dir, tmp_path,
                                                               monkeypatch) -> None:
-    # the tables name the vector file ("vec.txt"); the config keeps the path as asked, so the
-    # second identical command is recognised as the same run instead of being refused
+    # the tables name the vector file ("<folder>/vec.txt"); the config keeps the path as
+    # asked, so the second identical command is recognised as the same run instead of being
+    # refused
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -306,5 +307,5 @@ def test_a_rerun_of_a_model_named_by_its_path_is_the_same_run(raw_dir, tmp_path,
     out = run_dir("results", str(vec), "en", RunConfig(model=str(vec), contexts="neut",
                                                         n_boot=0))
     res = Results.from_parquet(out)
-    assert set(res.cosines["model"]) == {"vec.txt"}
+    assert set(res.cosines["model"]) == {f"{tmp_path.name}/vec.txt"}
     assert res.meta[0]["config"]["model"] == str(vec)

@@ -42,19 +42,21 @@ from __future__ import annotations
 
 import bisect
 import csv
+import errno
 import functools
 import hashlib
 import io
 import math
 import os
 import re
+import stat
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .._io import atomic_write_text
-from ..errors import DataError, ErrorSink, UsageError
+from .._io import UNWRITABLE_ERRNOS, atomic_write_text, output_error
+from ..errors import DataError, ErrorSink, MissingPackageError, OutputError, UsageError
 from .stimuli import PROBE_FAMILIES, Stimuli, Stimulus
 
 #: How many of a language's most frequent words (``wordfreq.top_n_list``) are candidates
@@ -433,6 +435,8 @@ PAIRS_COLUMNS = ("lang", "nc", "context", "sentence", "start", "end", "probe", "
 #: The text columns of the input of :func:`generate_pairs`.
 INPUT_TEXT = ("nc", "sentence", "head", "modifier", "class", "syn", "wordssyn", "context",
               "lang")
+#: How a caller of :func:`generate_pairs` declares another scale of ``comp``.
+SCALE_HINT = "--scale LOW HIGH; in Python generate_pairs(..., scale=(low, high))"
 #: Separator of several synonyms in one ``syn`` or ``wordssyn`` cell of the input.
 SYNONYM_SEP = ";"
 #: What to do about an input file of :func:`generate_pairs` that cannot be used as it is.
@@ -482,8 +486,8 @@ class GenerationReport:
 def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | None = None,
                    *, k: int = 5, seed: int = 0, band: float = 0.5, head: str | None = None,
                    ask: Callable[[str, tuple[str, ...]], str] | None = None,
-                   overwrite: bool = False, scale: tuple[float, float] = (0, 5)
-                   ) -> GenerationReport:
+                   overwrite: bool = False, scale: tuple[float, float] = (0, 5),
+                   progress: Callable[[str], None] | None = None) -> GenerationReport:
     """Write a reviewable pairs file with generated probes for compounds in context.
 
     The input (CSV or JSON Lines, one row per compound and sentence) gives ``nc`` and
@@ -492,8 +496,17 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
     the sentence and must occur exactly once); ``head`` and ``modifier`` (or ``head=``
     / ``ask=``); and optionally ``comp`` (gold score on ``scale``), ``class``
     (``I``/``PC``/``C``), ``syn`` and ``wordssyn`` (synonym phrases separated by ``;``),
-    ``context`` (default ``S1``; give ``S1``/``S2``/``S3`` for several sentences of one
-    compound) and ``lang``.
+    ``context`` (default ``S1``, the first naturalistic sentence: results and reports count
+    such rows as naturalistic, ``nat``; give ``S1``/``S2``/``S3`` for several sentences of
+    one compound, ``N`` for a neutral one) and ``lang``.
+
+    The words are checked (nothing is written unless every row passes): ``head`` and
+    ``modifier`` must each be whole words of the compound (compared case-insensitively
+    after the normalisation the text gets, a hyphenated word counting as its parts:
+    ``eau-forte`` is ``eau`` and ``forte``) and different words of it; a given span must
+    hold exactly the compound's words (:func:`~ncprobe.data.pairs.span_error`); one
+    compound's sentences must differ (the same sentence in two contexts would count twice).
+    A problem that several rows share is reported once, with the number of rows and which.
 
     Written, per input row, in the format of :func:`ncprobe.data.pairs.load_pairs` (with
     the review columns of :data:`PAIRS_COLUMNS`): the original; P_Comp (head alone,
@@ -513,19 +526,35 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
             word).
         ask: for rows without ``head``/``modifier`` when ``head`` is not given: called as
             ``ask(nc, parts)`` once per compound, returns the head (one of ``parts``).
-        overwrite: replace an existing ``out``.
+        overwrite: replace an existing ``out`` (a file: a directory is refused).
         scale: the ``(low, high)`` range of ``comp``.
+        progress: called with a line of progress (``compound 3 of 10: ...``, and before
+            the candidate words of a language are scored, which takes seconds); ``None``:
+            silent.
 
     Returns:
         A :class:`GenerationReport` (``.summary()`` for the user).
 
     Raises:
         DataError / DataErrors: bad rows in the input (every one, with file, row and
-            column) or an unreadable input.
-        UsageError: a bad option, ``out`` exists, ``wordfreq`` is missing or lacks the
-            language, or a compound has too few frequency-matched candidates.
+            column; nothing is written) or an unreadable input.
+        UsageError: a bad option, ``out`` exists (or is a directory), ``wordfreq`` lacks
+            the language, or a compound has too few frequency-matched candidates.
+        MissingPackageError: ``wordfreq`` is not installed (exit 5).
+        OutputError: ``out`` cannot be written (read-only file system, full disk, no
+            permission, a file where a directory is needed; exit 6).
     """
-    from .pairs import _check_scale, _context, _given, _nc_info, _read_rows, _span, _texts
+    from .pairs import (
+        _check_scale,
+        _context,
+        _given,
+        _nc_info,
+        _read_rows,
+        _span,
+        _texts,
+        group_errors,
+        span_error,
+    )
 
     src, dest = Path(path), Path(out)
     if head is not None and head not in HEAD_RULES:
@@ -534,10 +563,11 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
         raise UsageError(f"k must be a whole number >= 0, not {k!r}")
     if dest.suffix.lower() != ".csv":
         raise UsageError(f"the output must be a .csv file, not {dest}")
-    if dest.exists() and not overwrite:
+    _check_out(dest)
+    if (dest.exists() or dest.is_symlink()) and not overwrite:
         raise UsageError(f"{dest} exists; choose another --out, or pass --overwrite to "
                          "replace it")
-    if dest.resolve() == src.resolve():
+    if os.path.realpath(dest) == os.path.realpath(src):
         raise UsageError("the output would replace the input; choose another --out")
     scale = _check_scale(scale)
     _require_wordfreq()
@@ -545,14 +575,18 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
         _check_lang(lang)
     sink = ErrorSink(collect=True)
     rows = _read_rows(src, sink)
+    say = progress or (lambda line: None)
+    scored: set[str] = set()
     asked: dict[tuple[str, str], str] = {}
     seen: dict[tuple[str, str, str], int] = {}
+    sentences: dict[tuple[str, str, tuple[str, ...]], tuple[int, str]] = {}
     out_rows: list[dict[str, str]] = []
     counts = dict.fromkeys(PROBE_FAMILIES, 0)
     diffs: list[float] = []
     ncs: list[tuple[str, str]] = []
-    for i, raw in rows:
+    for n, (i, raw) in enumerate(rows, start=1):
         where = dict(file=str(src), row=i, key=str(raw.get("nc", "")))
+        say(f"compound {n} of {len(rows)}: {' '.join(str(raw.get('nc') or '?').split())}")
         r = _texts(raw, sink, where, INPUT_TEXT)
         if r is None:
             continue
@@ -577,13 +611,27 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
                        column="context", **where)
             continue
         seen[(rlang, nc, context)] = i
+        # the same sentence (words compared case-insensitively) in two contexts of one
+        # compound would weigh twice in its naturalistic mean
+        again = sentences.get((rlang, nc, tuple(t.casefold() for t in tokens)))
+        if again is not None:
+            sink.error(f"the sentence of {nc!r} repeats that of row {again[0]} (context "
+                       f"{again[1]}): it would count twice; give another sentence or remove "
+                       "the row", column="sentence", **where)
+            continue
+        sentences[(rlang, nc, tuple(t.casefold() for t in tokens))] = (i, context)
         if _given(raw, "span") or _given(raw, "start") or _given(raw, "end"):
             span = _span(raw, sink, where)
             if span is None:
                 continue
+            column = "span" if _given(raw, "span") else "start"
             if not 0 <= span[0] < span[1] <= len(tokens):
                 sink.error(f"span [{span[0]}, {span[1]}) is empty or outside the sentence of "
-                           f"{len(tokens)} words", column="start", **where)
+                           f"{len(tokens)} words", column=column, **where)
+                continue
+            wrong = span_error(tokens, span, nc, exact=True)
+            if wrong is not None:
+                sink.error(wrong, column=column, **where)
                 continue
         else:
             found = _find(tokens, nc.split())
@@ -593,16 +641,21 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
                            "exclusive)", column="sentence", **where)
                 continue
             span = found[0]
-        info = _nc_info(rlang, nc, r, raw, sink, where, scale)
+        info = _nc_info(rlang, nc, r, raw, sink, where, scale, SCALE_HINT)
         parts = _head_mod(nc, r, head, ask, asked, rlang, sink, where)
         if parts is None:
             continue
         orig = Stimulus(rlang, nc, context, "original", 1, tokens, span,
                         " ".join(tokens[span[0]:span[1]]), f"{src}:{i}")
-        # words of the compound in neither head nor modifier (de in pomme de terre) stay
-        parts_words = {w.casefold() for part in parts for w in part.split()}
+        # words of the compound in neither head nor modifier (de in pomme de terre) stay;
+        # a hyphenated word counts as its parts (eau-forte: drawn)
+        parts_words = {w for part in parts for w in _units(part)}
         linking = [j for j, w in enumerate(orig.tokens[span[0]:span[1]])
-                   if not any(p in w.casefold() for p in parts_words)]  # eau-forte: drawn
+                   if not parts_words.intersection(_units(w))]
+        if k and rlang not in scored:
+            scored.add(rlang)
+            say(f"scoring the {CANDIDATES:,} most frequent words of {rlang!r} (wordfreq; once "
+                "per language, a few seconds)")
         try:
             generated: list[tuple[GeneratedProbe, RandomPhrase | None, str]] = [
                 (p, None, "generated") for p in comp_probes(tokens, span, *parts)]
@@ -637,6 +690,7 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
                 diffs += [abs(d) for d in ph.drawn_diff]
             out_rows.append(row)
             counts[p.probe] += 1
+    group_errors(sink)
     sink.raise_if_any()
     if not out_rows:
         raise DataError(f"no compounds to generate probes for; {FIX_INPUT}", file=str(src))
@@ -644,9 +698,54 @@ def generate_pairs(path: str | os.PathLike, out: str | os.PathLike, lang: str | 
     writer = csv.DictWriter(buf, fieldnames=PAIRS_COLUMNS, restval="", lineterminator="\n")
     writer.writeheader()
     writer.writerows(out_rows)
-    atomic_write_text(dest, buf.getvalue())
+    say(f"writing {dest}")
+    try:
+        atomic_write_text(dest, buf.getvalue())
+    except OSError as e:
+        if e.errno not in UNWRITABLE_ERRNOS:
+            raise
+        raise output_error(e, dest, what="pairs file") from None
     return GenerationReport(dest, ncs, counts, diffs, float(band), int(seed), k,
                             _wordfreq_version())
+
+
+def _check_out(dest: Path) -> None:
+    """Refuse, before any work, an output path that cannot become the pairs file.
+
+    A directory is a usage error (exit 2); a symbolic-link loop at the path or in a folder
+    of it, a dangling link or a file where a folder is needed (``notes.txt/pairs.csv``) is an
+    :class:`~ncprobe.errors.OutputError` (exit 6).
+    """
+    def fail(code: int, cause: str | None = None) -> OutputError:
+        return output_error(OSError(code, cause or os.strerror(code)), dest, what="pairs file")
+
+    try:
+        if stat.S_ISDIR(dest.stat().st_mode):
+            raise UsageError(f"{dest} is a directory; name the pairs file to write (.csv), "
+                             f"e.g. {dest / 'pairs.csv'}")
+    except FileNotFoundError:
+        pass  # a new file (or a dangling link, replaced as a file is: --overwrite)
+    except OSError as e:  # a link loop, a file where a folder is needed, no permission
+        raise output_error(e, dest, what="pairs file") from None
+    for parent in dest.parents:
+        try:
+            mode = parent.stat().st_mode
+        except FileNotFoundError:
+            if parent.is_symlink():
+                raise fail(errno.ENOENT, f"{parent} is a symbolic link to nothing") from None
+            continue  # created when the file is written
+        except OSError as e:
+            raise output_error(e, dest, what="pairs file") from None
+        if not stat.S_ISDIR(mode):
+            raise fail(errno.ENOTDIR)
+        return
+
+
+def _units(text: str) -> list[str]:
+    """The words of a compound or of a part of it, as the head and modifier check compares
+    them: split on whitespace and on hyphens (``eau-forte`` is ``eau``, ``forte``),
+    case-folded."""
+    return [w.casefold() for w in re.split(r"[\s-]+", text) if w]
 
 
 def _find(tokens: Sequence[str], words: Sequence[str]) -> list[tuple[int, int]]:
@@ -670,12 +769,20 @@ def _head_mod(nc: str, r: dict, rule: str | None, ask, asked: dict, lang: str,
     """(head, modifier) of a row: its columns, else the head rule, else ``ask``."""
     head, mod = (" ".join((r.get(c) or "").split()) for c in ("head", "modifier"))
     if head and mod:
-        low = nc.casefold()
+        words = _units(nc)
+        found = {}
         for part, column in ((head, "head"), (mod, "modifier")):
-            if part.casefold() not in low:
-                sink.error(f"{column} {part!r} is not part of the compound {nc!r}",
-                           column=column, **where)
+            found[column] = _find(words, _units(part))
+            if not found[column]:
+                sink.error(f"{column} {part!r} is not a whole word (or words) of the compound "
+                           f"{nc!r}, whose words are {', '.join(words)}; correct the {column} "
+                           "column", column=column, **where)
                 return None
+        if not any(h_end <= m_start or m_end <= h_start for h_start, h_end in found["head"]
+                   for m_start, m_end in found["modifier"]):
+            sink.error(f"head {head!r} and modifier {mod!r} are the same word(s) of the compound "
+                       f"{nc!r}; give its head and its modifier", column="modifier", **where)
+            return None
         return head, mod
     if head or mod:
         sink.error("give both head and modifier, or neither (then --head first|last)",
@@ -709,12 +816,19 @@ def _nums(values: Iterable[float]) -> str:
     return " ".join(f"{v:.2f}" for v in values)
 
 
-def _require_wordfreq() -> None:
+def _require_wordfreq(needs: str = "generating probes needs", instead: str = "") -> None:
+    """Stop with :class:`MissingPackageError` (exit 5) when ``wordfreq`` cannot be imported.
+
+    The one check of every generator that draws P_Rand (:func:`generate_pairs`, the NCS
+    context of :mod:`ncprobe.data.ncs`); ``needs`` says who needs it, ``instead`` what the
+    user can do other than installing it (appended in parentheses).
+    """
     try:
         import wordfreq  # noqa: F401
     except ImportError:
-        raise UsageError('generating probes needs the wordfreq package: pip install '
-                         '"ncprobe[generate]"') from None
+        raise MissingPackageError(
+            f'{needs} the wordfreq package, which is not installed: pip install '
+            f'"ncprobe[generate]"' + (f" ({instead})" if instead else "")) from None
 
 
 def _check_span(words: tuple[str, ...], span: tuple[int, int]) -> tuple[int, int]:

@@ -16,8 +16,8 @@ syn / comp / wordssyn probes as released. NCS has no random probes, so P_Rand is
 :data:`RAND_SEED`, Zipf band ±:data:`RAND_BAND`, each word frequency-matched to the word of the
 NC it replaces and equal to no word of the sentence. That needs the optional ``wordfreq``
 package (``pip install "ncprobe[generate]"``); without it asking for ``NCS`` with ``rand``
-probes is a :class:`~ncprobe.errors.UsageError`. The gold scores and classes are NCIMP's
-(the same NCs).
+probes is a :class:`~ncprobe.errors.MissingPackageError` (exit 5). The gold scores and
+classes are NCIMP's (the same NCs).
 
 The files carry no tags; spans are found, and every other outcome is an error naming the
 file, row and column:
@@ -47,7 +47,6 @@ import statistics
 from collections import Counter
 from typing import Iterable
 
-from ..errors import UsageError
 from ..schema import NCS_CONTEXT
 from .reading import LoadContext
 from .stimuli import Stimulus
@@ -97,8 +96,9 @@ def ncs_stimuli(lang: str, neutral, ctx: LoadContext, probes: Iterable[str]) -> 
         generated P_Rand probes (:data:`RAND_K` per NC).
 
     Raises:
-        UsageError: ``rand`` is kept and ``wordfreq`` is not installed, or a compound has
-            too few frequency-matched candidate words (from the generator).
+        MissingPackageError: ``rand`` is kept and ``wordfreq`` is not installed.
+        UsageError: a compound has too few frequency-matched candidate words (from the
+            generator).
 
     Data problems (a missing or modified file, a missing column, a sentence without the
     compound, a probe that changes the words after it, NCs missing from a file) go to
@@ -277,10 +277,9 @@ def _generated_rand(lang: str, originals: list[Stimulus], ctx: LoadContext) -> l
 
 
 def _require_wordfreq() -> None:
-    try:
-        import wordfreq  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "the NCS context generates its P_Rand probes (NCS releases none) with the wordfreq "
-            'package, which is not installed: pip install "ncprobe[generate]" (or leave out '
-            "the rand probes, or the ncs context)") from None
+    """Exit 5 (:class:`~ncprobe.errors.MissingPackageError`) without ``wordfreq``: the one
+    check of :func:`ncprobe.data.generate._require_wordfreq`, with what NCS needs it for."""
+    from .generate import _require_wordfreq as require
+
+    require("the NCS context generates its P_Rand probes (NCS releases none) with",
+            "or leave out the rand probes, or the ncs context")

@@ -34,11 +34,14 @@ What is refused, each with the file, the row (the data row of a CSV, header not
 counted; the line of a JSONL file) and the column: a file that is not UTF-8 or not
 valid CSV/JSON (a row with an extra field, an unterminated quote), a text field that is
 not a string (JSONL), a span that is not two integers (``[1]``, ``[1, 2, 3]``,
-``["a", 2]``, ``1.5``, booleans), ``span`` and ``start``/``end`` that disagree, a
-``comp`` that is not a finite number on the declared scale, a row that repeats an
-earlier row exactly, and a (probe, variant) given twice for one NC and context.
-Text (``nc``, ``sentence``, ``substitute``) is normalised to Unicode NFC first, so the
-same words typed in composed or decomposed form compare equal.
+``["a", 2]``, ``1.5``, booleans), ``span`` and ``start``/``end`` that disagree, an
+original span that misses the compound's words where they occur elsewhere in the sentence
+(:func:`span_error`), a ``comp`` that is not a finite number on the declared scale, a row
+that repeats an earlier row (after the normalisation below), and a (probe, variant) given
+twice for one NC and context. Text is normalised to Unicode NFC first and runs of
+whitespace count as one space (``nc`` and ``sentence`` are split into words on it), so the
+same words typed in composed or decomposed form, or with extra or trailing spaces, compare
+equal: such a row is a repeat, not a second variant.
 """
 
 from __future__ import annotations
@@ -50,10 +53,10 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..errors import DataError, ErrorSink, UsageError
-from .generate import splice_phrase
+from .generate import _find, splice_phrase
 from .stimuli import CLASSES, CONTEXTS, PROBES, NounCompound, Stimuli, Stimulus
 
 #: What to do about a pairs file that cannot be read as it is.
@@ -166,8 +169,9 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
     pairs: list[MinimalPair] = []
     ncs: dict[tuple[str, str], NounCompound] = {}
     counters: dict[tuple, int] = {}
-    seen_rows: dict[str, int] = {}
+    seen_rows: dict[str, tuple[int, str]] = {}
     seen_keys: dict[tuple, tuple[int, bool]] = {}
+    spans_checked: set[tuple[str, str, str]] = set()
     for i, raw in rows:
         where = dict(file=str(path), row=i, key=str(raw.get("nc", "")))
         r = _texts(raw, sink, where)
@@ -180,11 +184,16 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
             for c in missing:
                 sink.error("missing or empty required column", column=c, **where)
             continue
-        exact = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
-        if exact in seen_rows:
-            sink.error(f"repeats row {seen_rows[exact]} exactly; remove one of them", **where)
+        same, exact = _row_key(raw), json.dumps(raw, sort_keys=True, ensure_ascii=False,
+                                                default=str)
+        if same in seen_rows:
+            earlier, earlier_exact = seen_rows[same]
+            how = "exactly" if exact == earlier_exact else (
+                "once Unicode NFC and spaces are normalised (the same words, typed in another "
+                "form or with other spacing: it would count that probe twice)")
+            sink.error(f"repeats row {earlier} {how}; remove one of them", **where)
             continue
-        seen_rows[exact] = i
+        seen_rows[same] = (i, exact)
         probe = r["probe"].strip()
         if probe not in PROBES:
             sink.error(f"unknown probe {probe!r}; use one of {', '.join(PROBES)}",
@@ -197,7 +206,7 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
         if span is None:
             continue
         rlang = (r.get("lang") or lang or "xx").strip()
-        nc = r["nc"].strip()
+        nc = " ".join(r["nc"].split())  # as the sentence: words split on whitespace
         key = (rlang, nc, context, probe)
         counters[key] = counters.get(key, 0) + 1
         explicit = _given(raw, "variant")
@@ -216,7 +225,13 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
                        "remove the repeat", column="variant" if explicit else "probe", **where)
             continue
         seen_keys[key + (variant,)] = (i, explicit)
-        info = _nc_info(rlang, nc, r, raw, sink, where, scale)
+        if (rlang, nc, context) not in spans_checked:
+            spans_checked.add((rlang, nc, context))
+            wrong = span_error(r["sentence"].split(), span, nc, exact=False)
+            if wrong is not None:
+                sink.error(wrong, column="span" if _given(raw, "span") else "start", **where)
+                continue
+        info = _nc_info(rlang, nc, r, raw, sink, where, scale, LOAD_SCALE_HINT)
         if info is not None:
             old = ncs.get((rlang, nc))
             if old is not None and (old.cls != info.cls or not _same(old.comp, info.comp)):
@@ -225,6 +240,7 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
         pairs.append(MinimalPair(rlang, nc, context, r["sentence"], span, probe, variant,
                                  r.get("substitute") or "", str(path), i))
     items = splice(pairs, sink)
+    group_errors(sink)
     sink.raise_if_any()
     for s in items:
         ncs.setdefault((s.lang, s.nc), NounCompound(s.lang, s.nc))
@@ -295,6 +311,101 @@ def _span_notes(items: list[Stimulus]) -> list[str]:
     more = f" (and {len(odd) - 3} more)" if len(odd) > 3 else ""
     return [f"{len(odd)} original span(s) differ from their nc key — an inflected form, or a "
             f"start/end that points at the wrong words? {shown}{more}"]
+
+
+def span_error(tokens: Sequence[str], span: tuple[int, int], nc: str, *, exact: bool = True
+               ) -> str | None:
+    """What is wrong with the span of a compound's original sentence, or ``None``.
+
+    The span must hold the compound's words (``nc`` split on whitespace), compared
+    case-insensitively after the NFC normalisation the text gets. With ``exact`` (the
+    generator, :func:`~ncprobe.data.generate.generate_pairs`, which draws its probes from
+    those words) any other span is wrong. Without it (:func:`load_pairs`) a span is wrong only
+    when the compound's words occur elsewhere in the sentence, i.e. ``start``/``end`` point
+    at the wrong words; a span whose words occur nowhere else may be an inflected form
+    (``police cars`` for ``police car``) and is kept, with a note (:func:`_span_notes`).
+    A span outside the sentence is not judged here (the callers refuse it with its own
+    message).
+
+    >>> span_error("use your grey matter".split(), (1, 3), "grey matter").split(" (")[1]
+    'they are at [2, 4)); correct start/end'
+    >>> span_error("use your grey matter".split(), (2, 4), "Grey Matter") is None
+    True
+    """
+    words = list(tokens)
+    start, end = span
+    if not 0 <= start < end <= len(words):
+        return None
+    want = nc.split()
+    held = words[start:end]
+    if [w.casefold() for w in held] == [w.casefold() for w in want]:
+        return None
+    found = _find(words, want)
+    if not found and not exact:
+        return None
+    if found:
+        at = ", ".join(f"[{a}, {b})" for a, b in found)
+        fix = (f"(they are at {at}); correct start/end (0-based word positions, end "
+               "exclusive)" + (", or leave them out to have the words looked up" if exact
+                               else ""))
+    else:
+        fix = ("(they do not occur in the sentence); write nc as the sentence has it, or "
+               "correct start/end (0-based word positions, end exclusive)")
+    return (f"span [{start}, {end}) holds {' '.join(held)!r}, not the words of the compound "
+            f"{nc!r} {fix}")
+
+
+def _row_key(raw: dict) -> str:
+    """A row as :func:`load_pairs` compares rows for repeats: every text value in NFC with
+    runs of whitespace as one space and no space around it (what the text gets before it is
+    used), a number as its text, absent, null and blank values left out."""
+    norm = {}
+    for column, value in raw.items():
+        if isinstance(value, str):
+            value = " ".join(unicodedata.normalize("NFC", value).split())
+            if not value:
+                continue
+        elif value is None:
+            continue
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)  # JSON Lines: 2 and "2" are the same start
+        norm[str(column)] = value
+    return json.dumps(norm, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def group_errors(sink: ErrorSink) -> None:
+    """Merge the problems that several rows share into one error with a count.
+
+    Errors with the same file, column and message (the row and NC key aside) are replaced,
+    where the first of them stood, by one that says how many rows and which
+    (``in 90 rows (rows 1-90): ...``); a problem of one row keeps its own message.
+    """
+    groups: dict[tuple, list[DataError]] = {}
+    for e in sink.errors:
+        key = (e.file, e.column, e.reason) if e.row is not None else (id(e),)
+        groups.setdefault(key, []).append(e)
+    out = []
+    for same in groups.values():
+        if len(same) == 1:
+            out.append(same[0])
+            continue
+        rows = sorted({e.row for e in same if e.row is not None})
+        out.append(DataError(f"in {len(rows)} rows ({_ranges(rows)}): {same[0].reason}",
+                             file=same[0].file, column=same[0].column))
+    sink.errors[:] = out
+
+
+def _ranges(rows: list[int], shown: int = 8) -> str:
+    """``rows 1-3, 7, 9-12``: sorted row numbers as runs (the first ``shown`` runs)."""
+    runs: list[list[int]] = []
+    for r in rows:
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    text = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:shown])
+    more = f" and {len(runs) - shown} more run(s)" if len(runs) > shown else ""
+    return f"rows {text}{more}"
 
 
 def _same(a: float, b: float) -> bool:
@@ -373,8 +484,15 @@ def _span(r: dict, sink: ErrorSink, where: dict) -> tuple[int, int] | None:
     return span
 
 
+#: How a caller of :func:`load_pairs` declares another scale of ``comp``.
+LOAD_SCALE_HINT = "load_pairs(..., scale=(low, high))"
+
+
 def _nc_info(lang: str, nc: str, r: dict, raw: dict, sink: ErrorSink, where: dict,
-             scale: tuple[float, float]) -> NounCompound | None:
+             scale: tuple[float, float], scale_hint: str = LOAD_SCALE_HINT
+             ) -> NounCompound | None:
+    """The row's gold score and class (``None`` when it gives neither); ``scale_hint`` says
+    how the caller declares another scale (a keyword, a command-line option)."""
     value = raw.get("comp")
     cls = (r.get("class") or "").strip() or None
     if not _given(raw, "comp") and cls is None:
@@ -392,8 +510,8 @@ def _nc_info(lang: str, nc: str, r: dict, raw: dict, sink: ErrorSink, where: dic
                 lo, hi = scale
                 if not (math.isfinite(comp) and lo <= comp <= hi):
                     sink.error(f"comp {value!r} is not a finite number on the scale {lo:g}-"
-                               f"{hi:g}; correct it, or declare the scale (load_pairs(..., "
-                               "scale=(low, high)))", column="comp", **where)
+                               f"{hi:g}; correct it, or declare the scale ({scale_hint})",
+                               column="comp", **where)
                     comp = math.nan
     if cls is not None and cls not in CLASSES:
         sink.error(f"class {cls!r} is not one of {', '.join(CLASSES)}", column="class", **where)

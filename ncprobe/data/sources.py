@@ -45,6 +45,13 @@ URL_FIELDS = ("owner", "repo", "commit", "path")
 DEFAULT_RETRIES = 4
 DEFAULT_BACKOFF = 1.0
 DEFAULT_TIMEOUT = 30.0
+#: The overall time a file may take (all its attempts together), unless ``deadline`` says
+#: otherwise: ``max(DEADLINE_MIN, pinned size / DEADLINE_RATE)`` seconds, i.e. at least a
+#: minute, and 50 kB/s for large files (the largest pinned file, 1.3 MB: 60 s; a file
+#: without a pinned size: its limit of 64 MiB at 50 kB/s, 1342 s). ``--timeout`` is per read:
+#: a server that trickles a byte every few seconds never trips it, the deadline does.
+DEADLINE_MIN = 60.0
+DEADLINE_RATE = 50_000
 #: Most bytes read for a pinned file without a pinned size (the optional English files, whose
 #: siblings are about 0.6 MB): generous, but a server that sends without end is cut off.
 UNPINNED_MAX_BYTES = 64 * 2**20
@@ -162,6 +169,14 @@ class _TooLarge(Exception):
     """The body is longer than the pinned size allows (not retried: the server means it)."""
 
 
+class _Deadline(Exception):
+    """The file did not arrive within its overall deadline (not retried)."""
+
+    def __init__(self, seconds: float, got: int) -> None:
+        self.seconds, self.got = seconds, got
+        super().__init__(f"not complete after {seconds:g} s ({got} bytes received)")
+
+
 class _Truncated(Exception):
     """The server closed the connection before sending every byte it announced."""
 
@@ -170,8 +185,8 @@ class _Truncated(Exception):
 
 
 def check_download_options(*, url_template: str | None = None, retries: int = DEFAULT_RETRIES,
-                           backoff: float = DEFAULT_BACKOFF, timeout: float = DEFAULT_TIMEOUT
-                           ) -> str:
+                           backoff: float = DEFAULT_BACKOFF, timeout: float = DEFAULT_TIMEOUT,
+                           deadline: float | None = None) -> str:
     """Validate the options of :func:`download` before anything touches the network.
 
     Returns:
@@ -179,15 +194,19 @@ def check_download_options(*, url_template: str | None = None, retries: int = DE
 
     Raises:
         UsageError: ``retries`` is not an integer >= 0, ``backoff`` is negative,
-            ``timeout`` is not a number > 0, or the URL template uses a placeholder
+            ``timeout`` or ``deadline`` (when given) is not a number > 0, or the URL
+            template uses a placeholder
             other than ``{owner}``, ``{repo}``, ``{commit}`` and ``{path}``, is
             malformed, or is not an http(s) URL.
     """
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise UsageError(f"retries must be a whole number >= 0, not {retries!r}")
-    for name, value, low in (("timeout", timeout, "> 0"), ("backoff", backoff, ">= 0")):
+    checks = [("timeout", timeout, "> 0"), ("backoff", backoff, ">= 0")]
+    if deadline is not None:
+        checks.append(("deadline", deadline, "> 0"))
+    for name, value, low in checks:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
-            value) and (value > 0 if name == "timeout" else value >= 0)
+            value) and (value >= 0 if name == "backoff" else value > 0)
         if not ok:
             raise UsageError(f"{name} must be a number of seconds {low}, not {value!r}")
     template = url_template or DEFAULT_URL_TEMPLATE
@@ -224,6 +243,12 @@ def _max_bytes(f: UpstreamFile) -> int:
     return f.bytes if f.bytes is not None else UNPINNED_MAX_BYTES
 
 
+def file_deadline(f: UpstreamFile) -> float:
+    """The default overall seconds for one file: ``max(DEADLINE_MIN, size / DEADLINE_RATE)``
+    with its pinned size (or the limit for a file without one)."""
+    return max(DEADLINE_MIN, _max_bytes(f) / DEADLINE_RATE)
+
+
 # Why not pooch (the scientific-Python downloader), checked with pooch 1.9.0:
 # - it verifies plain content hashes only (hashlib algorithms on the file), not git blob ids
 #   (sha1 of b"blob <len>\0" + content), which is how every file here is pinned; with
@@ -236,8 +261,20 @@ def _max_bytes(f: UpstreamFile) -> int:
 # Keeping ncprobe's guarantees (verify the git blob id before the final name exists, cap the
 # body, retry only transfer errors) on top of pooch would leave it only the HTTP GET, so the
 # standard library does the transfer (about 60 lines) and ncprobe._io the atomic write.
-def _fetch(url: str, *, timeout: float, max_bytes: int) -> bytes:
-    """GET ``url``; at most ``max_bytes`` are read (one byte more tells that it is too long)."""
+def _fetch(url: str, *, timeout: float, max_bytes: int, until: float | None = None,
+           deadline: float = 0.0) -> bytes:
+    """GET ``url``; at most ``max_bytes`` are read (one byte more tells that it is too long).
+
+    ``until``: the ``time.monotonic()`` by which the body must be complete (``deadline``
+    seconds after the file's first attempt began); checked after every read, so it passes
+    at most one ``timeout`` late. Reads return what has arrived (``read1``), so a server
+    that trickles bytes is seen at each byte.
+    """
+    def late(got: int) -> None:
+        if until is not None and time.monotonic() > until:
+            raise _Deadline(deadline, got)
+
+    late(0)
     req = urllib.request.Request(url, headers={"User-Agent": f"ncprobe/{__version__}"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (http(s) only)
@@ -247,7 +284,8 @@ def _fetch(url: str, *, timeout: float, max_bytes: int) -> bytes:
                 raise _TooLarge(f"the server announces {announced} bytes")
             body = bytearray()
             while True:
-                block = resp.read(min(CHUNK_BYTES, max_bytes + 1 - len(body)))
+                late(len(body))
+                block = resp.read1(min(CHUNK_BYTES, max_bytes + 1 - len(body)))
                 if not block:
                     break
                 body += block
@@ -286,24 +324,29 @@ def _describe(err: BaseException, timeout: float) -> str:
 
 
 def _fetch_with_retries(url: str, *, retries: int, backoff: float, timeout: float,
-                        max_bytes: int) -> bytes:
+                        max_bytes: int, deadline: float | None = None) -> bytes:
     """:func:`_fetch` with up to ``retries`` more attempts after a transfer error.
 
     The k-th retry waits ``backoff * 2**(k-1)`` seconds (:func:`ncprobe._io.retry`).
-    ``_NotFound``, ``_TooLarge`` and other HTTP errors are raised at once; the last
-    transfer error is raised when every attempt failed.
+    ``_NotFound``, ``_TooLarge``, ``_Deadline`` (every attempt together took longer than
+    ``deadline`` seconds) and other HTTP errors are raised at once; the last transfer
+    error is raised when every attempt failed.
     """
+    until = time.monotonic() + deadline if deadline is not None else None
+
     def warn(err: BaseException, k: int, wait: float) -> None:
         log.warning("fetching %s failed (%s); retry %d of %d in %g s", url,
                     _describe(err, timeout), k, retries, wait)
 
-    return retry(lambda: _fetch(url, timeout=timeout, max_bytes=max_bytes), retries=retries,
-                 backoff=backoff, retryable=_retryable, on_retry=warn)
+    return retry(lambda: _fetch(url, timeout=timeout, max_bytes=max_bytes, until=until,
+                                deadline=deadline or 0.0),
+                 retries=retries, backoff=backoff, retryable=_retryable, on_retry=warn)
 
 
 def download(data_dir: str | os.PathLike | None = None, *, url_template: str | None = None,
              files: Iterable[UpstreamFile] | None = None, retries: int = DEFAULT_RETRIES,
              backoff: float = DEFAULT_BACKOFF, timeout: float = DEFAULT_TIMEOUT,
+             deadline: float | None = None,
              progress: Callable[[str, str], None] | None = None) -> DownloadReport:
     """Fetch every pinned file into the data directory, verifying each.
 
@@ -325,16 +368,20 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
         retries: further attempts per file after a transfer error (>= 0).
         backoff: seconds before the first retry, doubled for each next one (>= 0).
         timeout: seconds to wait for the connection and for each read (> 0).
+        deadline: seconds each file may take in all, its retries included (> 0); default
+            :func:`file_deadline` (at least 60 s, 50 kB/s of its pinned size). A server
+            that sends a byte now and then never trips ``timeout``; this stops it.
         progress: called as ``progress(local_path, status)`` after each file.
 
     Raises:
         UsageError: a bad option (see :func:`check_download_options`), before any request.
         DownloadError: a file could not be fetched (offline, not found, cut short
             after every retry, longer than its pin, content that does not verify)
-            or written; the message names the file and the URL.
+            or written, or not complete within its deadline; the message names the file
+            and the URL.
     """
     template = check_download_options(url_template=url_template, retries=retries,
-                                      backoff=backoff, timeout=timeout)
+                                      backoff=backoff, timeout=timeout, deadline=deadline)
     target = resolve_data_dir(data_dir)
     report = DownloadReport([], [], [], [])
     failures: list[str] = []
@@ -350,9 +397,10 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
                         "beside it)", f.local_path, "unreadable" if status == "unreadable"
                         else f"its git blob id is not {f.git_blob_sha1}")
         url = f.url(template)
+        limit = deadline if deadline is not None else file_deadline(f)
         try:
             data = _fetch_with_retries(url, retries=retries, backoff=backoff, timeout=timeout,
-                                       max_bytes=_max_bytes(f))
+                                       max_bytes=_max_bytes(f), deadline=limit)
         except _NotFound:
             if f.need == "optional":
                 report.missing_optional.append(f.local_path)
@@ -371,6 +419,15 @@ def download(data_dir: str | os.PathLike | None = None, *, url_template: str | N
             if progress:
                 progress(f.local_path, "TOO LARGE")
             continue
+        except _Deadline as e:
+            # a server this slow would be as slow for the next files: stop here; files
+            # fetched so far are kept (a rerun resumes)
+            raise DownloadError(
+                f"could not fetch {f.local_path} from {url}: {e}; the server sends too "
+                f"slowly (each read came within --timeout {timeout:g} s, the whole file did "
+                f"not come within its deadline). Run the command again, raise --deadline "
+                f"SECONDS (default: {DEADLINE_MIN:g} s or {DEADLINE_RATE // 1000} kB/s of the "
+                "pinned size, whichever is longer), or set --url to a faster mirror") from e
         except urllib.error.HTTPError as e:
             raise DownloadError(f"could not fetch {f.local_path} from {url}: HTTP {e.code} "
                                 f"{e.reason}") from e

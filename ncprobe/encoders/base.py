@@ -19,7 +19,9 @@ reported, never silently replaced by zeros or by the sentence vector.
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -105,6 +107,16 @@ HF_INSTALL_HINT = ("pip install 'ncprobe[hf]' (install torch first, the CPU buil
 #: ncprobe``, whose default model (static GloVe) needs none of them.
 HF_PACKAGES = {"hf": ("torch", "transformers"),
                "sbert": ("torch", "transformers", "sentence_transformers")}
+
+
+def path_name(path: str | os.PathLike) -> str:
+    """The display name of a model given as a path: its folder's name and its own
+    (``a/vectors.txt``, ``models/elmo-pt``), so that files of one name in different folders
+    (``a/vectors.txt`` and ``b/vectors.txt``) are told apart in every table, figure and
+    report. The folder is that of the path as given, made absolute (``..`` removed, links
+    not followed); a path at the root of the file system is named by itself."""
+    p = Path(os.path.abspath(Path(path).expanduser()))
+    return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
 
 
 def missing_module(names: Sequence[str]) -> str | None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import ClassVar, Sequence
 
 from ..errors import ModelUnavailableError, NcprobeError
-from .base import Encoded, hash_cache, missing_module, pool_batch, torch_device
+from .base import Encoded, hash_cache, missing_module, path_name, pool_batch, torch_device
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,9 @@ class ElmoEncoder:
     Args:
         model_dir_or_files: a directory holding ``options.json`` and ``weights.hdf5``
             (see :func:`find_elmo_files`), or the pair ``(options, weights)`` of paths.
-        name: the user-facing name (default: the directory or weights file name).
+        name: the user-facing name (default: the directory's parent folder and name,
+            ``models/elmo-pt`` (:func:`~ncprobe.encoders.base.path_name`), or the weights
+            file name).
         device: ``cpu``, ``cuda``, ...; default: cuda when available.
     """
 
@@ -172,7 +174,7 @@ class ElmoEncoder:
             raise ModelUnavailableError(why)
         if isinstance(model_dir_or_files, (str, Path)):
             options_path, weights_path = find_elmo_files(model_dir_or_files)
-            default_name = Path(model_dir_or_files).expanduser().resolve().name
+            default_name = path_name(model_dir_or_files)  # its folder too: a/elmo, b/elmo
         else:
             options_path, weights_path = (Path(p).expanduser() for p in model_dir_or_files)
             default_name = weights_path.stem

@@ -232,6 +232,10 @@ class HFEncoder:
                     config=config, **kw)
         except OSError as e:
             raise ModelUnavailableError(f"could not load {model_id!r}: {e}") from e
+        except unreadable_weight_errors() as e:
+            if type(e).__name__ == "OutOfMemoryError":  # a GPU too small: not the files
+                raise
+            raise weights_refused(model_id, self._shape_from, e) from e
         if not getattr(tokenizer, "is_fast", False):
             raise NcprobeError(f"{model_id}: ncprobe needs a fast tokenizer (word alignment)")
         tokenizer.padding_side = "right"
@@ -398,6 +402,51 @@ def _read_config(path: str | Path) -> dict | None:
             and size(("hidden_size", "n_embd", "dim", "d_model"))):
         return None
     return raw
+
+
+#: Files that hold a model's weights (named when they cannot be read).
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
+
+
+def unreadable_weight_errors() -> tuple[type[BaseException], ...]:
+    """What loading raises for a weight file it cannot or will not read: a pickle that
+    ``torch.load(weights_only=True)`` refuses (it would run code), a truncated or damaged
+    safetensors or zip file, a state dict that does not fit the config."""
+    import pickle
+
+    kinds: list[type[BaseException]] = [pickle.UnpicklingError, EOFError, RuntimeError]
+    try:
+        from safetensors import SafetensorError
+        kinds.append(SafetensorError)
+    except ImportError:  # pragma: no cover - safetensors comes with transformers
+        pass
+    return tuple(kinds)
+
+
+def weights_refused(model_id: str, where: str | Path | None, err: BaseException
+                    ) -> ModelUnavailableError:
+    """The named error (exit 5) for weights that could not be read, naming the files.
+
+    Nothing in them was run: pickles are loaded by torch with ``weights_only=True``.
+    """
+    folder = Path(model_id).expanduser()
+    if not folder.is_dir() and where is not None:
+        folder = Path(where).parent
+    try:
+        files = sorted(str(p) for p in folder.rglob("*")
+                       if p.suffix in WEIGHT_SUFFIXES and p.is_file())
+    except OSError:
+        files = []
+    named = ", ".join(files) if files else f"the weight files of {model_id}"
+    cause = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if "weights_only" in str(err) or "Unpickl" in type(err).__name__:
+        why = ("a pickle that torch refuses to load without running code (weights_only); "
+               "ncprobe never runs code from model files: convert it to safetensors where it "
+               "comes from a source you trust, or use another copy")
+    else:
+        why = "a file that is damaged or incomplete: download or save the model again"
+    return ModelUnavailableError(f"could not read the weights of {model_id!r} ({named}): {why} "
+                                 f"[{type(err).__name__}: {cause[:300]}]")
 
 
 def hub_file(model_id: str, filename: str, revision: str | None) -> Path | None:

@@ -35,7 +35,9 @@ from .hf import (
     describe_model,
     hub_file,
     snapshot_commit,
+    unreadable_weight_errors,
     weights_identity,
+    weights_refused,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,12 +122,18 @@ class SBertEncoder:
         desc, model_id = self._desc, self.model_id
         # a lazily made fingerprint names one hub commit: load exactly that snapshot
         revision = (desc.commit if desc is not None else None) or self.revision
+        check_modules(model_id, revision)  # before anything is imported from the model
         try:
             st = SentenceTransformer(model_id, device=device, revision=revision,
                                      trust_remote_code=False)
         except OSError as e:
             raise ModelUnavailableError(f"could not load sentence-transformers model "
                                         f"{model_id!r}: {e}") from e
+        except unreadable_weight_errors() as e:
+            if type(e).__name__ == "OutOfMemoryError":  # a GPU too small: not the files
+                raise
+            where = desc.config_path if desc is not None else None
+            raise weights_refused(model_id, where, e) from e
         module = st[0]
         auto_model = getattr(module, "auto_model", None) or getattr(module, "model", None)
         if auto_model is None or not hasattr(module, "tokenizer"):
@@ -171,6 +179,40 @@ class SBertEncoder:
         sent = features["sentence_embedding"].float().cpu().numpy()
         sent = np.repeat(sent[:, None, :], len(self.views), axis=1)
         return Encoded(sent, enc.span, enc.missing_words, enc.missing_span_words)
+
+
+#: The package whose modules a ``modules.json`` may name (``trust_remote_code`` is never set).
+LIBRARY_PREFIX = "sentence_transformers."
+
+
+def check_modules(model_id: str, revision: str | None = None) -> None:
+    """Refuse a model whose ``modules.json`` names a module outside sentence-transformers.
+
+    Such a ``type`` (``os.system``, ``mypkg.Evil``) is code that loading would import
+    and run; sentence-transformers itself refuses it without ``trust_remote_code``, which
+    ncprobe never sets. Checked here first, so the error names the file and the entry.
+
+    Raises:
+        ModelUnavailableError: an entry is not a module of the library, or the file is
+            not a list of modules (exit 5, naming ``modules.json``).
+    """
+    local = Path(model_id).expanduser()
+    path = local / "modules.json" if local.is_dir() else hub_file(model_id, "modules.json",
+                                                                   revision)
+    if path is None or not path.is_file():
+        return  # no modules.json: sentence-transformers builds a plain transformer + pooling
+    try:
+        modules = json.loads(path.read_text(encoding="utf-8"))
+        kinds = [(i, str(m["type"])) for i, m in enumerate(modules)]
+    except (OSError, UnicodeDecodeError, ValueError, LookupError, TypeError) as e:
+        raise ModelUnavailableError(f"{path}: not a readable list of modules ({e}); the model "
+                                    "is damaged: download or save it again") from e
+    foreign = [f"entry {i}: {kind!r}" for i, kind in kinds if not kind.startswith(LIBRARY_PREFIX)]
+    if foreign:
+        raise ModelUnavailableError(
+            f"{path} names module(s) outside sentence-transformers ({'; '.join(foreign)}): "
+            "loading them would import and run code from the model, which ncprobe never does "
+            "(no trust_remote_code). Use a model made of sentence-transformers' own modules")
 
 
 def describe_st(model_id: str, revision: str | None = None) -> ModelFiles | None:

@@ -17,7 +17,7 @@ from typing import Callable, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ..errors import DataError, ModelUnavailableError, NcprobeError, UsageError
-from .base import Encoded, hash_cache, missing_module, unreachable
+from .base import Encoded, hash_cache, missing_module, path_name, unreachable
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +152,8 @@ def load_vectors_file(path: str | Path, *, name: str | None = None, lowercase: b
             line (``.txt``/``.vec``), a GloVe text file without header, or a
             gensim ``KeyedVectors.save`` file (``.kv``; pickle-based, so it is
             loaded only with ``allow_pickle=True``: trust the file first).
+        name: the name in every table (default: the file's folder and name,
+            ``a/vectors.txt``: :func:`~ncprobe.encoders.base.path_name`).
         kind: ``auto``, ``word2vec-bin``, ``word2vec-text``, ``glove`` or ``gensim``.
     """
     try:
@@ -179,15 +181,19 @@ def load_vectors_file(path: str | Path, *, name: str | None = None, lowercase: b
                                                            no_header=True)}
     if kind not in loaders:
         raise UsageError(f"unknown vector file kind {kind!r}; use one of {', '.join(loaders)}")
+    if path.is_file() and path.stat().st_size == 0:
+        raise DataError("the vector file is empty; check the file (an interrupted copy or "
+                        "download?)", file=str(path))
     try:
         kv = loaders[kind]()
-    except (ValueError, OSError, EOFError, KeyError, IndexError, pickle.UnpicklingError) as e:
+    except (ValueError, OSError, EOFError, KeyError, IndexError, TypeError,
+            pickle.UnpicklingError) as e:
         # gensim's own errors name neither the file nor the format it tried
         raise DataError(f"cannot read it as a {kind} vector file ({type(e).__name__}: {e}); "
                         "check the file, or its format (.bin: word2vec binary; .txt/.vec: "
                         "word2vec text with a 'count dim' header or GloVe text; .kv: gensim)",
                         file=str(path)) from e
-    return StaticEncoder(name or path.name, kv.key_to_index, np.asarray(kv.vectors),
+    return StaticEncoder(name or path_name(path), kv.key_to_index, np.asarray(kv.vectors),
                          lowercase=lowercase, identity=f"{kind}:{_files_hash(files)}")
 
 
