@@ -63,7 +63,7 @@ def main() -> None:
     ap.add_argument("--skip-cold", action="store_true", help="no cold minilm run")
     args = ap.parse_args()
     if not os.environ.get("NCPROBE_DATA"):
-        sys.exit("set NCPROBE_DATA to the NCIMP data directory (see README, The data)")
+        sys.exit("set NCPROBE_DATA to the NCIMP data directory (see docs/data.md)")
     work = Path(tempfile.mkdtemp(prefix="ncprobe-bench-"))
     env = {**os.environ, "NCPROBE_CACHE": str(work / "cache")}
     out = ["--quiet", "--overwrite"]

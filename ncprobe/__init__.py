@@ -19,6 +19,8 @@ The public API::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._version import VERSION as __version__
 from .comparison import compare
 from .config import RunConfig
@@ -28,7 +30,6 @@ from .data import (
     Stimuli,
     Stimulus,
     download,
-    generate_pairs,
     load_pairs,
     load_stimuli,
     resolve_data_dir,
@@ -50,8 +51,20 @@ from .schema import CLASSES, CONTEXTS, MEASURES
 from .schema import PROBE_FAMILIES as PROBES
 from .schema import RESULT_TABLES as TABLES
 
+if TYPE_CHECKING:
+    from .data.generate import generate_pairs
+
 __all__ = ["CLASSES", "CONTEXTS", "MEASURES", "PROBES", "TABLES", "DataError", "DataErrors",
            "DownloadError", "MissingPackageError", "ModelUnavailableError", "NcprobeError",
            "NounCompound", "Results", "RunConfig", "SplicedStimuliWarning", "Stimuli",
            "Stimulus", "__version__", "compare", "compute", "download", "generate_pairs",
            "load_pairs", "load_stimuli", "resolve_data_dir"]
+
+
+def __getattr__(name: str):
+    # the probe generator is imported when it is asked for: loading data never imports it
+    if name == "generate_pairs":
+        from .data.generate import generate_pairs
+
+        return generate_pairs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

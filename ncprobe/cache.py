@@ -42,6 +42,8 @@ written before the marker existed have the same layout without ``CACHEDIR.TAG``
 and are recognised by that strict layout. Anything else is left untouched.
 
 The root is ``$NCPROBE_CACHE`` when set, else ``platformdirs.user_cache_dir("ncprobe")/embeddings``.
+It also holds ``file-sha256.json``, the digests of model weight files that fingerprints
+hash (:func:`hash_cache`), which ``cache info`` and ``cache clear`` leave alone.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ._io import (
+    HASH_CACHE_NAME,
+    FileHashCache,
     LockBusy,
     atomic_open,
     atomic_write_text,
@@ -111,6 +115,23 @@ def cache_root(path: str | os.PathLike | None = None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("ncprobe")) / "embeddings"
+
+
+@contextlib.contextmanager
+def hash_cache() -> Iterator[FileHashCache]:
+    """The per-file hash cache of model weights, ``<cache root>/file-sha256.json``, saved
+    when the block ends (whether or not hashing succeeded).
+
+    Fingerprints hash the content of every weight file; remembering each file's digest
+    (by path, size and times) keeps that to one read per changed file. It lives in the
+    cache root beside the store entries, which ``cache info`` and ``cache clear`` leave
+    alone.
+    """
+    cache = FileHashCache(cache_root() / HASH_CACHE_NAME)
+    try:
+        yield cache
+    finally:
+        cache.save()
 
 
 def item_key(tokens: Sequence[str], span: tuple[int, int]) -> bytes:

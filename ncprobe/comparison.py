@@ -26,33 +26,27 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .errors import UsageError
-from .results import Results
-from .stats import (
-    ALPHA,
-    CORRECTIONS,
-    Correction,
-    paired_bootstrap_rho_diff,
-    spearman,
-    williams_t,
-)
+from .results import CELL_KEYS, Results, refuse_repeated_cells
+from .results.query import filter_rows
+from .schema import Correction
+from .significance import ALPHA, check_correction
 from .stats import correct as correct_pvalues
+from .stats import paired_bootstrap_rho_diff, spearman, williams_t
 
 log = logging.getLogger(__name__)
 
-#: The columns that identify a cell of the ``measures`` table (besides the NC), in the
-#: order the output shows them.
-CELL_KEYS: tuple[str, ...] = ("model", "lang", "space", "layers", "level", "context",
-                              "measure")
 #: Resamples of a comparison: more than a run's intervals use (``N_BOOT``), because the least
 #: bootstrap p is 2 / (n_boot + 1) and Holm multiplies it by the number of tests (a table of
 #: 44 cells needs n_boot > 1760 for any cell to be significant after the correction).
 COMPARE_N_BOOT = 10_000
-#: What a selection may filter on: the cell keys, and ``nc`` / ``cls`` (which only filter).
+#: What a selection may filter on: the cell keys (:data:`ncprobe.results.CELL_KEYS`, in the
+#: order the output shows them), and ``nc`` / ``cls`` (which only filter).
 SELECT_KEYS: tuple[str, ...] = CELL_KEYS + ("nc", "cls")
 #: The statistics of each output row, after its key columns.
 STAT_COLUMNS: tuple[str, ...] = (
@@ -124,9 +118,7 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
             ``--gold``), or a side holds one NC of one cell more than once (two runs of one
             cell pooled by other means than :meth:`Results.concat`, which refuses them).
     """
-    if correct not in CORRECTIONS:
-        raise UsageError(f"unknown multiple-comparison correction {correct!r}; choose from "
-                         + ", ".join(CORRECTIONS))
+    check_correction(correct)
     if b is None:
         if select_b is None or dict(select_b) == dict(select_a or {}):
             raise UsageError("comparing a Results with itself needs two different selections "
@@ -199,40 +191,18 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
 def _side(res: Results, select: Selection | None, name: str) -> pd.DataFrame:
     """The rows of ``res.measures`` that ``select`` keeps, with the keys as plain text."""
     select = dict(select or {})
-    unknown = [k for k in select if k not in SELECT_KEYS]
-    if unknown:
-        raise UsageError(f"select_{name}: cannot select on {', '.join(map(repr, unknown))}; "
-                         f"the per-NC measures are selected on {', '.join(SELECT_KEYS)}")
     if res.measures.empty:
         raise UsageError(f"side {name.upper()} holds no per-NC measures (an empty results "
                          "table): compare results written by `ncprobe compute`")
-    rows = res.measures
-    for i, (col, wanted) in enumerate(select.items()):
-        values = [str(v) for v in ([wanted] if _one_value(wanted) else wanted)]
-        present = list(dict.fromkeys(rows[col].dropna().astype(str)))
-        bad = [v for v in values if v not in present]
-        if bad:
-            shown = ", ".join(present[:30]) + (f" ... ({len(present)} in all)"
-                                               if len(present) > 30 else "")
-            raise UsageError(f"select_{name}: {col} {', '.join(map(repr, bad))} is not in side "
-                             f"{name.upper()}'s per-NC measures"
-                             + (" (after the selections before it)" if i else "")
-                             + f"; they hold {col} {shown or '(none)'}")
-        rows = rows[rows[col].astype(str).isin(values)]
-    rows = rows.reset_index(drop=True)
+    rows = filter_rows(res.measures, select, where=f"side {name.upper()}'s measures table",
+                       takes=SELECT_KEYS, source=f"select_{name}")
     if rows.empty:
         raise UsageError(f"select_{name} {select} keeps no row of the per-NC measures; "
                          + _holds(res.measures, name))
     keys = list(CELL_KEYS) + ["nc"]
     rows = rows.assign(**{k: rows[k].astype(str) for k in keys})
-    twice = rows.duplicated(keys, keep=False)
-    if twice.any():
-        r = rows[twice].iloc[0]
-        raise UsageError(f"side {name.upper()} holds NC {r['nc']!r} of one cell more than "
-                         "once (" + ", ".join(f"{k} {r[k]}" for k in CELL_KEYS)
-                         + f"; {int(twice.sum())} rows in all): two runs pooled as one, which "
-                         "would count each NC twice. Give one run per cell (ncprobe compare: "
-                         "--exclude DIR leaves a results directory out)")
+    refuse_repeated_cells(rows, f"side {name.upper()}'s rows", "Give one run per cell "
+                          "(ncprobe compare: --exclude DIR leaves a results directory out)")
     models = list(dict.fromkeys(rows["model"]))
     if len(models) > 1:
         raise UsageError(f"side {name.upper()} holds {len(models)} models ({', '.join(models)}); "
@@ -311,3 +281,87 @@ def _what_exists(side_a: pd.DataFrame, side_b: pd.DataFrame, pair_on: list[str])
     why = "; ".join(apart) if apart else "no combination of the keys is on both sides"
     return (f"{why}. {_holds(side_a, 'a')}. {_holds(side_b, 'b')}. Select matching rows with "
             "select_a / select_b (a key given one value is compared across the sides)")
+
+
+# --- the comparison table as a file (``ncprobe compare --out``) -----------------------------
+
+#: The file formats of a comparison table, by suffix: ``.md`` and ``.tex`` the printed table,
+#: ``.csv`` and ``.parquet`` every column of :func:`compare`, unrounded.
+COMPARE_FORMATS = (".md", ".tex", ".csv", ".parquet")
+
+
+def check_comparison_out(out: Path, overwrite: bool) -> None:
+    """Refuse a comparison file ``out`` that would replace a user's file or cannot be
+    written, before any work (:func:`write_comparison` checks again before writing).
+
+    Raises:
+        UsageError: not a :data:`COMPARE_FORMATS` suffix, a directory, no parent
+            directory, inside a results directory, or an existing file without
+            ``overwrite``; the message names the option ``--out``.
+        OutputError: ``out``'s directory cannot be written (read-only, full, no permission).
+    """
+    import os
+    import tempfile
+
+    from ._io import output_error
+
+    if out.suffix.lower() not in COMPARE_FORMATS:
+        raise UsageError(f"--out {out}: write a {', '.join(COMPARE_FORMATS)} file")
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a directory; name a file, e.g. {out / 'compare.md'}"
+                         " (even --overwrite never replaces a directory)")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: no directory {out.parent}")
+    if (out.parent / "run.json").is_file():
+        raise UsageError(f"--out {out}: {out.parent} is a results directory; a file written "
+                         "into it would stop `ncprobe compute` from rewriting it: choose "
+                         "another --out")
+    if os.path.lexists(out) and not overwrite:
+        raise UsageError(f"--out {out} exists; choose another --out, or pass --overwrite to "
+                         "replace it")
+    try:  # writable here? (a read-only or full disk, no permission): before 30 s of tests
+        fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise output_error(e, out, what="comparison table") from None
+
+
+def write_comparison(out: Path, df: pd.DataFrame, *, markdown: str, latex: str,
+                     overwrite: bool) -> None:
+    """Write a comparison to ``out`` (checked by :func:`check_comparison_out`), by its
+    suffix: ``markdown`` (``.md``) or ``latex`` (``.tex``), the table as shown, or ``df``,
+    :func:`compare`'s output, as ``.csv`` or ``.parquet``. Atomically, with the mode a
+    plain ``open()`` gives under the umask.
+
+    Raises:
+        UsageError: ``out`` appeared while the tests ran (without ``overwrite``), or is now
+            a directory; nothing is written.
+        OutputError: it cannot be written.
+    """
+    import io
+    import os
+
+    from ._io import atomic_write_bytes, atomic_write_text, output_error
+
+    # again: a file that appeared there while the tests ran is not replaced either
+    if os.path.lexists(out) and not overwrite:
+        raise UsageError(f"--out {out} was created while the tests ran; nothing written "
+                         "(the table is printed above): choose another --out, or pass "
+                         "--overwrite")
+    suffix = out.suffix.lower()
+    try:
+        if suffix == ".md":
+            atomic_write_text(out, markdown)
+        elif suffix == ".tex":
+            atomic_write_text(out, latex)
+        elif suffix == ".csv":
+            atomic_write_text(out, df.to_csv(index=False))
+        else:
+            buf = io.BytesIO()
+            df.to_parquet(buf, index=False)
+            atomic_write_bytes(out, buf.getvalue())
+    except IsADirectoryError:
+        raise UsageError(f"--out {out} is now a directory; nothing written") from None
+    except OSError as e:
+        raise output_error(e, out, what="comparison table") from None

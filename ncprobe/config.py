@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Literal, TypeGuard, get_args
+from typing import TypeGuard
 
 from .data.stimuli import expand_contexts
-from .schema import LANGS, LEVELS, Lang, Level  # the languages and levels (ncprobe.schema)
 
-#: The choices of RunConfig's options, as types (an editor completes them); the values
-#: checked at run time are taken from them (``typing.get_args``).
-WordsSyn = Literal["first", "all"]
-Gold = Literal["comp", "type"]
-EnNaturalistic = Literal["auto", "official", "reference"]
-Dtype = Literal["float32", "float16", "bfloat16"]
+# The languages, levels and the choices of RunConfig's options are the schema's vocabularies:
+# their types (an editor completes them) and the values checked at run time (check_choice).
+from .schema import (
+    EN_NATURALISTIC_CHOICES,
+    GOLD_CHOICES,
+    LANGS,
+    LEVELS,
+    WORDSSYN_CHOICES,
+    Dtype,
+    EnNaturalistic,
+    Gold,
+    Lang,
+    Level,
+    WordsSyn,
+    check_choice,
+)
 
 DEFAULT_MODEL = "glove-6b-50d"
 
@@ -119,10 +128,9 @@ class RunConfig:
             raise ValueError("batch_size must be at least 1")
         if self.n_boot < 0:
             raise ValueError("n_boot must be 0 (no intervals) or more")
-        if self.wordssyn not in get_args(WordsSyn):
-            raise ValueError("wordssyn must be 'first' or 'all'")
-        if self.gold not in get_args(Gold):
-            raise ValueError("gold must be 'comp' or 'type'")
+        check_choice("wordssyn", self.wordssyn, WORDSSYN_CHOICES)
+        check_choice("gold", self.gold, GOLD_CHOICES)
+        check_choice("en_naturalistic", self.en_naturalistic, EN_NATURALISTIC_CHOICES)
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -101,6 +101,11 @@ class OutputError(NcprobeError):
         super().__init__(f"{path}: {message}" if path else message)
 
 
+class NoData(NcprobeError):
+    """The results hold nothing that a figure or table shows (:mod:`ncprobe.plots`; the
+    report leaves such a figure out and says why)."""
+
+
 class ErrorSink:
     """Where loaders report bad input: raise at once, or collect everything.
 

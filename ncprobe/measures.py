@@ -1,4 +1,4 @@
-"""The measures of the study (SPEC §3), as pure functions over cosines. No model code here.
+"""The measures of the study (method §3), as pure functions over cosines. No model code here.
 
 Array functions (:func:`cosine`, :func:`affinity`, :func:`scaled_similarity`,
 :func:`ratio`) compute one formula each; the frame functions

@@ -15,26 +15,17 @@ import warnings
 from dataclasses import MISSING, fields
 from importlib import metadata
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ._io import json_sha256, safe_name
 from ._version import VERSION as __version__
 from .analysis import analyse
-from .config import (
-    LEVELS,
-    Dtype,
-    EnNaturalistic,
-    Gold,
-    Lang,
-    Level,
-    RunConfig,
-    WordsSyn,
-    is_level,
-)
+from .config import RunConfig, is_level
 from .data.stimuli import Stimuli
 from .embed import embed
 from .errors import UsageError
 from .results import Results
+from .schema import LEVELS, Dtype, EnNaturalistic, Gold, Lang, Level, WordsSyn
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +104,14 @@ def compute(config: RunConfig | None = None, *,
         >>> res = ncprobe.compute(model="glove-6b-50d", lang="en")   # doctest: +SKIP
         >>> print(res.summary())                                      # doctest: +SKIP
     """
-    given = locals()  # first: only the arguments, before any other name is bound
-    options = {f.name: given[f.name] for f in fields(RunConfig) if given[f.name] is not None}
+    # the RunConfig fields, one keyword each (a test holds these names to RunConfig's fields)
+    keywords: dict[str, Any] = {
+        "model": model, "lang": lang, "contexts": contexts, "levels": levels, "layers": layers,
+        "device": device, "dtype": dtype, "batch_size": batch_size, "standardise": standardise,
+        "wordssyn": wordssyn, "gold": gold, "per_sentence": per_sentence, "n_boot": n_boot,
+        "seed": seed, "top_k": top_k, "en_naturalistic": en_naturalistic,
+        "accept_modified_data": accept_modified_data}
+    options = {name: value for name, value in keywords.items() if value is not None}
     from .cache import EmbeddingStore, cache_root, vector_shape
     from .data import check_coverage, load_stimuli
     from .encoders import load_encoder

@@ -6,6 +6,10 @@
 table with nothing to show for these results (e.g. NC-level figures of a
 sentence-level-only model) is left out and named in the index, never drawn empty.
 
+Every figure and table is a :class:`~ncprobe.view.Spec` (:data:`ncprobe.plots.FIGURE_SPECS`,
+:data:`ncprobe.tables.TABLE_SPECS`), built alike from one :class:`~ncprobe.view.View` of the
+report's options: a new figure or table is a spec in one of those lists, not a branch here.
+
 The output directory may hold other files: they are never deleted or overwritten.
 Every file is written atomically, and its name and the SHA-256 of its content are
 recorded in ``.ncprobe-report.json`` as it is written (before the file itself, so
@@ -27,18 +31,21 @@ import logging
 import os
 import re
 import stat
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
 from ._io import UNWRITABLE_ERRNOS, atomic_write_bytes, dir_lock, file_sha256, output_error
 from ._version import VERSION as __version__
 from .errors import NcprobeError, OutputError, UsageError
-from .schema import CLASS_FIGURES, CORRELATION_TABLES
+from .significance import CORRECTION_NAMES, check_correction
+from .view import Spec, View
 
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import ProcessPoolExecutor
 
-    from .stats import Correction
+    from .results import Results
+    from .schema import Correction
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +55,13 @@ MANIFEST = ".ncprobe-report.json"
 _OLD_REPORT_RE = re.compile(r"^(fig\d\d_\w+\.\w+|table_\w+\.(md|tex)|README\.md)$")
 
 
-def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
+def write_report(results: Results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
                  examples: Sequence[str] | None = None, dpi: int = 200,
                  jobs: int | FigureWorkers = 1, provenance: str | None = None,
                  space: str | None = None, level: str | None = None,
                  correct: Correction = "holm", intervals: bool = True,
                  progress: Callable[[str], None] | None = None) -> list[Path]:
-    """Save every figure and table of SPEC §4 for ``results`` into ``out_dir``.
+    """Save every figure and table of method §4 for ``results`` into ``out_dir``.
 
     When the results hold two or more single-layer views of some model (``--layers all``),
     the layer-wise figure (``fig11_layers``, :func:`ncprobe.plots.fig_layers`) and table
@@ -101,16 +108,11 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
     The figures are drawn without pyplot and with Agg: the caller's backend and pyplot's
     figures are left as they are (in Jupyter, nothing is shown).
     """
-    from . import plots, tables
-
     # two runs of one cell pooled (tables joined by hand: Results.concat refuses them) would
     # count their NCs twice in every test and figure: refused before anything is written
     results.check_one_run_per_cell("the results to report")
-    view = _view(results, space, level)  # a space or level the results lack: refused first
-    tables.correction_note(correct, 0)  # an unknown correction: refused before any work
-    view.options.setdefault("correlogram", {})["correct"] = correct
-    for name in CLASS_FIGURES:  # their marks follow the per-class tests table's correction
-        view.options.setdefault(name, {})["correct"] = correct
+    # a space or level the results lack, an unknown correction: refused before any work
+    view = _view(results, space, level, correct=correct, intervals=intervals, ncs=examples)
     if not isinstance(jobs, FigureWorkers):
         check_out(Path(out_dir), formats)  # refused before any worker starts
         with FigureWorkers(jobs) as workers:
@@ -129,8 +131,7 @@ def write_report(results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
         _refuse_foreign(out, _planned(formats, layerwise=view.layerwise), owned)
         _remove_leftovers(out, _planned(FORMATS, layerwise=True) + [MANIFEST])
         journal = _Journal(out, owned.files, owned.listed)  # written before every file
-        written = _write(results, out, formats, examples, dpi, jobs, plots, tables,
-                         provenance, view, correct=correct, intervals=intervals,
+        written = _write(results, out, formats, dpi, jobs, view, provenance=provenance,
                          put=journal.put, progress=progress)
         kept = journal.finish({p.name for p in written}) + (owned.changed if owned.listed
                                                             else [])
@@ -254,41 +255,48 @@ def _unwritable(err: OSError, path: Path, what: str) -> OSError | OutputError:
     return output_error(err, path, what=what) if err.errno in UNWRITABLE_ERRNOS else err
 
 
+def _specs(layerwise: bool) -> tuple[list[Spec], list[Spec]]:
+    """The figures and the tables a report writes, in order, with the options each takes
+    (:data:`ncprobe.plots.FIGURE_SPECS`, :data:`ncprobe.tables.TABLE_SPECS`): the layer-wise
+    ones only when ``layerwise``.
+
+    Which figures and tables, and the function that builds each, are those of
+    :data:`ncprobe.plots.FIGURES` and :data:`~ncprobe.plots.ADDED_FIGURES`, and of
+    :data:`ncprobe.tables.TABLES` and the added tables' specs: a caller (a test) that
+    narrows or wraps those dicts narrows or wraps the report.
+    """
+    from . import plots, tables
+
+    view = View(layerwise=layerwise)
+    drawn = {**plots.FIGURES, **plots.ADDED_FIGURES}
+    built = {**{s.name: s.build for s in tables.TABLE_SPECS if s.added}, **tables.TABLES}
+    return ([replace(s, build=drawn[s.name]) for s in plots.FIGURE_SPECS
+             if s.name in drawn and s.shown(view)],
+            [replace(s, build=built[s.name]) for s in tables.TABLE_SPECS
+             if s.name in built and s.shown(view)])
+
+
 def _planned(formats: Sequence[str], *, layerwise: bool = False) -> list[str]:
     """Every name a report may write (figures left undrawn included); the layer-wise figure
     and table only when ``layerwise`` (the results have them, see :func:`_view`)."""
-    from . import plots, tables
-
-    figures = list(plots.FIGURES) + (list(plots.ADDED_FIGURES) if layerwise else [])
-    names = [f"fig{i:02d}_{name}.{fmt}" for i, name in enumerate(figures, start=1)
+    figures, tables = _specs(layerwise)
+    names = [f"fig{i:02d}_{spec.name}.{fmt}" for i, spec in enumerate(figures, start=1)
              for fmt in formats]
-    names += [f"table_{name}{suffix}" for name in tables.TABLES for suffix in (".md", ".tex")]
-    if layerwise:
-        names += [f"table_{LAYERS_TABLE}{suffix}" for suffix in (".md", ".tex")]
+    names += [f"table_{spec.name}{suffix}" for spec in tables for suffix in (".md", ".tex")]
     return names + ["README.md"]
 
 
-#: The layer-wise table's name (``table_layers.md`` / ``.tex``): ncprobe's, not the study's.
-LAYERS_TABLE = "layers"
-
-
-class _View(NamedTuple):
-    """What the figures show: the options of each figure, and whether the layer-wise figure
-    and table are written."""
-
-    options: dict[str, dict]
-    layerwise: bool
-    space: str
-    level: str
-
-
-def _view(results, space: str | None, level: str | None) -> _View:
-    """The figures' options for ``space`` and ``level`` (``None``: the figures' defaults).
+def _view(results: Results, space: str | None, level: str | None, *,
+          correct: Correction = "holm", intervals: bool = True,
+          ncs: Sequence[str] | None = None) -> View:
+    """The view of a report for ``space`` and ``level`` (``None``: the figures' defaults,
+    raw and NC level), the correction, the cell format and the example NCs; whether the
+    results hold layer-wise views.
 
     Raises:
-        UsageError: a space or level that is not one, or that the results do not hold.
+        UsageError: a space or level that is not one, or that the results do not hold; an
+            unknown correction.
     """
-    from . import plots
     from .schema import LEVEL_LABELS, LEVELS, SPACES
     from .selection import layerwise_views
 
@@ -306,18 +314,11 @@ def _view(results, space: str | None, level: str | None) -> _View:
                              f"hold {', '.join(shown(v) for v in sorted(held)) or 'none'})"
                              + ("; compute with --standardise" if value == "standardised"
                                 else ""))
-    options: dict[str, dict] = {}
-    names = list(plots.FIGURES)
-    for i, name in enumerate(names):
-        kw = {} if space is None else {"space": space}
-        if level is not None and i >= 2:  # figures 3-10; figures 1-2 are one level each
-            kw["level"] = level
-        options[name] = kw
+    check_correction(correct)
     space, level = space or "raw", level or "nc"
     layerwise = bool(layerwise_views(results.correlations, space=space, level=level))
-    if layerwise:
-        options.update({name: {"space": space, "level": level} for name in plots.ADDED_FIGURES})
-    return _View(options, layerwise, space, level)
+    return View(space=space, level=level, correct=correct, intervals=intervals,
+                ncs=None if ncs is None else tuple(ncs), layerwise=layerwise)
 
 
 class _Owned(NamedTuple):
@@ -512,7 +513,7 @@ class _Journal:
         return kept
 
 
-def _render(name: str, results, formats: Sequence[str], dpi: int, rc: dict | None = None,
+def _render(name: str, results: Results, formats: Sequence[str], dpi: int, rc: dict | None = None,
             options: dict | None = None) -> tuple[dict[str, bytes] | None, list[str]]:
     """Draw one figure and save it in every format: ``({format: bytes}, notes)``, or
     ``(None, [why])`` when the results hold nothing it shows.
@@ -559,8 +560,8 @@ def _warm() -> None:
 
     from . import plots
 
-    with plots._style():
-        fig = plots._new_figure(figsize=(1, 1), layout="constrained")
+    with plots.style():
+        fig = plots.new_figure(figsize=(1, 1), layout="constrained")
         ax = fig.add_subplot()
         ax.boxplot([[0.0, 1.0, 2.0]])
         ax.set_title("A$_{x}$")
@@ -658,7 +659,7 @@ class FigureWorkers:
             self.pool = None
 
 
-def _figures(results, formats: Sequence[str], dpi: int, workers: FigureWorkers,
+def _figures(results: Results, formats: Sequence[str], dpi: int, workers: FigureWorkers,
              options: dict[str, dict] | None = None):
     """``(name, (blobs, notes))`` for every figure, in figure order: the study's, then those
     of :data:`ncprobe.plots.ADDED_FIGURES` named in ``options`` (name -> the figure's keyword
@@ -698,24 +699,82 @@ def _figures(results, formats: Sequence[str], dpi: int, workers: FigureWorkers,
         ) from None
 
 
-def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
-           provenance: str | None = None, view: _View | None = None, *,
-           correct: Correction = "holm", intervals: bool = True,
+def _write(results: Results, out: Path, formats: Sequence[str], dpi: int,
+           jobs: FigureWorkers, view: View, *, provenance: str | None = None,
            put: Callable[[dict[Path, bytes]], None] | None = None,
            progress: Callable[[str], None] | None = None) -> list[Path]:
     """Draw and write the files of the report (``put`` writes them: path -> content; by
-    default atomically, as they are); ``progress`` is told of each figure and table."""
-    view = view or _view(results, None, None)
+    default atomically, as they are); ``progress`` is told of each figure and table.
+
+    Every figure and table is a :class:`~ncprobe.view.Spec`, built alike with the options
+    it takes from ``view``."""
+    from . import tables
+
+    figure_specs, table_specs = _specs(view.layerwise)
     written: list[Path] = []
     if put is None:
         def put(blobs: dict[Path, bytes]) -> None:
             for path, data in blobs.items():
                 atomic_write_bytes(path, data)
     say = progress or (lambda line: None)
-    n_figures = len(plots.FIGURES) + len([n for n in plots.ADDED_FIGURES
-                                          if n in view.options and n not in plots.FIGURES])
-    n_tables = len(tables.TABLES) + bool(view.layerwise)
+    n_figures, n_tables = len(figure_specs), len(table_specs)
     index = [f"# ncprobe report\n\nMade by ncprobe {__version__} from these runs:\n"]
+    index += _run_lines(results)
+    index.append("\n## Figures\n")
+    index.append(f"Vector space {view.space}; figures 3-10 at {view.level_text()} level.\n")
+    options = {spec.name: spec.options(view) for spec in figure_specs}
+    figures = _figures(results, formats, dpi, jobs, options=options)
+    spec_of = {spec.name: spec for spec in figure_specs}
+    for i, (name, (blobs, notes)) in enumerate(figures, start=1):
+        spec = spec_of[name]
+        stem = f"fig{i:02d}_{name}"
+        if blobs is None:  # NoData: notes holds why
+            index.append(f"- {stem}: not drawn: {notes[0]}")
+            log.info("%s not drawn: %s", stem, notes[0])
+            say(f"figure {i}/{n_figures}: {stem} not drawn ({notes[0]})")
+            continue
+        files = {out / f"{stem}.{fmt}": blobs[fmt] for fmt in formats}
+        put(files)
+        written += files
+        say(f"figure {i}/{n_figures}: {stem}")
+        index.append(f"- `{stem}`: {_first_paragraph(spec.build.__doc__ or name)}"
+                     + (f" ({'; '.join(notes)})" if notes else "")
+                     + (" Not a figure of the study: ncprobe's addition." if spec.added
+                        else ""))
+    index.append("\n## Tables\n")
+    index.append(_correction_line(view.correct, view.intervals) + "\n")
+    for i, spec in enumerate(table_specs, start=1):
+        stem = f"table_{spec.name}"
+        df = spec.build(results, **spec.options(view))
+        if df.empty:
+            index.append(f"- {stem}: empty for these results")
+            say(f"table {i}/{n_tables}: {stem} empty for these results")
+            continue
+        caption = tables.caption(spec.name, df, where=(
+            f"{view.level_text()} level, {view.space} space" if spec.says_view else None))
+        files = {out / f"{stem}{suffix}": text.encode("utf-8") for suffix, text in (
+            (".md", f"{caption}\n\n{tables.to_markdown(df)}"),
+            (".tex", tables.to_latex(df, caption)))}
+        put(files)
+        written += files
+        say(f"table {i}/{n_tables}: {stem}")
+        missing = df.attrs.get("missing")
+        index.append(f"- `{stem}`: {caption}"
+                     + (f" (not in these results: {', '.join(missing)})" if missing else "")
+                     + (". Not a table of the study: ncprobe's addition." if spec.added
+                        else ""))
+    if provenance:
+        index.append("\n" + provenance.rstrip("\n"))
+    readme = out / "README.md"
+    put({readme: ("\n".join(index) + "\n").encode("utf-8")})
+    written.append(readme)
+    return written
+
+
+def _run_lines(results: Results) -> list[str]:
+    """The index's line for each run the results hold: model, language, contexts, layers and
+    gold (and a warning where the results were edited)."""
+    index: list[str] = []
     for m in results.meta:
         cfg = m["config"]
         if m.get("edited"):  # read with --accept-edited-results: said where it cannot be missed
@@ -736,79 +795,13 @@ def _write(results, out: Path, formats, examples, dpi, jobs, plots, tables,
         index.append(f"- {cfg['model']} (loaded for {cfg['lang']}) on your own stimuli: "
                      f"languages {langs}, contexts {ctxs}, layers "
                      f"{cfg.get('layers') or 'default'}, gold: the comp scores given")
-    index.append("\n## Figures\n")
-    index.append(f"Vector space {view.space}; figures 3-10 at "
-                 f"{'NC' if view.level == 'nc' else 'sentence'} level.\n")
-    figures = _figures(results, formats, dpi, jobs, options=view.options)
-    for i, (name, (blobs, notes)) in enumerate(figures, start=1):
-        stem = f"fig{i:02d}_{name}"
-        added = name in plots.ADDED_FIGURES and name not in plots.FIGURES
-        draw = plots.ADDED_FIGURES[name] if added else plots.FIGURES[name]
-        if blobs is None:  # NoData: notes holds why
-            index.append(f"- {stem}: not drawn: {notes[0]}")
-            log.info("%s not drawn: %s", stem, notes[0])
-            say(f"figure {i}/{n_figures}: {stem} not drawn ({notes[0]})")
-            continue
-        files = {out / f"{stem}.{fmt}": blobs[fmt] for fmt in formats}
-        put(files)
-        written += files
-        say(f"figure {i}/{n_figures}: {stem}")
-        index.append(f"- `{stem}`: {_first_paragraph(draw.__doc__ or name)}"
-                     + (f" ({'; '.join(notes)})" if notes else "")
-                     + (" Not a figure of the study: ncprobe's addition." if added else ""))
-    index.append("\n## Tables\n")
-    index.append(_correction_line(correct, intervals, tables) + "\n")
-    n_done = 0
-    for name, build in tables.TABLES.items():
-        if name == "examples":
-            df = build(results, examples)
-        elif name in CORRELATION_TABLES:
-            df = build(results, correct=correct, intervals=intervals)
-        elif name == "class_tests":  # the tests the figures by class mark, at their view
-            df = build(results, level=view.level, space=view.space, correct=correct)
-        else:
-            df = build(results)
-        if df.empty:
-            index.append(f"- table_{name}: empty for these results")
-            say(f"table {n_done + 1}/{n_tables}: table_{name} empty for these results")
-            n_done += 1
-            continue
-        caption = tables.caption(name, df)
-        files = {out / f"table_{name}{suffix}": text.encode("utf-8") for suffix, text in (
-            (".md", f"{caption}\n\n{tables.to_markdown(df)}"),
-            (".tex", tables.to_latex(df, caption)))}
-        put(files)
-        written += files
-        n_done += 1
-        say(f"table {n_done}/{n_tables}: table_{name}")
-        missing = df.attrs.get("missing")
-        index.append(f"- `table_{name}`: {caption}"
-                     + (f" (not in these results: {', '.join(missing)})" if missing else ""))
-    if view.layerwise:
-        df = tables.layers(results, level=view.level, space=view.space, correct=correct,
-                           intervals=intervals)
-        caption = (f"{tables.CAPTIONS['layers']}; {'NC' if view.level == 'nc' else 'sentence'} "
-                   f"level, {view.space} space ({df.attrs['note']})")
-        files = {out / f"table_{LAYERS_TABLE}{suffix}": text.encode("utf-8")
-                 for suffix, text in ((".md", f"{caption}\n\n{tables.to_markdown(df)}"),
-                                      (".tex", tables.to_latex(df, caption)))}
-        put(files)
-        written += files
-        index.append(f"- `table_{LAYERS_TABLE}`: {caption}. Not a table of the study: "
-                     "ncprobe's addition.")
-        say(f"table {n_tables}/{n_tables}: table_{LAYERS_TABLE}")
-    if provenance:
-        index.append("\n" + provenance.rstrip("\n"))
-    readme = out / "README.md"
-    put({readme: ("\n".join(index) + "\n").encode("utf-8")})
-    written.append(readme)
-    return written
+    return index
 
 
-def _correction_line(correct: str, intervals: bool, tables) -> str:
+def _correction_line(correct: str, intervals: bool) -> str:
     """The index's sentence on the multiple-comparison correction and the cell format."""
     how = ("not corrected for multiple comparisons (as in the study)" if correct == "none"
-           else f"{tables.CORRECTION_NAMES[correct]} (`--correct {correct}`) across the cells "
+           else f"{CORRECTION_NAMES[correct]} (`--correct {correct}`) across the cells "
            "of each table, and across the pairs of the correlogram (figure 10)")
     cells = ("rho [95% bootstrap interval]" if intervals else
              "rho alone (`--compact-tables`; the intervals are in the results' correlations "

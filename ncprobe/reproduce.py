@@ -19,7 +19,7 @@ from .schema import LANGS
 
 def default_models() -> list[str]:
     """What :func:`reproduce` runs when no model is named: the registry's offline models,
-    then the study's (SPEC §5), each in registry order."""
+    then the study's (method §5), each in registry order."""
     return list(dict.fromkeys(offline_models() + study_models()))
 
 

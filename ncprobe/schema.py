@@ -5,7 +5,9 @@ but :mod:`typing`), so any module may import it. Three parts:
 
 * **vocabularies**, the values the stimuli and the results hold: languages, sentence
   contexts and context groups, probe families, measures, levels, vector spaces, classes,
-  analyses, and the tables of a results directory;
+  analyses, the choices of the run options (``wordssyn``, ``gold``, ``en_naturalistic``,
+  ``dtype``) and of the correction, and the tables of a results directory; every option
+  that takes one of them checks it with :func:`check_choice`;
 * **column names** of the results tables;
 * **display labels**, how figures and tables print those values: one label per measure
   (:data:`MEASURE_LABELS`, typeset for the figures in :data:`MEASURE_MATH_LABELS`), level
@@ -33,7 +35,9 @@ the values is the order of the type.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, Sequence, TypeVar, get_args
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------------------------------------
 # vocabularies
@@ -90,7 +94,7 @@ PROBE_ALIASES: dict[str, tuple[str, ...]] = {"comp": ("comp-head", "comp-mod"),
 #: the head and modifier substitutions (the components are in the results, not shown).
 DISPLAY_PROBES: tuple[str, ...] = ("syn", "comp", "wordssyn", "rand")
 
-#: The measures (SPEC §3, :mod:`ncprobe.measures`): Sim of each probe (and ``comp``), the
+#: The measures (method §3, :mod:`ncprobe.measures`): Sim of each probe (and ``comp``), the
 #: Affinities (Eq. 4), the Scaled Similarities (Eq. 5) and their ratio, in this order.
 PROBE_MEASURES: tuple[str, ...] = ("syn", "comp-head", "comp-mod", "comp", "wordssyn", "rand")
 AFFINITIES: tuple[str, ...] = ("A_Syn|WordsSyn", "A_Syn|Rand")
@@ -120,6 +124,55 @@ Cls = Literal[Class, "all"]
 Analysis = Literal["nc", "overlap-filtered", "sentence"]
 ANALYSES: tuple[str, ...] = get_args(Analysis)
 
+#: The choices of a run's options (:class:`~ncprobe.config.RunConfig`, ``load_stimuli``,
+#: the encoders) and of the reports' statistics, each a type and its values, in this order:
+#:
+#: * P_WordsSyn: the paper's single substitution (``first``) or every alternative (``all``);
+WordsSyn = Literal["first", "all"]
+WORDSSYN_CHOICES: tuple[str, ...] = get_args(WordsSyn)
+#: * the gold score: Eq. 1, token level (``comp``), or the type-level score (``type``);
+Gold = Literal["comp", "type"]
+GOLD_CHOICES: tuple[str, ...] = get_args(Gold)
+#: * English naturalistic contexts: the official files when present, else the reference
+#:   table (``auto``), the official files or an error, or the reference table;
+EnNaturalistic = Literal["auto", "official", "reference"]
+EN_NATURALISTIC_CHOICES: tuple[str, ...] = get_args(EnNaturalistic)
+#: * the precision a transformer runs in (the encoders also take other spellings of these:
+#:   ``fp32``, ``fp16``, ``half``, ``bf16``);
+Dtype = Literal["float32", "float16", "bfloat16"]
+DTYPE_CHOICES: tuple[str, ...] = get_args(Dtype)
+#: * the multiple-comparison correction: Holm's step-down (family-wise error rate),
+#:   Benjamini-Hochberg's step-up (false discovery rate), or none.
+Correction = Literal["holm", "fdr_bh", "none"]
+CORRECTIONS: tuple[str, ...] = get_args(Correction)
+
+
+def _alternatives(choices: Sequence[object]) -> str:
+    """``'a', 'b' or 'c'``: the choices as a message lists them."""
+    quoted = [repr(c) for c in choices]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def check_choice(name: str, value: T, choices: Sequence[T], *,
+                 error: type[Exception] = ValueError) -> T:
+    """``value`` when it is one of ``choices``; else raise ``error`` naming ``name``, the
+    value and the choices: the one check of every vocabulary option.
+
+    >>> check_choice("gold", "type", GOLD_CHOICES)
+    'type'
+    >>> check_choice("gold", "token", GOLD_CHOICES)
+    Traceback (most recent call last):
+    ...
+    ValueError: gold must be 'comp' or 'type', not 'token'
+
+    Raises:
+        ValueError: (or ``error``) ``value`` is not one of ``choices``.
+    """
+    if value not in choices:
+        raise error(f"{name} must be {_alternatives(choices)}, not {value!r}")
+    return value
+
+
 #: The tables of a :class:`~ncprobe.results.Results`, in the order they are written
 #: (``<table>.parquet``). ``lexical_overlap`` holds the Spearman correlations between
 #: naturalistic sentence length and sentence-level Sim: the name is kept, as results
@@ -128,11 +181,11 @@ ResultTable = Literal["cosines", "sentences", "measures", "correlations", "distr
                       "lexical_overlap", "rogue", "standardisation", "ncs"]
 RESULT_TABLES: tuple[str, ...] = get_args(ResultTable)
 
-#: The study's tables (SPEC §4, :mod:`ncprobe.tables`), in order; ``table_<name>`` files.
+#: The study's tables (method §4, :mod:`ncprobe.tables`), in order; ``table_<name>`` files.
 PAPER_TABLES: tuple[str, ...] = (
     "sent_correlations", "nc_correlations", "length_correlations", "affinity_correlations",
     "scaled_correlations", "means", "filtered_correlations", "standardisation", "examples")
-#: The study's figures (SPEC §4, :mod:`ncprobe.plots`), in order; ``figNN_<name>`` files.
+#: The study's figures (method §4, :mod:`ncprobe.plots`), in order; ``figNN_<name>`` files.
 PAPER_FIGURES: tuple[str, ...] = (
     "sent_cosines", "nc_cosines", "affinity", "affinity_by_class", "scaled_similarity",
     "simr_syn_by_class", "simr_wordssyn_by_class", "ratio", "ratio_by_class", "correlogram")
@@ -294,14 +347,17 @@ CLASS_FIGURES: tuple[str, ...] = ("affinity_by_class", "simr_syn_by_class",
 __all__ = [
     "ADDED_TABLES", "CLASS_FIGURES", "CORRELATION_TABLES", "TABLE_CAPTIONS",
     "AFFINITIES", "ALL_CLASSES", "ANALYSES", "Analysis", "CLASSES", "CLASS_LABELS", "CONDITIONS",
-    "CONTEXTS", "CONTEXT_ALIASES", "CONTEXT_GROUPS", "CONTEXT_GROUP_LABELS", "Class", "Cls",
-    "Context", "ContextGroup", "DEFAULT_CONTEXT_GROUPS", "DISPLAY_MEASURES",
-    "DISPLAY_PROBES", "GROUP_OF_CONTEXT", "LANGS", "LEVELS", "LEVEL_LABELS", "Lang", "Level",
+    "CONTEXTS", "CONTEXT_ALIASES", "CONTEXT_GROUPS", "CONTEXT_GROUP_LABELS", "CORRECTIONS",
+    "Class", "Cls", "Context", "ContextGroup", "Correction", "DEFAULT_CONTEXT_GROUPS",
+    "DISPLAY_MEASURES", "DISPLAY_PROBES", "DTYPE_CHOICES", "Dtype", "EN_NATURALISTIC_CHOICES",
+    "EnNaturalistic", "GOLD_CHOICES", "Gold", "GROUP_OF_CONTEXT", "LANGS", "LEVELS",
+    "LEVEL_LABELS", "Lang", "Level",
     "MEASURES", "MEASURE_LABELS", "MEASURE_MATH_LABELS", "NATURALISTIC", "NCIMP_CONTEXTS",
     "NCS_CONTEXT", "NC_KEYS", "NEUTRAL",
     "NEUTRAL_PLURAL", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS", "PROBE_ALIASES",
     "PROBE_FAMILIES", "PROBE_MEASURES", "Probe", "RATIO", "RESULT_COLUMNS",
     "RESULT_NUMERIC_COLUMNS", "RESULT_TABLES",
     "RUN_KEYS", "ResultTable", "SCALED", "SHOWN_WHEN_PRESENT", "SPACES", "SentenceContext",
-    "Space", "TOKEN_SCORE_COLUMNS", "condition_label", "condition_parts", "measure_label",
+    "Space", "TOKEN_SCORE_COLUMNS", "WORDSSYN_CHOICES", "WordsSyn", "check_choice",
+    "condition_label", "condition_parts", "measure_label",
 ]

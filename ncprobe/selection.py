@@ -29,6 +29,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from .results.query import filter_rows
 from .schema import (
     CONDITIONS,
     CONTEXT_GROUP_LABELS,
@@ -135,9 +136,9 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
         conditions of other languages present (``FR-Nat`` ...), as :func:`conditions_in`
         orders them.
     """
-    out = df
-    if space is not None and "space" in out.columns:
-        out = out[out["space"] == space]
+    # the rows: filtered by the one engine of ncprobe.results.query, leniently (a filter
+    # applies where the table has its column; a value not present keeps no row)
+    out = filter_rows(df, {"space": space}, strict=False)
     if "layers" in out.columns and len(out):
         if layers is None:
             key = [c for c in ("model", "lang") if c in out.columns]
@@ -147,18 +148,14 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
             keep = [layers.get(m) == lv for m, lv in zip(out["model"], out["layers"], strict=True)]
             out = out[keep]
         else:
-            out = out[out["layers"] == layers]
-    levels = _as_tuple(level)
-    if levels is not None and "level" in out.columns:
-        out = out[out["level"].isin(levels)]
-    if "context" in out.columns and out["context"].isin(list(CONTEXT_GROUPS)).any():
-        out = out[out["context"].isin(contexts_of(contexts))]
-    out = out.copy()
+            out = filter_rows(out, {"layers": layers}, strict=False)
+    out = filter_rows(out, {"level": _as_tuple(level)}, strict=False)
+    # context groups in the per-NC tables only: cosines and sentences hold S1 ... Npl
+    groups = "context" in out.columns and out["context"].isin(list(CONTEXT_GROUPS)).any()
+    out = filter_rows(out, {"context": contexts_of(contexts) if groups else None,
+                            "measure": _as_tuple(measures)}, strict=False)
     if "measure" in out.columns:
         out["measure"] = out["measure"].astype(str)
-        wanted = _as_tuple(measures)
-        if wanted is not None:
-            out = out[out["measure"].isin(wanted)]
     for col in ("model", "lang", "level", "context", "cls", "nc", "layers"):
         if col in out.columns:
             out[col] = out[col].astype(object).where(out[col].notna(), None)

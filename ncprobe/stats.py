@@ -41,18 +41,18 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .errors import UsageError
+from .schema import CORRECTIONS as CORRECTIONS  # kept importable from here
+from .schema import Correction
+from .significance import ALPHA, check_correction
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Cells with p <= ALPHA are significant (tables show the others as "-").
-ALPHA = 0.05
 N_BOOT = 1000
 
 
@@ -191,11 +191,10 @@ def _percentiles(values: np.ndarray, level: float) -> tuple[float, float]:
 # ---------------------------------------------------------------------------------------------
 # tests: multiple comparisons, differences of correlations, classes
 
-#: The multiple-comparison corrections of :func:`correct`: Holm's step-down (controls the
-#: family-wise error rate), Benjamini-Hochberg's step-up (controls the false discovery
-#: rate), or none.
-Correction = Literal["holm", "fdr_bh", "none"]
-CORRECTIONS: tuple[str, ...] = get_args(Correction)
+# The multiple-comparison corrections of :func:`correct` (Holm's step-down, controlling the
+# family-wise error rate; Benjamini-Hochberg's step-up, the false discovery rate; or none)
+# are the schema's vocabulary: schema.Correction, schema.CORRECTIONS; checked, named and
+# marked in ncprobe.significance, whose ALPHA (the level of significance) is kept here too.
 
 
 def correct(p: ArrayLike, method: Correction = "holm") -> np.ndarray:
@@ -212,9 +211,7 @@ def correct(p: ArrayLike, method: Correction = "holm") -> np.ndarray:
     Raises:
         UsageError: an unknown ``method`` (it names the known ones).
     """
-    if method not in CORRECTIONS:
-        raise UsageError(f"unknown multiple-comparison correction {method!r}; choose from "
-                         + ", ".join(CORRECTIONS))
+    check_correction(method)
     values = np.array(p, dtype=np.float64, ndmin=1)
     if values.ndim != 1:
         raise ValueError(f"correct needs a 1-d sequence of p-values, got shape {values.shape}")

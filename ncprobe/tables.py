@@ -1,4 +1,4 @@
-"""The tables of the study (SPEC §4), as DataFrames, Markdown and LaTeX.
+"""The tables of the study (method §4), as DataFrames, Markdown and LaTeX.
 
 Every builder takes a :class:`~ncprobe.results.Results` (one or many models, one or
 both languages) and returns a DataFrame of display strings, indexed by model,
@@ -10,20 +10,26 @@ rho alone, the study's compact form), where p <= 0.05 after the correction ``cor
 p-values of the table, and ``-`` otherwise; :func:`caption` adds what the "-" means to a
 table's caption. Empty cells (a measure a run does not have) are blank. :data:`TABLES`
 maps the table names (:data:`ncprobe.schema.PAPER_TABLES`) to the builders, in the order of
-SPEC §4;
+method §4;
 :func:`to_markdown` and :func:`to_latex` render any of them. Column headers, level and
 condition labels are those of :mod:`ncprobe.schema`.
+
+Nothing here computes a statistic beyond the correction of a table's own family of
+p-values: the per-class tests are :func:`ncprobe.inference.class_tests` (importable from
+here as ``class_tests``; :func:`class_tests_table` is their display form), and the
+corrections' names, :func:`~ncprobe.significance.stars`, :func:`~ncprobe.significance.p_text`
+and the footnotes are :mod:`ncprobe.significance`'s (also importable from here, as before).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .errors import UsageError
+from .inference import CLASS_PAIRS, CLASS_TEST_KEYS, class_tests, condition_ranks
 from .schema import (
     AFFINITIES,
     ALL_CLASSES,
@@ -35,11 +41,23 @@ from .schema import (
     RATIO,
     SCALED,
     TABLE_CAPTIONS,
+    Correction,
     condition_label,
 )
-from .selection import conditions_in, model_order, select
-from .stats import ALPHA, CORRECTIONS, Correction
+from .selection import model_order, select
+from .significance import (
+    ALPHA,
+    CORRECTION_NAMES,
+    STARS_NOTE,
+    correction_note,
+    p_text,
+    stars,
+)
 from .stats import correct as correct_p
+from .view import Spec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .results import Results
 
 #: The example NCs of the study's per-NC table.
 EXAMPLE_NCS = ("grey matter", "eager beaver", "Dutch courage", "eternal rest", "economic aid",
@@ -58,22 +76,6 @@ def _rho_cell(rho: float, p: float, lo: float = math.nan, hi: float = math.nan,
     if intervals and not (lo is None or hi is None or math.isnan(lo) or math.isnan(hi)):
         return f"{rho:.2f} [{lo:.2f}, {hi:.2f}]"
     return f"{rho:.2f}"
-
-
-#: How each correction is named in captions, footnotes and the summary.
-CORRECTION_NAMES = {"holm": "Holm-corrected", "fdr_bh": "Benjamini-Hochberg (FDR) corrected",
-                    "none": "uncorrected"}
-
-
-def correction_note(method: str, n: int, what: str = "cells of this table") -> str:
-    """The footnote of a table or figure whose marks follow ``method`` over ``n`` p-values:
-    ``"- : Holm-corrected p > 0.05 across the 24 cells of this table"``."""
-    if method not in CORRECTIONS:
-        raise UsageError(f"unknown multiple-comparison correction {method!r}; choose from "
-                         + ", ".join(CORRECTIONS))
-    if method == "none":
-        return f"- : p > {ALPHA}, not corrected for the {n} {what} (as in the study)"
-    return f"- : {CORRECTION_NAMES[method]} p > {ALPHA} across the {n} {what}"
 
 
 def _rho_cells(rows: pd.DataFrame, *, intervals: bool, correct: Correction
@@ -102,10 +104,11 @@ def _noted(table: pd.DataFrame, correct: Correction, n: int, intervals: bool) ->
     return table
 
 
-def caption(name: str, table: pd.DataFrame) -> str:
+def caption(name: str, table: pd.DataFrame, where: str | None = None) -> str:
     """The caption of table ``name`` (:data:`CAPTIONS`) with the footnote of its
-    correction and cell format (``table.attrs["note"]``, set by the correlation tables)."""
-    text = CAPTIONS[name]
+    correction and cell format (``table.attrs["note"]``, set by the correlation tables);
+    ``where`` (``"NC level, raw space"``), when given, is said before the footnote."""
+    text = CAPTIONS[name] + (f"; {where}" if where else "")
     note = table.attrs.get("note")
     if not note:
         return text
@@ -126,18 +129,12 @@ def _layout(rows: pd.DataFrame, cell: Callable[[pd.Series], str], measures: Sequ
     order = {m: i for i, m in enumerate(models)}
     lv = {name: i for i, name in enumerate(LEVEL_LABELS.values())}
     wide = wide.sort_index(key=lambda s: s.map(order) if s.name == "model" else (
-        s.map(lv) if s.name == "level" else s.astype(str).map(_condition_ranks(s))))
+        s.map(lv) if s.name == "level" else s.astype(str).map(condition_ranks(s))))
     wide.columns = [MEASURE_LABELS.get(m, m) for m in wide.columns]
     return wide.fillna("")
 
 
-def _condition_ranks(values) -> dict[str, int]:
-    """The rank of each condition among ``values`` in the order shown
-    (:func:`~ncprobe.selection.conditions_in`: NCIMP's first, then other languages')."""
-    return {c: i for i, c in enumerate(conditions_in(pd.Series(values).astype(str)))}
-
-
-def correlations(results, measures: Sequence[str], *, level=None, analysis: str = "nc",
+def correlations(results: Results, measures: Sequence[str], *, level=None, analysis: str = "nc",
                  space: str = "raw", contexts=None, intervals: bool = True,
                  correct: Correction = "holm") -> pd.DataFrame:
     """Spearman rho of per-NC measures with the gold score; "-" where the corrected p > 0.05.
@@ -158,17 +155,17 @@ def correlations(results, measures: Sequence[str], *, level=None, analysis: str 
                   intervals)
 
 
-def sent_correlations(results, **kw) -> pd.DataFrame:
+def sent_correlations(results: Results, **kw) -> pd.DataFrame:
     """Spearman of the probes' sentence-level similarities with Comp."""
     return correlations(results, DISPLAY_PROBES, level="sent", **kw)
 
 
-def nc_correlations(results, **kw) -> pd.DataFrame:
+def nc_correlations(results: Results, **kw) -> pd.DataFrame:
     """Spearman of the probes' NC-level similarities with Comp."""
     return correlations(results, DISPLAY_PROBES, level="nc", **kw)
 
 
-def length_correlations(results, *, space: str = "raw", intervals: bool = True,
+def length_correlations(results: Results, *, space: str = "raw", intervals: bool = True,
                         correct: Correction = "holm") -> pd.DataFrame:
     """Spearman between naturalistic sentence length (words) and sentence-level similarity.
 
@@ -182,23 +179,23 @@ def length_correlations(results, *, space: str = "raw", intervals: bool = True,
                   correct, n, False)
 
 
-def affinity_correlations(results, **kw) -> pd.DataFrame:
+def affinity_correlations(results: Results, **kw) -> pd.DataFrame:
     """Spearman of the Affinities with Comp (both levels)."""
     return correlations(results, AFFINITIES, **kw)
 
 
-def scaled_correlations(results, **kw) -> pd.DataFrame:
+def scaled_correlations(results: Results, **kw) -> pd.DataFrame:
     """Spearman of the Scaled Similarities and their ratio with Comp (both levels)."""
     return correlations(results, SCALED + (RATIO,), **kw)
 
 
-def filtered_correlations(results, **kw) -> pd.DataFrame:
+def filtered_correlations(results: Results, **kw) -> pd.DataFrame:
     """The correlations without the NCs whose gold synonym shares a word with the NC."""
     return correlations(results, DISPLAY_PROBES + AFFINITIES + SCALED,
                         analysis="overlap-filtered", **kw)
 
 
-def means(results, *, space: str = "raw", contexts=None) -> pd.DataFrame:
+def means(results: Results, *, space: str = "raw", contexts=None) -> pd.DataFrame:
     """Mean ± sd over NCs of every probe, Affinity and Scaled Similarity."""
     wanted = DISPLAY_MEASURES
     d = select(results.distributions, space=space, contexts=contexts, measures=wanted)
@@ -208,7 +205,7 @@ def means(results, *, space: str = "raw", contexts=None) -> pd.DataFrame:
                    model_order(results.distributions))
 
 
-def standardisation(results, *, contexts=None) -> pd.DataFrame:
+def standardisation(results: Results, *, contexts=None) -> pd.DataFrame:
     """Spearman between the P_Syn cosines before and after z-scoring (rogue dimensions)."""
     s = select(results.standardisation, space=None, contexts=contexts)
     s = s.assign(measure="syn")
@@ -218,7 +215,7 @@ def standardisation(results, *, contexts=None) -> pd.DataFrame:
     return out.rename(columns={syn: f"{syn} raw vs standardised"})
 
 
-def examples(results, ncs: Sequence[str] | None = None, *, level: str = "nc",
+def examples(results: Results, ncs: Sequence[str] | None = None, *, level: str = "nc",
              space: str = "raw", contexts=None) -> pd.DataFrame:
     """Every measure of chosen NCs (default: the six of the study), per model and condition.
 
@@ -247,7 +244,7 @@ def examples(results, ncs: Sequence[str] | None = None, *, level: str = "nc",
     return out
 
 
-def layers(results, *, level: str = "nc", space: str = "raw", measures=None, contexts=None,
+def layers(results: Results, *, level: str = "nc", space: str = "raw", measures=None, contexts=None,
            intervals: bool = True, correct: Correction = "holm") -> pd.DataFrame:
     """Layer-wise correlations: Spearman rho of each measure with the gold score per layer view.
 
@@ -284,19 +281,12 @@ def layers(results, *, level: str = "nc", space: str = "raw", measures=None, con
     order = {m: i for i, m in enumerate(model_order(results.correlations))}
     rank = {m: i for i, m in enumerate(shown)}
     wide = wide.sort_index(key=lambda s: s.map(order) if s.name == "model" else (
-        s.map(rank) if s.name == "measure" else s.map(_condition_ranks(s))))
+        s.map(rank) if s.name == "measure" else s.map(condition_ranks(s))))
     wide = wide.rename(index=lambda m: MEASURE_LABELS.get(m, m), level="measure")
     wide.columns = list(wide.columns)
     return _noted(wide.fillna(""), correct, n, intervals)
 
 
-# the builders take different keyword options: each is called as builder(results, **kw)
-_BUILDERS: tuple[Callable[..., pd.DataFrame], ...] = (
-    sent_correlations, nc_correlations, length_correlations, affinity_correlations,
-    scaled_correlations, means, filtered_correlations, standardisation, examples)
-#: The tables of SPEC §4, in order: name (:data:`ncprobe.schema.PAPER_TABLES`) ->
-#: builder(results) -> DataFrame.
-TABLES: dict[str, Callable[..., pd.DataFrame]] = dict(zip(PAPER_TABLES, _BUILDERS, strict=True))
 #: One line on what each table shows (the report's index and LaTeX captions use these).
 CAPTIONS = TABLE_CAPTIONS
 
@@ -388,26 +378,8 @@ def to_latex(df: pd.DataFrame, caption: str | None = None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# tests: two runs compared (ncprobe.compare) and the classes compared (per-class tests)
-
-
-def p_text(p: float) -> str:
-    """A p-value for display: three decimals, ``<0.001`` below 0.001, blank when undefined."""
-    if p is None or (isinstance(p, float) and math.isnan(p)) or pd.isna(p):
-        return ""
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def stars(p: float) -> str:
-    """The significance mark of a (corrected) p-value: ``***`` <= 0.001, ``**`` <= 0.01,
-    ``*`` <= :data:`~ncprobe.stats.ALPHA` (0.05), blank above it or when undefined."""
-    if p is None or pd.isna(p) or p > ALPHA:
-        return ""
-    return "***" if p <= 0.001 else "**" if p <= 0.01 else "*"
-
-
-#: The significance marks of :func:`stars`, said once under a table or figure.
-STARS_NOTE = f"* p <= {ALPHA:g}, ** p <= 0.01, *** p <= 0.001"
+# tests for display: two runs compared (ncprobe.compare) and the classes compared
+# (ncprobe.inference.class_tests)
 
 
 def _num(x: float, fmt: str) -> str:
@@ -455,86 +427,7 @@ def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
     return shown.set_index([names[k] for k in keys]) if keys else shown
 
 
-#: The pairs of classes of the per-class tests, in order.
-CLASS_PAIRS: tuple[tuple[str, str], ...] = (("I", "PC"), ("I", "C"), ("PC", "C"))
-#: The columns that identify a cell of :func:`class_tests` (one model, condition, measure).
-CLASS_TEST_KEYS: tuple[str, ...] = ("model", "lang", "layers", "level", "condition", "measure")
-
-
-def class_tests(results, *, level: str = "nc", space: str = "raw", contexts=None,
-                layers=None, measures: Sequence[str] | None = None,
-                correct: Correction = "holm") -> pd.DataFrame:
-    """Do the measures differ between the compositionality classes (I, PC, C)?
-
-    For every model x condition x measure of the per-NC ``measures`` table (one level, space
-    and layer view, as :func:`ncprobe.selection.select` chooses them; ``measures`` default
-    :data:`~ncprobe.schema.DISPLAY_MEASURES`): the tests of
-    :func:`ncprobe.stats.class_tests` on the NCs with a class and a value, Kruskal-Wallis
-    across the three classes and the two-sided Mann-Whitney U of each pair (I-PC, I-C, PC-C)
-    with its rank-biserial effect size ``r`` (positive: ``cls_a`` tends to be larger).
-
-    Multiple comparisons: the family is every test of one kind this table holds. The
-    Kruskal-Wallis p-values are corrected as one family and the Mann-Whitney p-values as
-    another (``correct``: ``holm``, ``fdr_bh`` or ``none``; :func:`ncprobe.stats.correct`),
-    so that a pair marked significant here (and on the class figures, which use this
-    table) survives the correction over everything the table shows.
-
-    Returns:
-        Tidy rows, one per test: :data:`CLASS_TEST_KEYS`, then the columns of
-        :data:`ncprobe.stats.CLASS_TEST_COLUMNS` (``test`` ``kruskal-wallis`` or
-        ``mann-whitney``, ``cls_a``, ``cls_b``, ``n_a``, ``n_b``, ``statistic`` H or U of
-        ``cls_a``, ``p``, ``p_corrected``, ``rank_biserial``, ``significant``).
-        ``df.attrs`` holds ``correct`` and the family sizes ``family_kw`` / ``family_mw``.
-        :func:`class_tests_table` is its display form.
-    """
-    if correct not in CORRECTIONS:
-        raise UsageError(f"unknown multiple-comparison correction {correct!r}; choose from "
-                         + ", ".join(CORRECTIONS))
-    # one report asks for the same tests five times (the table and four class figures):
-    # kept on the results object, for the same measures table and the same options
-    key = (level, space, repr(contexts), repr(layers),
-           None if measures is None else tuple(measures), correct)
-    cache = results.__dict__.setdefault("_class_tests", {})
-    hit = cache.get(key)
-    if hit is None or hit[0] is not results.measures:  # the same table object, not a new one
-        hit = cache[key] = (results.measures, _class_tests(results, level, space, contexts,
-                                                           layers, measures, correct))
-    return hit[1].copy()
-
-
-def _class_tests(results, level, space, contexts, layers, measures, correct) -> pd.DataFrame:
-    from .stats import CLASS_TEST_COLUMNS
-    from .stats import class_tests as tests_of
-
-    wanted = list(DISPLAY_MEASURES if measures is None else measures)
-    m = select(results.measures, space=space, level=level, contexts=contexts,
-               measures=wanted, layers=layers)
-    columns = list(CLASS_TEST_KEYS) + list(CLASS_TEST_COLUMNS)
-    parts = []
-    if len(m):
-        order = {k: i for i, k in enumerate(model_order(results.measures))}
-        rank = {x: i for i, x in enumerate(wanted)}
-        m = m.assign(condition=m["condition"].astype(str), _m=m["model"].map(order),
-                     _c=m["condition"].astype(str).map(_condition_ranks(m["condition"])),
-                     _v=m["measure"].map(rank)).sort_values(["_m", "_c", "_v"], kind="stable")
-        for key, rows in m.groupby(list(CLASS_TEST_KEYS), sort=False, dropna=False):
-            t = tests_of(rows["value"].to_numpy(dtype=float), rows["cls"].to_list(),
-                         correct_method="none")
-            parts.append(t.assign(**dict(zip(CLASS_TEST_KEYS, key, strict=True))))
-    out = (pd.concat(parts, ignore_index=True)[columns] if parts
-           else pd.DataFrame(columns=columns))
-    for kind, name in (("kruskal-wallis", "family_kw"), ("mann-whitney", "family_mw")):
-        rows = (out["test"] == kind).to_numpy()
-        p = out.loc[rows, "p"].to_numpy(dtype=float)
-        out.loc[rows, "p_corrected"] = correct_p(p, correct)
-        out.attrs[name] = int(np.count_nonzero(~np.isnan(p)))
-    out["p_corrected"] = out["p_corrected"].astype(float)
-    out["significant"] = (out["p_corrected"] <= ALPHA).to_numpy()
-    out.attrs["correct"] = correct
-    return out
-
-
-def class_tests_table(results, **kw) -> pd.DataFrame:
+def class_tests_table(results: Results, **kw) -> pd.DataFrame:
     """The per-class tests (:func:`class_tests`, same options) for display: one row per
     model, level, condition and measure; ``n I/PC/C``, the Kruskal-Wallis ``H`` and its
     corrected ``p``, and per pair (``I-PC``, ``I-C``, ``PC-C``) the rank-biserial ``r``
@@ -583,5 +476,35 @@ def _class_tests_note(table: pd.DataFrame) -> str:
             f"table; {STARS_NOTE}")
 
 
-# the per-class tests are a table of the report too, after the study's
-TABLES["class_tests"] = class_tests_table
+# ---------------------------------------------------------------------------------------------
+# the tables of a report
+
+_CELLS = ("correct", "intervals")  # the correlation tables: the cells' marks and format
+
+#: Every table a report writes, in order, as a :class:`~ncprobe.view.Spec`: the study's
+#: (:data:`ncprobe.schema.PAPER_TABLES`), the per-class tests (the tests the figures by
+#: class mark, at their view), then ncprobe's layer-wise table (written for results with
+#: layer-wise views); each with the fields of the report's :class:`~ncprobe.view.View` it
+#: takes. The study's tables other than the per-class tests keep the raw space and their
+#: default contexts whatever the view's.
+TABLE_SPECS: tuple[Spec, ...] = (
+    Spec("sent_correlations", sent_correlations, _CELLS),
+    Spec("nc_correlations", nc_correlations, _CELLS),
+    Spec("length_correlations", length_correlations, _CELLS),
+    Spec("affinity_correlations", affinity_correlations, _CELLS),
+    Spec("scaled_correlations", scaled_correlations, _CELLS),
+    Spec("means", means),
+    Spec("filtered_correlations", filtered_correlations, _CELLS),
+    Spec("standardisation", standardisation),
+    Spec("examples", examples, ("ncs",)),
+    Spec("class_tests", class_tests_table, ("space", "level", "contexts", "layers", "correct")),
+    Spec("layers", layers, ("space", "level", "contexts") + _CELLS, added=True,
+         layerwise=True, says_view=True),
+)
+#: The tables of method §4, in order (name, :data:`ncprobe.schema.PAPER_TABLES`, ->
+#: builder(results, **options) -> DataFrame), and the per-class tests after them.
+TABLES: dict[str, Callable[..., pd.DataFrame]] = {s.name: s.build for s in TABLE_SPECS
+                                                  if not s.added}
+if tuple(TABLES)[:len(PAPER_TABLES)] != PAPER_TABLES:  # pragma: no cover
+    raise ImportError(f"ncprobe.tables: TABLE_SPECS {tuple(TABLES)} do not begin with the "
+                      f"study's tables {PAPER_TABLES}")

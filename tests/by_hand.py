@@ -1,10 +1,14 @@
 """Reference computations written out by hand, for tests to check the package against.
 
 Each follows the textbook definition with a plain loop, independently of the code under
-test (which uses statsmodels); NaN p-values are left out of the family and stay NaN.
+test (which uses statsmodels); NaN p-values are left out of the family and stay NaN. The
+model-directory hash follows the documented formula with hashlib.
 """
 
 from __future__ import annotations
+
+import hashlib
+from pathlib import Path
 
 import numpy as np
 
@@ -37,3 +41,16 @@ def benjamini_hochberg(p) -> np.ndarray:
         running = min(running, p[i] * m / rank)
         out[i] = running
     return out
+
+
+def tree_sha256_by_hand(root: Path) -> str:
+    """The documented ``dir-sha256`` of a model directory, computed with hashlib over the files
+    directly: sorted ``path NUL sha256`` lines of every file but hidden ones and a top-level
+    README or LICENSE."""
+    lines = []
+    for p in root.rglob("*"):
+        rel = p.relative_to(root)
+        if p.is_file() and not any(x.startswith(".") for x in rel.parts) and not (
+                len(rel.parts) == 1 and rel.name.upper().startswith(("README", "LICENSE"))):
+            lines.append(f"{rel.as_posix()}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n")
+    return hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()

@@ -13,6 +13,8 @@ statistics are computed here with scipy, independently of ncprobe.
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 from typing import Sequence
 
@@ -20,6 +22,10 @@ import numpy as np
 import pandas as pd
 import scipy.stats as ss
 
+from ncprobe.analysis import analyse
+from ncprobe.config import RunConfig
+from ncprobe.data import Stimuli, load_pairs
+from ncprobe.embed import Embeddings
 from ncprobe.measures import MEASURES
 from ncprobe.results import Results
 
@@ -113,6 +119,16 @@ def _p_of(rho: float, n: int) -> float:
 
 
 def build() -> Results:
+    """The synthetic Results (see the module doc), a fresh deep copy at each call.
+
+    The tables are computed once per process (their statistics take seconds) and copied
+    from then on, so a test that edits a table in place changes no other test's Results.
+    """
+    return copy.deepcopy(_built())
+
+
+@functools.cache
+def _built() -> Results:
     rng = np.random.default_rng(2025)
     ncs = ncs_table()
     measures = _measure_rows(rng, ncs)
@@ -179,6 +195,21 @@ def subset(results: Results, keep) -> Results:
         df = getattr(results, f.name)
         tables[f.name] = df[keep(df)].reset_index(drop=True) if len(df) else df
     return Results(**tables, meta=results.meta)
+
+
+def one_run(full: Results, model: str = "model-a", lang: str = "en", *,
+            layers: str | None = None, **options) -> Results:
+    """One run of the synthetic tables (a model and language, or one layer view of it) with
+    metadata as ``compute`` writes it (``options``: RunConfig fields)."""
+    res = subset(full, lambda df: (
+        ((df["lang"] == lang) if "lang" in df.columns else True)
+        & ((df["model"] == model) if "model" in df.columns else True)
+        & ((df["layers"] == layers) if layers is not None and "layers" in df.columns
+           else True)))
+    cfg = RunConfig(model=model, lang=lang, **options)
+    res.meta = [{"config": cfg.to_dict(), "fingerprint": {"name": model, "format": 1},
+                 "data_sources": {"scores.csv": "abc"}, "notes": []}]
+    return res
 
 
 def relabel(results: Results, model: str) -> Results:
@@ -264,3 +295,24 @@ def build_layerwise(layers: Sequence[int] = (0, 1, 2, 3, 4), base: Results | Non
                 out[c] = out[c].astype(df[c].dtype)
         tables[f.name] = out
     return Results(**tables, meta=base.meta)
+
+
+def pairs_stimuli(path: Path, *, n_nc: int = 9, classes: Sequence[str] = ("I", "PC", "C"),
+                  comp_step: float = 0.5) -> Stimuli:
+    """The pairs file of :func:`write_pairs`, written to ``path`` and loaded (English)."""
+    return load_pairs(write_pairs(path, n_nc=n_nc, classes=classes, comp_step=comp_step),
+                      lang="en")
+
+
+def analysed_random(stim: Stimuli, model: str, seed: int) -> Results:
+    """Results made by the pipeline itself (``analyse``) from ``stim`` and seeded random
+    vectors: layer views ``6`` and ``12``, sentence and NC level, raw and standardised space,
+    10 bootstrap resamples."""
+    rng = np.random.default_rng(seed)
+    n = len(stim)
+    sent = rng.normal(size=(n, 2, 8)).astype(np.float32)
+    span = rng.normal(size=(n, 2, 8)).astype(np.float32)
+    emb = Embeddings(sent, span, np.zeros(n, np.int32), np.zeros(n, np.int32), n, n)
+    cfg = RunConfig(model=model, lang="en", n_boot=10, standardise=True)
+    return analyse(stim, emb, cfg, model=model, view_names=["6", "12"], levels=("sent", "nc"),
+                   meta={"config": cfg.to_dict()})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import ncprobe
-from ncprobe.cli import main
+from ncprobe.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,20 +22,66 @@ def test_python_m_version() -> None:
     assert out.strip() == f"ncprobe {ncprobe.__version__}"
 
 
-@pytest.mark.parametrize("argv", [[], ["data"], ["data", "info"], ["data", "download"],
-                                  ["data", "check"], ["data", "path"], ["models"], ["cache"],
-                                  ["cache", "info"], ["cache", "clear"]])
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {name: sub for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            for name, sub in a.choices.items()}
+
+
+def _command_paths(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """Every command of the parser, depth first: (), ("data",), ("data", "download") ..."""
+    yield path
+    for name, sub in _subcommands(parser).items():
+        yield from _command_paths(sub, path + (name,))
+
+
+def _squash(text: str) -> str:
+    """Text without whitespace: help is compared across argparse's line wrapping."""
+    return "".join(text.split())
+
+
+def _what_help_must_say(parser: argparse.ArgumentParser) -> list[str]:
+    """Each option string, each option's help and each subcommand with its one-line help, as
+    the parser declares them (help strings expanded the way argparse documents: ``%(name)s``
+    from the action's fields, ``%%`` for a percent sign)."""
+    want = []
+    for a in parser._actions:
+        if a.help == argparse.SUPPRESS:
+            continue
+        params = {k: v for k, v in vars(a).items() if v is not argparse.SUPPRESS}
+        if params.get("choices") is not None:
+            params["choices"] = ", ".join(map(str, params["choices"]))
+        params["prog"] = parser.prog
+        if isinstance(a, argparse._SubParsersAction):
+            for choice in a._choices_actions:
+                assert choice.help, f"{parser.prog} {choice.dest}: a subcommand without help"
+                want += [choice.dest, choice.help % params]
+            continue
+        assert a.help, f"{parser.prog}: {a.option_strings or a.dest} has no help"
+        want += [*a.option_strings, a.help % params]
+    return want
+
+
+@pytest.mark.parametrize("argv", [list(p) for p in _command_paths(build_parser())], ids=" ".join)
 def test_every_help_is_useful(argv, capsys) -> None:
+    """`--help` of every command (taken from the parser, so a new command is checked too)
+    names the command, and lists every option and subcommand with its help."""
     with pytest.raises(SystemExit) as e:
         main(argv + ["--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    assert "usage: ncprobe" in out and len(out) > 150
+    assert out.startswith(" ".join(["usage: ncprobe", *argv]))
+    parser = build_parser()
+    for name in argv:
+        parser = _subcommands(parser)[name]
+    missing = [w for w in _what_help_must_say(parser) if _squash(w) not in _squash(out)]
+    assert not missing, missing
 
 
 def test_no_command_prints_help(capsys) -> None:
     assert main([]) == 2
-    assert "data" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("usage: ncprobe")
+    assert all(_squash(w) in _squash(out) for w in _what_help_must_say(build_parser()))
 
 
 def test_data_path(tmp_path: Path, capsys) -> None:
@@ -58,6 +105,25 @@ def test_models_lists_every_alias_per_language(capsys) -> None:
                   "distilbert-ml", "llama2", "openai", "glove-6b-50d", "minilm"):
         assert f"\n{alias} " in out
     assert "neuralmind/bert-large-portuguese-cased" in out and "GPU" in out
+
+
+def test_models_table_columns_line_up(capsys) -> None:
+    from ncprobe.encoders.registry import MODELS
+
+    assert main(["models"]) == 0
+    header, *rows = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    starts = [header.index(h) for h in ("alias", "family", "model (en / pt)", "pip install",
+                                        "needs")]
+    assert len(rows) == len(MODELS)
+    for row, spec in zip(rows, MODELS.values(), strict=True):
+        cells = [row[a:b] for a, b in zip(starts, starts[1:] + [len(row)], strict=True)]
+        # every cell starts at its header's offset and ends, blank, before the next one
+        assert all(c.endswith(" ") and not c.startswith(" ") for c in cells[:-1]), row
+        assert row == row.rstrip()
+        en, pt = (spec.ids.get(lg, spec.ids.get("*", "-")) for lg in ("en", "pt"))
+        assert [c.strip() for c in cells] == [spec.alias, spec.family, cells[2].strip(),
+                                              spec.install, spec.requirements]
+        assert cells[2].startswith(en) and pt in cells[2]
 
 
 def test_cache_info_and_clear(tmp_path: Path, capsys) -> None:

@@ -36,7 +36,7 @@ def _code(argv: list[str]) -> int:
         return int(e.code)
 
 
-# the option of each field, as README's CLI reference names them
+# the option of each field, as the CLI reference (docs/cli.md) names them
 OPTION_OF = {"model": "--model", "lang": "--lang", "contexts": "--context", "levels": "--level",
              "layers": "--layers", "device": "--device", "dtype": "--dtype",
              "batch_size": "--batch-size", "standardise": "--standardise",
@@ -178,6 +178,7 @@ def test_exit_codes_come_from_the_error_classes(raw_dir, tmp_path, monkeypatch) 
     assert cli.main(["data", "check", "--data-dir", str(tmp_path / "nowhere")]) == 33
 
 
+@pytest.mark.slow
 def test_reproduce_writes_its_provenance_inside_the_report_lock(tmp_path, monkeypatch,
                                                                 capsys) -> None:
     import ncprobe.reproduce as reproduce_module

@@ -68,6 +68,7 @@ def _expected(a: pd.DataFrame, b: pd.DataFrame) -> dict:
             "frame": both}
 
 
+@pytest.mark.slow
 def test_two_models_every_cell_against_scipy(static, layer12):
     got = compare(static, layer12, n_boot=N_BOOT, seed=3)
     keys = ["lang", "space", "level", "context", "measure"]
@@ -150,6 +151,7 @@ def test_two_layer_views_of_one_model(res):
     assert len(got) == 2 * 2 * 2 * 2 * 11
 
 
+@pytest.mark.slow
 def test_output_is_deterministic(static, layer12):
     one = compare(static, layer12, n_boot=N_BOOT, seed=9)
     two = compare(static, layer12, n_boot=N_BOOT, seed=9)

@@ -8,25 +8,20 @@ import dataclasses
 import io
 import itertools
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats as ss
+from matplotlib.text import Text
 
-matplotlib.use("Agg")
+import ncprobe
+from ncprobe import plots, tables
+from ncprobe.cli import main
+from ncprobe.results import Results
+from ncprobe.schema import MEASURE_LABELS
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-import scipy.stats as ss  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-
-import ncprobe  # noqa: E402
-from ncprobe import plots, tables  # noqa: E402
-from ncprobe.cli import main  # noqa: E402
-from ncprobe.config import RunConfig  # noqa: E402
-from ncprobe.results import Results  # noqa: E402
-from ncprobe.schema import MEASURE_LABELS  # noqa: E402
-
-from . import synthetic  # noqa: E402
-from .by_hand import holm  # noqa: E402
+from . import synthetic
+from .by_hand import holm
 
 N_BOOT = 200
 LABEL_TO_MEASURE = {v: k for k, v in MEASURE_LABELS.items()}
@@ -34,15 +29,8 @@ LEVELS = {"NC": "nc", "Sent": "sent"}
 
 
 def _run(full: Results, model: str, layers: str) -> Results:
-    """One English run of the synthetic tables (one model, one layer view) with metadata."""
-    res = synthetic.subset(full, lambda df: (
-        ((df["lang"] == "en") if "lang" in df.columns else True)
-        & ((df["model"] == model) if "model" in df.columns else True)
-        & ((df["layers"] == layers) if "layers" in df.columns else True)))
-    cfg = RunConfig(model=model, lang="en")
-    res.meta = [{"config": cfg.to_dict(), "fingerprint": {"name": model, "format": 1},
-                 "data_sources": {"scores.csv": "abc"}, "notes": []}]
-    return res
+    """One English run of the synthetic tables (one model, one layer view)."""
+    return synthetic.one_run(full, model, "en", layers=layers)
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +73,7 @@ def _rho(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, int]:
 # the command
 
 
+@pytest.mark.slow
 def test_two_runs_rows_carry_scipys_rho_of_the_paired_columns(dirs, capsys):
     a, b = dirs
     assert main(["compare", str(a), str(b), "--n-boot", str(N_BOOT), "--seed", "1"]) == 0
@@ -145,6 +134,7 @@ def test_one_run_without_two_selections_exits_2(dirs, capsys):
     assert "two different selections" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("correct", ["holm", "fdr_bh", "none"])
 def test_out_formats_hold_the_table(dirs, tmp_path, capsys, correct):
     from statsmodels.stats.multitest import multipletests
@@ -227,6 +217,7 @@ def _default_rows(full: Results, **where) -> pd.DataFrame:
     return m[keep]
 
 
+@pytest.mark.slow
 def test_class_tests_table_against_scipy_and_a_holm_loop(full):
     tidy = tables.class_tests(full)
     kw = tidy[tidy["test"] == "kruskal-wallis"].reset_index(drop=True)
@@ -270,6 +261,7 @@ def test_class_tests_table_against_scipy_and_a_holm_loop(full):
                                multipletests(kw_p, method="fdr_bh")[1], rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_class_tests_display_and_report_table(full, tmp_path):
     shown = tables.class_tests_table(full)
     assert list(shown.index.names) == ["model", "level", "condition", "measure"]

@@ -14,8 +14,6 @@ from ncprobe.cli import main
 from ncprobe.errors import UsageError
 from ncprobe.results import TABLES, Results
 
-from .tiny_models import tiny_bert
-
 
 def _glove_table():
     """word -> vector straight from the kumo package files (not through ncprobe)."""
@@ -219,9 +217,9 @@ def test_results_round_trip(glove_en, tmp_path):
         Results.concat([glove_en, back], sources=["first", "second"])
 
 
-@pytest.fixture(scope="module")
-def bert_dir(tmp_path_factory):
-    return tiny_bert(tmp_path_factory.mktemp("bert"))
+@pytest.fixture
+def bert_dir(tiny_bert_dir):
+    return tiny_bert_dir
 
 
 @pytest.mark.slow

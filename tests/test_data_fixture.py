@@ -8,16 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ncprobe.data import sources
+
+from .data_dir import data_dir_verdict
 
 REPO = Path(__file__).resolve().parents[1]
 REQUIRED = [f for f in sources.upstream_files() if f.need == "required"]
-
-
-def data_dir_verdict(env: str | None, ci: bool = False):
-    from .conftest import data_dir_verdict as decide
-
-    return decide(env, ci)
 
 
 def test_unset_variable_skips_and_says_how_to_get_the_data() -> None:
@@ -78,6 +76,7 @@ def _pytest(env_data: str | None) -> subprocess.CompletedProcess:
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_readme_test_command_fails_when_the_data_is_not_there(tmp_path: Path) -> None:
     """The README's command with ../shared absent: the run fails instead of skipping."""
     run = _pytest(str(tmp_path / "shared" / "ncimp" / "raw"))

@@ -15,6 +15,7 @@ from ncprobe.encoders import load_encoder
 from ncprobe.errors import NcprobeError, UsageError
 
 from .encoder_checks import assert_padding_invariant
+from .tiny_models import write_tiny_elmo
 
 try:
     import h5py
@@ -23,51 +24,6 @@ except ImportError:  # the [test] extra installs both
     if os.environ.get("CI"):
         raise
     pytest.skip("ELMo tests need simple-elmo-pytorch and h5py", allow_module_level=True)
-
-# A small biLM in the layout of AllenNLP's options.json (field names of the released models).
-OPTIONS = {
-    "lstm": {"use_skip_connections": True, "projection_dim": 8, "dim": 12, "n_layers": 2,
-             "cell_clip": 3, "proj_clip": 3},
-    "char_cnn": {"activation": "relu", "filters": [[1, 4], [2, 6], [3, 6]], "n_highway": 1,
-                 "embedding": {"dim": 5}, "n_characters": 262,
-                 "max_characters_per_token": 50},
-}
-
-
-def write_tiny_elmo(path: Path, seed: int = 0, options: dict = OPTIONS,
-                    names=("options.json", "weights.hdf5")) -> Path:
-    """options.json + weights.hdf5 with random weights, in the datasets and shapes that
-    AllenNLP's loader reads (TensorFlow layouts: W_cnn (1, width, char_dim, n), LSTM W_0
-    (input + hidden, 4 * cell), W_P_0 (cell, hidden), highway/projection (in, out))."""
-    rng = np.random.default_rng(seed)
-
-    def rand(*shape, scale=0.5):
-        return (rng.standard_normal(shape) * scale).astype(np.float32)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / names[0]).write_text(json.dumps(options))
-    cnn, lstm = options["char_cnn"], options["lstm"]
-    char_dim, filters = cnn["embedding"]["dim"], cnn["filters"]
-    n_filters = sum(n for _, n in filters)
-    proj, cell = lstm["projection_dim"], lstm["dim"]
-    with h5py.File(path / names[1], "w") as f:
-        f["char_embed"] = rand(261, char_dim)  # character ids 0..260 (+1 for padding)
-        for i, (width, num) in enumerate(filters):
-            f[f"CNN/W_cnn_{i}"] = rand(1, width, char_dim, num)
-            f[f"CNN/b_cnn_{i}"] = rand(num, scale=0.1)
-        for k in range(cnn["n_highway"]):
-            for part in ("transform", "carry"):
-                f[f"CNN_high_{k}/W_{part}"] = rand(n_filters, n_filters, scale=0.3)
-                f[f"CNN_high_{k}/b_{part}"] = rand(n_filters, scale=0.1)
-        f["CNN_proj/W_proj"] = rand(n_filters, proj, scale=0.3)
-        f["CNN_proj/b_proj"] = rand(proj, scale=0.1)
-        for direction in range(2):
-            for layer in range(lstm["n_layers"]):
-                g = f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-                f[f"{g}/W_0"] = rand(proj + proj, 4 * cell, scale=0.4)
-                f[f"{g}/B"] = rand(4 * cell, scale=0.1)
-                f[f"{g}/W_P_0"] = rand(cell, proj, scale=0.4)
-    return path
-
 
 @pytest.fixture(scope="module")
 def elmo_dir(tmp_path_factory) -> Path:

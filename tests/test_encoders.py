@@ -10,17 +10,16 @@ from ncprobe.encoders.hf import HFEncoder
 from ncprobe.errors import UsageError
 
 from .encoder_checks import assert_padding_invariant
-from .tiny_models import tiny_bert, tiny_llama
 
 
-@pytest.fixture(scope="module")
-def bert_dir(tmp_path_factory):
-    return tiny_bert(tmp_path_factory.mktemp("bert"))
+@pytest.fixture
+def bert_dir(tiny_bert_dir):
+    return tiny_bert_dir
 
 
-@pytest.fixture(scope="module")
-def llama_dir(tmp_path_factory):
-    return tiny_llama(tmp_path_factory.mktemp("llama"))
+@pytest.fixture
+def llama_dir(tiny_llama_dir):
+    return tiny_llama_dir
 
 
 SENTS = [["Esta", "é", "uma", "montanha-russa", "."],

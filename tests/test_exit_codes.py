@@ -1,4 +1,4 @@
-"""Every NcprobeError path of the CLI ends with the exit code the README's table promises."""
+"""Every NcprobeError path of the CLI ends with the exit code the CLI reference promises."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _readme_exit_codes() -> dict[int, str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    table = text[text.index("Exit codes:"):].split("\n\n")[1]
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = text[text.index("## Exit codes\n"):].split("\n\n")[1]
     return {int(m.group(1)): m.group(2) for m in re.finditer(r"^\| (\d+) \| (.+) \|$", table,
                                                              re.M)}
 
@@ -73,12 +73,16 @@ def test_main_exits_with_each_error_class_code(monkeypatch, capsys) -> None:
     for cls in _error_classes():
         err = _instance(cls)
 
-        def fail(err=err):
+        def fail(*_, err=err):
             raise err
-        monkeypatch.setattr(cli, "_models", fail)
+        monkeypatch.setitem(cli.COMMANDS, "models", cli.COMMANDS["models"]._replace(run=fail))
         assert main(["models"]) == cls.exit_code, cls
         assert "error: " in capsys.readouterr().err
-    monkeypatch.setattr(cli, "_models", lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+    monkeypatch.setitem(cli.COMMANDS, "models",
+                        cli.COMMANDS["models"]._replace(run=interrupted))
     assert main(["models"]) == 130
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -14,8 +13,7 @@ import pytest
 from ncprobe import _io
 from ncprobe.encoders import load_encoder
 
-from .test_options import make_st_dir
-from .tiny_models import tiny_bert
+from .by_hand import tree_sha256_by_hand
 
 SENTS, SPANS = [["one", "w1", "x1", "is", "here"], ["vinho", "branco"]], [(1, 3), (0, 2)]
 
@@ -23,10 +21,9 @@ SENTS, SPANS = [["one", "w1", "x1", "is", "here"], ["vinho", "branco"]], [(1, 3)
 pytestmark = pytest.mark.usefixtures("own_cache")
 
 
-@pytest.fixture(scope="module")
-def st_model(tmp_path_factory) -> Path:
-    bert = tiny_bert(tmp_path_factory.mktemp("bert") / "tiny-bert")
-    return make_st_dir(bert, tmp_path_factory.mktemp("st") / "tiny-st")
+@pytest.fixture
+def st_model(tiny_st_dir) -> Path:
+    return tiny_st_dir
 
 
 def flip_last_byte(path: Path) -> None:
@@ -69,22 +66,11 @@ def test_weights_changed_in_place_with_their_old_mtime_are_seen(st_model, tmp_pa
     assert load_encoder(str(model)).fingerprint() != fp
 
 
-def _reference_tree_sha256(root: Path) -> str:
-    """The documented formula, computed here with hashlib over the files directly."""
-    lines = []
-    for p in root.rglob("*"):
-        rel = p.relative_to(root)
-        if p.is_file() and not any(x.startswith(".") for x in rel.parts) and not (
-                len(rel.parts) == 1 and rel.name.upper().startswith(("README", "LICENSE"))):
-            lines.append(f"{rel.as_posix()}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n")
-    return hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()
-
-
 def test_tree_hash_cache_is_used_and_survives_corruption(st_model, tmp_path,
                                                          monkeypatch) -> None:
     monkeypatch.setattr(_io, "RACY_SECONDS", 0.0)
     cache_file = tmp_path / "hashes.json"
-    expected = _reference_tree_sha256(st_model)
+    expected = tree_sha256_by_hand(st_model)
     n_files = sum(1 for _ in st_model.rglob("*.safetensors"))
     assert n_files == 2  # the transformer and 2_Dense: both hashed
     cache = _io.FileHashCache(cache_file)

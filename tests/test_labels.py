@@ -10,19 +10,15 @@ from __future__ import annotations
 import io
 import re
 
-import matplotlib
+import numpy as np
+import pytest
+from matplotlib.mathtext import MathTextParser
+from matplotlib.text import Text
+from PIL import Image
 
-matplotlib.use("Agg")
+from ncprobe import plots, schema
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.mathtext import MathTextParser  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-from PIL import Image  # noqa: E402
-
-from ncprobe import plots, schema  # noqa: E402
-
-from . import synthetic  # noqa: E402
+from . import synthetic
 
 #: the study's names, written out: plain (tables, terminal) and typeset (figures)
 PLAIN = {"syn": "P_Syn", "comp": "P_Comp", "wordssyn": "P_WordsSyn", "rand": "P_Rand",

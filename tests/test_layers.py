@@ -11,23 +11,19 @@ from __future__ import annotations
 import json
 from decimal import ROUND_HALF_EVEN, Decimal
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.collections import PolyCollection
+from statsmodels.stats.multitest import multipletests
 
-matplotlib.use("Agg")
+from ncprobe import plots, tables
+from ncprobe.cli import main
+from ncprobe.errors import UsageError
+from ncprobe.report import write_report
+from ncprobe.schema import DISPLAY_MEASURES, MEASURE_LABELS
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.collections import PolyCollection  # noqa: E402
-from statsmodels.stats.multitest import multipletests  # noqa: E402
-
-from ncprobe import plots, tables  # noqa: E402
-from ncprobe.cli import main  # noqa: E402
-from ncprobe.errors import UsageError  # noqa: E402
-from ncprobe.report import write_report  # noqa: E402
-from ncprobe.schema import DISPLAY_MEASURES, MEASURE_LABELS  # noqa: E402
-
-from . import synthetic  # noqa: E402
+from . import synthetic
 
 LAYERS = (0, 1, 2, 3, 4)
 GROUP = {"EN-Nat": ("en", "nat"), "EN-Neut": ("en", "neut"), "PT-Nat": ("pt", "nat"),

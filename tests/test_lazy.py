@@ -22,9 +22,9 @@ from ncprobe.encoders import load_encoder
 from ncprobe.errors import ModelUnavailableError, NcprobeError, UsageError
 from ncprobe.results import TABLES
 
-from .test_fingerprint import _reference_tree_sha256
-from .test_options import make_st_dir, write_pairs
-from .tiny_models import tiny_bert, tiny_llama
+from .by_hand import tree_sha256_by_hand
+from .synthetic import write_pairs
+from .tiny_models import tiny_llama, write_tiny_elmo
 
 REPO = Path(__file__).resolve().parents[1]
 SENTS, SPANS = [["one", "w1", "x1", "is", "here"], ["vinho", "branco"]], [(1, 3), (0, 2)]
@@ -33,18 +33,18 @@ SENTS, SPANS = [["one", "w1", "x1", "is", "here"], ["vinho", "branco"]], [(1, 3)
 pytestmark = pytest.mark.usefixtures("own_cache")
 
 
-@pytest.fixture(scope="module")
-def bert_dir(tmp_path_factory) -> Path:
-    return tiny_bert(tmp_path_factory.mktemp("bert") / "tiny-bert")
+@pytest.fixture
+def bert_dir(tiny_bert_dir) -> Path:
+    return tiny_bert_dir
+
+
+@pytest.fixture
+def st_dir(tiny_st_dir) -> Path:
+    return tiny_st_dir
 
 
 @pytest.fixture(scope="module")
-def st_dir(bert_dir, tmp_path_factory) -> Path:
-    return make_st_dir(bert_dir, tmp_path_factory.mktemp("st") / "tiny-st")
-
-
-@pytest.fixture(scope="module")
-def pooled_st_dir(bert_dir, tmp_path_factory) -> Path:
+def pooled_st_dir(tiny_bert_dir, tmp_path_factory) -> Path:
     """A sentence-transformers model without a Dense layer: sentence and span vectors of one
     size (the embedding cache refuses shards whose sizes differ: see the report)."""
     from sentence_transformers import SentenceTransformer
@@ -54,7 +54,7 @@ def pooled_st_dir(bert_dir, tmp_path_factory) -> Path:
     except ImportError:  # sentence-transformers < 6
         from sentence_transformers.models import Pooling, Transformer
     path = tmp_path_factory.mktemp("st") / "pooled-st"
-    SentenceTransformer(modules=[Transformer(str(bert_dir)), Pooling(32, "mean")],
+    SentenceTransformer(modules=[Transformer(str(tiny_bert_dir)), Pooling(32, "mean")],
                         device="cpu").save(str(path))
     return path
 
@@ -123,8 +123,6 @@ def test_cached_rerun_loads_no_model(which, bert_dir, pooled_st_dir, tmp_path,
 def test_cached_elmo_rerun_loads_no_weights(tmp_path, monkeypatch) -> None:
     pytest.importorskip("simple_elmo_pytorch")
     pytest.importorskip("h5py")
-    from .test_elmo import write_tiny_elmo
-
     elmo = write_tiny_elmo(tmp_path / "elmo")
     pairs = ncprobe.load_pairs(write_pairs(tmp_path / "pairs.csv"), lang="en")
     cold = _run(pairs, str(elmo), tmp_path / "c")
@@ -178,7 +176,7 @@ def _expected(family: str, model: str, revision: str, views, **extra) -> dict:
 def test_fingerprint_from_files_equals_fingerprint_after_loading(kind, bert_dir, st_dir,
                                                                  tmp_path, monkeypatch) -> None:
     path = {"bert": bert_dir, "st": st_dir}.get(kind) or tiny_llama(tmp_path / "llama")
-    tree = "dir-sha256:" + _reference_tree_sha256(path)  # hashlib over the files, by hand
+    tree = "dir-sha256:" + tree_sha256_by_hand(path)  # hashlib over the files, by hand
     family = "sbert" if kind == "st" else "hf"
     cases = [({}, _expected(family, str(path), tree, ((0, 1, 2, 3),))),  # 3 layers: last 4
              ({"layers": "all", "dtype": "bf16"},
@@ -204,7 +202,7 @@ def test_minilm_fingerprint_from_files(no_loading) -> None:
     enc = load_encoder("minilm")
     # all-MiniLM-L6-v2: 6 layers of 384; the default view is the last four (3..6)
     assert enc.fingerprint() == _expected(
-        "sbert", str(path), "dir-sha256:" + _reference_tree_sha256(path), ((3, 4, 5, 6),),
+        "sbert", str(path), "dir-sha256:" + tree_sha256_by_hand(path), ((3, 4, 5, 6),),
         name="minilm")
     assert enc.dim == 384 and not enc.loaded
 

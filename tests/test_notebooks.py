@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-#: every notebook, and what it shows (README lists the same, in this order)
+#: every notebook, and what it shows (docs/guide/reports.md lists the same, in this order)
 EXPECTED = ["01_quickstart.ipynb", "02_reproduce_figures.ipynb",
             "03_your_own_minimal_pairs.ipynb", "04_stimuli.ipynb",
             "05_standardisation_and_rogue_dimensions.ipynb", "06_layers_portuguese.ipynb",
@@ -24,8 +24,8 @@ EXPECTED = ["01_quickstart.ipynb", "02_reproduce_figures.ipynb",
 
 def test_the_notebooks_exist_and_the_readme_lists_them():
     assert [p.name for p in NOTEBOOKS] == EXPECTED
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    listed = re.findall(r"^- `(\d\d_\w+\.ipynb)`", readme, flags=re.M)
+    page = (REPO / "docs" / "guide" / "reports.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^- `(\d\d_\w+\.ipynb)`", page, flags=re.M)
     assert listed == EXPECTED
 
 

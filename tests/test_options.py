@@ -19,7 +19,7 @@ from ncprobe.errors import DataError, ModelUnavailableError, UsageError
 from ncprobe.results import TABLES
 
 from .synthetic import write_pairs
-from .tiny_models import tiny_bert
+from .tiny_models import write_tiny_elmo
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,33 +27,14 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("own_cache")
 
 
-@pytest.fixture(scope="module")
-def bert_dir(tmp_path_factory) -> Path:
-    return tiny_bert(tmp_path_factory.mktemp("bert") / "tiny-bert")
+@pytest.fixture
+def bert_dir(tiny_bert_dir) -> Path:
+    return tiny_bert_dir
 
 
-def make_st_dir(bert_dir: Path, path: Path) -> Path:
-    """A sentence-transformers model: tiny BERT + mean pooling + a Dense layer (2_Dense/)."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    try:
-        from sentence_transformers.sentence_transformer.modules import Dense, Pooling, Transformer
-    except ImportError:  # sentence-transformers < 6
-        from sentence_transformers.models import Dense, Pooling, Transformer
-
-    torch.manual_seed(0)
-    transformer = Transformer(str(bert_dir))
-    pooling = Pooling(32, "mean")  # tiny BERT: hidden size 32
-    dense = Dense(32, 16)
-    SentenceTransformer(modules=[transformer, pooling, dense], device="cpu").save(str(path))
-    assert (path / "2_Dense").is_dir()
-    return path
-
-
-@pytest.fixture(scope="module")
-def st_dir(bert_dir, tmp_path_factory) -> Path:
-    return make_st_dir(bert_dir, tmp_path_factory.mktemp("st") / "tiny-st")
+@pytest.fixture
+def st_dir(tiny_st_dir) -> Path:
+    return tiny_st_dir
 
 
 N_NC = 3
@@ -155,8 +136,6 @@ def test_openai_refuses_layers_device_and_dtype(monkeypatch, capsys) -> None:
 
 def test_elmo_refuses_layers_and_half_precision_consistently(tmp_path, capsys) -> None:
     pytest.importorskip("simple_elmo_pytorch")
-    from .test_elmo import write_tiny_elmo
-
     elmo = write_tiny_elmo(tmp_path / "elmo")
     for kw in ({"layers": "all"}, {"layers": [-1]}, {"dtype": "float16"},
                {"dtype": "bfloat16"}):
@@ -195,8 +174,6 @@ def test_cuda_without_a_cuda_device_says_what_is_missing(bert_dir, st_dir, raw_d
     with pytest.raises(UsageError, match="not a device name"):
         load_encoder(str(bert_dir), device="gpu")
     pytest.importorskip("simple_elmo_pytorch")
-    from .test_elmo import write_tiny_elmo
-
     with pytest.raises(ModelUnavailableError, match="CUDA"):
         load_encoder(str(write_tiny_elmo(tmp_path / "elmo")), device="cuda:0")
 

@@ -67,6 +67,7 @@ def run_blocked(args, tmp_path: Path, raw_dir: Path | None = None
 
 # --- (a) the default job runs without the heavy packages ---------------------------------
 
+@pytest.mark.slow
 def test_default_job_runs_without_torch(raw_dir, tmp_path) -> None:
     # the harness: the heavy packages cannot be imported under it
     script = tmp_path / "probe.py"
@@ -152,25 +153,22 @@ def test_default_model_vectors_without_torch(tmp_path) -> None:
 # --- (b) contextual models without their packages: exit 5, what to install ---------------
 
 @pytest.fixture(scope="module")
-def model_dirs(tmp_path_factory) -> dict[str, Path]:
-    """A tiny HF model, a tiny sentence-transformers model and (if its packages are here)
-    a tiny ELMo, built in this interpreter, where the packages are installed."""
+def model_dirs(request, tmp_path_factory) -> dict[str, Path]:
+    """A tiny HF model, a tiny sentence-transformers model (the session's: see conftest.py)
+    and (if its packages are here) a tiny ELMo, built in this interpreter, where the packages
+    are installed."""
     pytest.importorskip("torch")
     pytest.importorskip("sentence_transformers")
-    from .test_options import make_st_dir
-    from .tiny_models import tiny_bert
+    from .tiny_models import write_tiny_elmo
 
-    root = tmp_path_factory.mktemp("models")
-    dirs = {"bert": tiny_bert(root / "tiny-bert")}
-    dirs["st"] = make_st_dir(dirs["bert"], root / "tiny-st")
+    dirs = {"bert": request.getfixturevalue("tiny_bert_dir"),
+            "st": request.getfixturevalue("tiny_st_dir")}
     try:
         import h5py  # noqa: F401
         import simple_elmo_pytorch  # noqa: F401
     except ImportError:
         return dirs
-    from .test_elmo import write_tiny_elmo
-
-    dirs["elmo"] = write_tiny_elmo(root / "tiny-elmo")
+    dirs["elmo"] = write_tiny_elmo(tmp_path_factory.mktemp("models") / "tiny-elmo")
     return dirs
 
 

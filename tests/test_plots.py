@@ -9,22 +9,19 @@ from __future__ import annotations
 import itertools
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import scipy.stats as ss
+from matplotlib.figure import Figure
+from matplotlib.patches import PathPatch, Rectangle
+from matplotlib.text import Text
 
-matplotlib.use("Agg")
+from ncprobe import plots
+from ncprobe.errors import UsageError
+from ncprobe.results import Results
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import scipy.stats as ss  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import PathPatch, Rectangle  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-
-from ncprobe import plots  # noqa: E402
-from ncprobe.errors import UsageError  # noqa: E402
-from ncprobe.results import Results  # noqa: E402
-
-from . import synthetic  # noqa: E402
+from . import synthetic
 
 MODELS = ["model-a", "model-b"]
 CONDITIONS = ["EN-Nat", "EN-Neut", "PT-Nat", "PT-Neut"]
@@ -338,7 +335,7 @@ def test_layers_and_space_can_be_chosen(res):
     q = np.array(_expected_quartiles([m.loc[sel, "value"].to_numpy()])[0])
     assert any(np.allclose(_quartiles(b), q, atol=1e-7) for b in _boxes(ax))
     fig = plots.fig_nc_cosines(res, space="standardised")
-    assert "standardised" in fig._suptitle.get_text()
+    assert "standardised" in fig.get_suptitle()
 
 
 @pytest.mark.parametrize("name", list(plots.FIGURES))

@@ -155,6 +155,7 @@ def test_reproduce_runs_the_registrys_offline_then_study_models(monkeypatch, reg
     assert asked == OFFLINE + STUDY + ["later"]
 
 
+@pytest.mark.slow
 def test_reproduce_skips_with_the_registrys_reason(no_network, tmp_path, capsys) -> None:
     rc = main(["reproduce", "--models", "glove,bert-ml", "--langs", "en", "--quiet",
                "--out", str(tmp_path / "o"), "--results-dir", str(tmp_path / "r")])

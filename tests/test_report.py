@@ -9,18 +9,15 @@ from __future__ import annotations
 import itertools
 
 import matplotlib
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-import ncprobe  # noqa: E402
-from ncprobe import plots, tables  # noqa: E402
-from ncprobe.analysis import analyse  # noqa: E402
-from ncprobe.config import RunConfig  # noqa: E402
-from ncprobe.embed import Embeddings  # noqa: E402
-from ncprobe.report import write_report  # noqa: E402
+import ncprobe
+from ncprobe import plots, tables
+from ncprobe.analysis import analyse
+from ncprobe.config import RunConfig
+from ncprobe.embed import Embeddings
+from ncprobe.report import write_report
 
 N_NC = 12
 CLASS_OF = ["I", "PC", "C"]
@@ -99,6 +96,7 @@ def test_write_report_writes_every_figure_and_table_whatever_the_workers(results
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
+@pytest.mark.slow
 def test_figure_workers_take_the_callers_matplotlib_settings(results, tmp_path):
     # a worker is a fresh process: without the caller's settings it would draw with the
     # defaults; the figures' own style sets fonts, sizes and colours, so change the margin
@@ -115,6 +113,7 @@ def test_figure_workers_take_the_callers_matplotlib_settings(results, tmp_path):
     assert any(default[n][0]["png"] != alone[n][0]["png"] for n in names)  # settings matter
 
 
+@pytest.mark.slow
 def test_the_callers_backend_and_pyplot_are_left_alone(results, tmp_path):
     # as in Jupyter: the inline backend, which shows every figure pyplot knows of after a cell
     import matplotlib.pyplot as plt

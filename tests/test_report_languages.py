@@ -11,24 +11,20 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats as ss
+from matplotlib.colors import to_hex
+from matplotlib.patches import PathPatch
 
-matplotlib.use("Agg")
+from ncprobe import plots
+from ncprobe.report import write_report
+from ncprobe.results import Results
+from ncprobe.selection import conditions_in, select, split_condition
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-import scipy.stats as ss  # noqa: E402
-from matplotlib.colors import to_hex  # noqa: E402
-from matplotlib.patches import PathPatch  # noqa: E402
-
-from ncprobe import plots  # noqa: E402
-from ncprobe.report import write_report  # noqa: E402
-from ncprobe.results import Results  # noqa: E402
-from ncprobe.selection import conditions_in, select, split_condition  # noqa: E402
-
-from . import synthetic  # noqa: E402
+from . import synthetic
 
 #: Every colour the English and Portuguese conditions and the classes are drawn in.
 NCIMP_COLOURS = {to_hex(c) for c in (*plots.CONDITION_PALETTE.values(),
@@ -134,6 +130,7 @@ def _table_rows(path) -> list[dict[str, str]]:
             for ln in lines[2:]]
 
 
+@pytest.mark.slow
 def test_write_report_draws_and_tabulates_french_results(res, tmp_path):
     written = write_report(res, tmp_path, formats=("png",), dpi=40)
     names = {p.name for p in written}

@@ -40,6 +40,7 @@ def test_reproduce_runs_what_it_can_and_says_why_it_skips_the_rest(raw_dir, tmp_
         assert (out / f"fig01_sent_cosines.{fmt}").read_bytes().startswith(magic)
 
 
+@pytest.mark.slow
 def test_reproduce_with_nothing_available_exits_5(raw_dir, tmp_path, capsys, offline_hub):
     rc = main(["reproduce", "--models", "elmo", "--langs", "en", "--out", str(tmp_path / "o"),
                "--results-dir", str(tmp_path / "r"), "--quiet", "--data-dir", str(raw_dir)])

@@ -17,45 +17,29 @@ import pandas as pd
 import pytest
 
 import ncprobe
-from ncprobe.analysis import analyse
 from ncprobe.config import RunConfig
-from ncprobe.embed import Embeddings
 from ncprobe.encoders import load_encoder
 
-from .synthetic import write_pairs
+from .synthetic import analysed_random, pairs_stimuli
 
 N_NC = 9
 CLASSES = ["I", "PC", "C"]
 KEYS = ["model", "lang", "space", "layers", "level", "context", "nc"]
-# the measures in the order the package documents them (README, measures table)
+# the measures in the order the package documents them (docs/method.md, the measures)
 MEASURE_ORDER = ["syn", "comp-head", "comp-mod", "comp", "wordssyn", "rand", "A_Syn|WordsSyn",
                  "A_Syn|Rand", "Sim_R|Syn", "Sim_R|WordsSyn", "Sim_R|Syn/Sim_R|WordsSyn"]
 
 
-def _pairs(path) -> ncprobe.Stimuli:
-    return ncprobe.load_pairs(write_pairs(path, n_nc=N_NC, classes=CLASSES, comp_step=0.5),
-                              lang="en")
-
-
-def _run(stim, model: str, seed: int) -> ncprobe.Results:
-    rng = np.random.default_rng(seed)
-    n = len(stim)
-    sent = rng.normal(size=(n, 2, 8)).astype(np.float32)
-    span = rng.normal(size=(n, 2, 8)).astype(np.float32)
-    emb = Embeddings(sent, span, np.zeros(n, np.int32), np.zeros(n, np.int32), n, n)
-    cfg = RunConfig(model=model, lang="en", n_boot=10, standardise=True)
-    return analyse(stim, emb, cfg, model=model, view_names=["6", "12"], levels=("sent", "nc"),
-                   meta={"config": cfg.to_dict()})
-
-
 @pytest.fixture(scope="module")
 def stim(tmp_path_factory):
-    return _pairs(tmp_path_factory.mktemp("pairs") / "pairs.csv")
+    return pairs_stimuli(tmp_path_factory.mktemp("pairs") / "pairs.csv", n_nc=N_NC,
+                         classes=CLASSES)
 
 
 @pytest.fixture(scope="module")
 def results(stim):
-    return ncprobe.Results.concat([_run(stim, "m-a", 0), _run(stim, "m-b", 1)])
+    return ncprobe.Results.concat([analysed_random(stim, "m-a", 0),
+                                   analysed_random(stim, "m-b", 1)])
 
 
 # --- Results.select ------------------------------------------------------------------------

@@ -23,14 +23,7 @@ def full():
     return synthetic.build()
 
 
-def _run(full, model="model-a", lang="en", **options) -> Results:
-    """One run's Results (a model and language of the synthetic tables) with its metadata."""
-    res = synthetic.subset(full, lambda df: (df["lang"] == lang) & (
-        (df["model"] == model) if "model" in df.columns else True))
-    cfg = RunConfig(model=model, lang=lang, **options)
-    res.meta = [{"config": cfg.to_dict(), "fingerprint": {"name": model, "format": 1},
-                 "data_sources": {"scores.csv": "abc"}, "notes": []}]
-    return res
+_run = synthetic.one_run  # one run of the synthetic tables, with metadata
 
 
 def _same(a: Results, b: Results) -> None:
@@ -256,6 +249,7 @@ def test_report_finds_the_results_directories_under_a_parent(full, tmp_path, mon
     assert "no such directory" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_report_never_replaces_files_it_did_not_write(full, tmp_path, monkeypatch) -> None:
     from ncprobe import plots
     from ncprobe.report import write_report

@@ -15,18 +15,13 @@ import re
 import typing
 from pathlib import Path
 
-import matplotlib
+import pytest
 
-matplotlib.use("Agg")
+import ncprobe
+from ncprobe import config, measures, plots, results, schema, selection, tables
+from ncprobe.data import stimuli
 
-import pytest  # noqa: E402
-
-import ncprobe  # noqa: E402
-from ncprobe import config, measures, plots, results, schema, selection, tables  # noqa: E402
-from ncprobe.data import stimuli  # noqa: E402
-
-from . import synthetic  # noqa: E402
-from .test_results_api import _pairs, _run  # noqa: E402
+from . import synthetic
 
 PKG = Path(ncprobe.__file__).parent
 SOURCES = sorted(p for p in PKG.rglob("*.py") if p.name != "schema.py")
@@ -306,6 +301,43 @@ def test_no_other_module_writes_a_condition_label() -> None:
 
 
 def test_the_results_tables_have_the_columns_of_the_schema(tmp_path) -> None:
-    res = _run(_pairs(tmp_path / "pairs.csv"), "m-a", 0)
+    res = synthetic.analysed_random(synthetic.pairs_stimuli(tmp_path / "pairs.csv"), "m-a", 0)
     for name in RESULT_TABLES:
         assert list(getattr(res, name).columns) == RESULT_COLUMNS[name], name
+
+
+# --- the options' vocabularies and their one check ------------------------------------------
+
+@pytest.mark.parametrize("field, choices, bad, message", [
+    ("wordssyn", ("first", "all"), "some", "wordssyn must be 'first' or 'all', not 'some'"),
+    ("gold", ("comp", "type"), "token", "gold must be 'comp' or 'type', not 'token'"),
+    ("en_naturalistic", ("auto", "official", "reference"), "both",
+     "en_naturalistic must be 'auto', 'official' or 'reference', not 'both'"),
+])
+def test_runconfig_and_the_loader_check_an_option_with_the_schemas_words(field, choices, bad,
+                                                                         message) -> None:
+    from ncprobe.data import load_stimuli
+
+    vocabulary = {"wordssyn": schema.WORDSSYN_CHOICES, "gold": schema.GOLD_CHOICES,
+                  "en_naturalistic": schema.EN_NATURALISTIC_CHOICES}[field]
+    assert vocabulary == choices
+    for value in choices:
+        assert schema.check_choice(field, value, vocabulary) == value
+    with pytest.raises(ValueError) as by_config:
+        config.RunConfig(**{field: bad})
+    with pytest.raises(ValueError) as by_loader:  # refused before any file is read
+        load_stimuli("en", data_dir="/nonexistent", **{field: bad})
+    assert str(by_config.value) == str(by_loader.value) == message
+
+
+def test_the_option_vocabularies_are_their_types_values() -> None:
+    args = typing.get_args
+    assert args(schema.WordsSyn) == schema.WORDSSYN_CHOICES == ("first", "all")
+    assert args(schema.Gold) == schema.GOLD_CHOICES == ("comp", "type")
+    assert args(schema.EnNaturalistic) == schema.EN_NATURALISTIC_CHOICES
+    assert args(schema.Dtype) == schema.DTYPE_CHOICES == ("float32", "float16", "bfloat16")
+    assert args(schema.Correction) == schema.CORRECTIONS == ("holm", "fdr_bh", "none")
+    with pytest.raises(ncprobe.errors.UsageError, match=r"^correct must be 'holm', 'fdr_bh' "
+                       r"or 'none', not 'bonferroni'$"):
+        schema.check_choice("correct", "bonferroni", schema.CORRECTIONS,
+                            error=ncprobe.errors.UsageError)

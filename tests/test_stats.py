@@ -59,6 +59,7 @@ def test_spearman_hand_worked():
     assert spearman([1, 2, 3, 4], [10, 30, 20, 40]).rho == pytest.approx(0.8)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.integers(3, 80), st.integers(1, 6), st.integers(0, 2**32 - 1))
 def test_bootstrap_spearman_equals_ranking_every_resample_explicitly(n, levels, seed):

@@ -77,6 +77,7 @@ def _edit_xlsx_token_score(data_dir: Path) -> tuple[str, str]:
     raise AssertionError("no English naturalistic row in the workbook")
 
 
+@pytest.mark.slow
 def test_data_info_and_check_still_cross_check_the_xlsx(data_copy, raw_dir, capsys,
                                                         monkeypatch):
     nc, sentence = _edit_xlsx_token_score(data_copy)

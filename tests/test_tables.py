@@ -6,18 +6,14 @@ reader written in this file).
 
 from __future__ import annotations
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
 
-matplotlib.use("Agg")
+from ncprobe import plots, tables
+from ncprobe.report import write_report
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-
-from ncprobe import plots, tables  # noqa: E402
-from ncprobe.report import write_report  # noqa: E402
-
-from . import synthetic  # noqa: E402
+from . import synthetic
 
 MODELS = ["model-a", "model-b"]
 DEFAULT_VIEW = {"model-a": "-", "model-b": "9+10+11+12"}
@@ -264,6 +260,7 @@ def test_latex_escapes_every_special_character():
     assert grid == [[c.replace("\n", " ") for c in row] for row in _expected_grid(flat)]
 
 
+@pytest.mark.slow
 def test_write_report_writes_the_expected_files(res, tmp_path):
     one = synthetic.subset(res, lambda df: (df["model"] == "model-a") if "model" in df.columns
                            else np.ones(len(df), bool))
@@ -279,6 +276,7 @@ def test_write_report_writes_the_expected_files(res, tmp_path):
     assert "model-a" in index and "fig10_correlogram" in index
 
 
+@pytest.mark.slow
 def test_write_report_skips_figures_without_values(res, tmp_path):
     sent_only = synthetic.subset(
         res, lambda df: ((df["level"] == "sent") if "level" in df.columns

@@ -228,8 +228,9 @@ def test_rows_without_context_are_naturalistic_in_help_readme_and_file(tmp_path,
     assert info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "without a context column" in text and "S1" in text and "naturalistic" in text
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Probing your own compounds", 1)[1].split("\n## ", 1)[0]
+    guide = Path(__file__).parents[1] / "docs" / "guide" / "own-compounds.md"
+    section = guide.read_text(encoding="utf-8").split("## Probing your own compounds", 1)[1]
+    section = section.split("\n## ", 1)[0]
     assert "naturalistic" in section and "S1" in section
     src = _write(tmp_path, INPUT)
     generate_pairs(src, tmp_path / "out.csv", "en", k=0)

@@ -24,7 +24,6 @@ import scipy.stats as ss
 import ncprobe
 from ncprobe.cli import main
 from ncprobe.comparison import compare
-from ncprobe.config import RunConfig
 from ncprobe.encoders import load_encoder
 from ncprobe.errors import UsageError
 from ncprobe.report import write_report
@@ -38,15 +37,8 @@ EN_SCORED = list(synthetic.EN_NAMES)
 
 
 def _run(full: Results, model: str, layers: str, **config) -> Results:
-    """One English run of the synthetic tables (one model, one layer view) with metadata."""
-    res = synthetic.subset(full, lambda df: (
-        ((df["lang"] == "en") if "lang" in df.columns else True)
-        & ((df["model"] == model) if "model" in df.columns else True)
-        & ((df["layers"] == layers) if "layers" in df.columns else True)))
-    cfg = RunConfig(model=model, lang="en", **config)
-    res.meta = [{"config": cfg.to_dict(), "fingerprint": {"name": model, "format": 1},
-                 "data_sources": {"scores.csv": "abc"}, "notes": []}]
-    return res
+    """One English run of the synthetic tables (one model, one layer view)."""
+    return synthetic.one_run(full, model, "en", layers=layers, **config)
 
 
 @pytest.fixture(scope="module")

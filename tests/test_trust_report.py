@@ -21,18 +21,14 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
+from ncprobe import cli, plots, report, tables
+from ncprobe.errors import NcprobeError
+from ncprobe.report import write_report
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from ncprobe import cli, plots, report, tables  # noqa: E402
-from ncprobe.errors import NcprobeError  # noqa: E402
-from ncprobe.report import write_report  # noqa: E402
-
-from . import synthetic  # noqa: E402
+from . import synthetic
 
 MANIFEST = ".ncprobe-report.json"
 
@@ -69,6 +65,7 @@ def _sha256(path: Path) -> str:
 # 1. ownership: content, not names
 
 
+@pytest.mark.slow
 def test_a_file_the_user_changed_is_never_replaced(res, tmp_path, two_figures):
     out = tmp_path / "rep"
     first = write_report(res, out, formats=("png",), dpi=30)
@@ -89,6 +86,7 @@ def test_a_file_the_user_changed_is_never_replaced(res, tmp_path, two_figures):
     assert e.value.exit_code == 2 and _snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_a_changed_file_no_longer_written_is_kept_and_named(res, tmp_path, two_figures, caplog):
     out = tmp_path / "rep"
     write_report(res, out, formats=("png", "svg"), dpi=30)
@@ -113,6 +111,7 @@ def test_a_changed_file_no_longer_written_is_kept_and_named(res, tmp_path, two_f
     assert tuned.read_bytes() == mine
 
 
+@pytest.mark.slow
 def test_a_manifest_of_names_only_is_still_read(res, tmp_path, two_figures):
     # an earlier ncprobe wrote the manifest last, with names only: a file changed after it
     # (a later mtime) is the user's; the others are replaced as before
@@ -142,6 +141,7 @@ def test_a_manifest_of_names_only_is_still_read(res, tmp_path, two_figures):
 # 2. an interrupted first report: the same command resumes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["drawing", "writing"])
 def test_an_interrupted_first_report_resumes(res, tmp_path, monkeypatch, two_figures, where):
     whole = tmp_path / "whole"  # the same report, not interrupted
@@ -258,6 +258,7 @@ def test_an_out_behind_a_link_loop_is_exit_6(results_dir, tmp_path, capsys):
     assert str(out) in err and "link loop" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 def test_report_files_have_the_modes_of_the_umask(res, tmp_path, two_figures, umask):
     old = os.umask(umask)
@@ -335,6 +336,7 @@ def test_figure_workers_end_when_the_report_is_killed(results_dir, tmp_path):
 # 7. progress on stderr, silent with --quiet; stdout as it was
 
 
+@pytest.mark.slow
 def test_report_says_what_it_draws_unless_quiet(results_dir, tmp_path, capsys, two_figures):
     out = tmp_path / "rep"
     assert cli.main(["report", str(results_dir), "--out", str(out), "--format", "png",
@@ -358,6 +360,7 @@ def test_report_says_what_it_draws_unless_quiet(results_dir, tmp_path, capsys, t
 # 8. reproduce --device, given to the models it applies to
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_reproduce_passes_device_to_the_models_it_applies_to(res, tmp_path, monkeypatch,
                                                              capsys, device):

@@ -24,7 +24,6 @@ import pytest
 
 import ncprobe
 from ncprobe.cli import main
-from ncprobe.config import RunConfig
 from ncprobe.errors import DataError, NcprobeError
 from ncprobe.results import TABLES, Results
 
@@ -38,14 +37,7 @@ def full():
     return synthetic.build()
 
 
-def _run(full, model="model-a", lang="en", **options) -> Results:
-    """One run (a model and language of the synthetic tables) with metadata as compute's."""
-    res = synthetic.subset(full, lambda df: (df["lang"] == lang) & (
-        (df["model"] == model) if "model" in df.columns else True))
-    cfg = RunConfig(model=model, lang=lang, **options)
-    res.meta = [{"config": cfg.to_dict(), "fingerprint": {"name": model, "format": 1},
-                 "data_sources": {"scores.csv": "abc"}, "notes": []}]
-    return res
+_run = synthetic.one_run  # one run of the synthetic tables, with metadata
 
 
 def _edit_keeping_metadata(path: Path, change) -> None:
@@ -150,6 +142,7 @@ def test_a_table_rewritten_by_pandas_is_edited_not_two_runs(full, tmp_path) -> N
     assert "two runs at once" not in msg and "different runs" not in msg
 
 
+@pytest.mark.slow
 def test_edited_results_read_on_purpose_say_so(full, tmp_path, capsys, monkeypatch) -> None:
     res = _run(full)
     out = res.to_parquet(tmp_path / "r")

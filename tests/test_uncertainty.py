@@ -14,22 +14,18 @@ import itertools
 import re
 from decimal import ROUND_HALF_EVEN, Decimal
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats as ss
 
-matplotlib.use("Agg")
+from ncprobe import plots, tables
+from ncprobe.cli import build_parser
+from ncprobe.errors import UsageError
+from ncprobe.results import Results
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-import scipy.stats as ss  # noqa: E402
-
-from ncprobe import plots, tables  # noqa: E402
-from ncprobe.cli import build_parser  # noqa: E402
-from ncprobe.errors import UsageError  # noqa: E402
-from ncprobe.results import Results  # noqa: E402
-
-from . import synthetic  # noqa: E402
-from .by_hand import benjamini_hochberg, holm  # noqa: E402
+from . import synthetic
+from .by_hand import benjamini_hochberg, holm
 
 DEFAULT_VIEW = {"model-a": "-", "model-b": "9+10+11+12"}
 CONDITION = {("en", "nat"): "EN-Nat", ("en", "neut"): "EN-Neut", ("pt", "nat"): "PT-Nat",
@@ -425,6 +421,7 @@ def test_report_and_reproduce_take_the_options():
         parser.parse_args(["report", "r", "--correct", "bonferroni"])
 
 
+@pytest.mark.slow
 def test_report_tables_and_index_say_the_correction(res, tmp_path):
     from ncprobe.report import write_report
 

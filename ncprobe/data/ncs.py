@@ -12,12 +12,12 @@ neutral sentences per language, ``dataset/{en,pt}/neutral/P{1,2,3}_sents.csv``
 
 These are the context ``NCS`` (context group ``ncs``), next to NCIMP's: the original and the
 syn / comp / wordssyn probes as released. NCS has no random probes, so P_Rand is generated
-(:func:`ncprobe.data.generate.rand_stimuli`): :data:`RAND_K` phrases per NC, seed
-:data:`RAND_SEED`, Zipf band ±:data:`RAND_BAND`, each word frequency-matched to the word of the
-NC it replaces and equal to no word of the sentence. That needs the optional ``wordfreq``
-package (``pip install "ncprobe[generate]"``); without it asking for ``NCS`` with ``rand``
-probes is a :class:`~ncprobe.errors.MissingPackageError` (exit 5). The gold scores and
-classes are NCIMP's (the same NCs).
+(:func:`ncprobe.data.probes.rand_stimuli`, drawing from :mod:`ncprobe.data.frequency`):
+:data:`RAND_K` phrases per NC, seed :data:`RAND_SEED`, Zipf band ±:data:`RAND_BAND`, each word
+frequency-matched to the word of the NC it replaces and equal to no word of the sentence. That
+needs the optional ``wordfreq`` package (``pip install "ncprobe[generate]"``); without it
+asking for ``NCS`` with ``rand`` probes is a :class:`~ncprobe.errors.MissingPackageError`
+(exit 5). The gold scores and classes are NCIMP's (the same NCs).
 
 The files carry no tags; spans are found, and every other outcome is an error naming the
 file, row and column:
@@ -62,7 +62,7 @@ NCS_COLUMNS: dict[int, dict[tuple[str, int], str]] = {
     3: {("wordssyn", 1): "both synonyms"},
 }
 #: Generated P_Rand of the NCS context: phrases per NC, seed, Zipf half-width (the study's
-#: five random probes per sentence; see :func:`ncprobe.data.generate.rand_words`).
+#: five random probes per sentence; see :func:`ncprobe.data.frequency.rand_words`).
 RAND_K = 5
 RAND_SEED = 0
 RAND_BAND = 0.5
@@ -142,22 +142,15 @@ def ncs_stimuli(lang: str, neutral, ctx: LoadContext, probes: Iterable[str]) -> 
                 continue
             for (probe, variant), col in columns.items():
                 ptext = _cell(r[col], lang, ctx, words)
-                if not ptext:
-                    ctx.sink.error("empty probe sentence", column=col, **where)
+                made = _probe(orig, probe, variant, ptext, f"{rel}:{i}:{col}", ctx,
+                              dict(where, column=col))
+                if made is None:
                     continue
-                found = probe_span(orig, tuple(ptext.split()), lang)
-                if isinstance(found, str):
-                    ctx.sink.error(f"{found}: original {orig.text!r}, probe {ptext!r}",
-                                   column=col, **where)
-                    continue
-                (start, end), changed = found
+                stim, changed = made
                 edits.update(changed)
-                if start < orig.span[0]:
+                if stim.span[0] < orig.span[0]:
                     shortened.append(f"{nc} ({col}: {ptext!r})")
-                tokens = tuple(ptext.split())
-                probes_of.setdefault(nc, {})[probe] = Stimulus(
-                    lang, nc, NCS_CONTEXT, probe, variant, tokens, (start, end),
-                    " ".join(tokens[start:end]), f"{rel}:{i}:{col}")
+                probes_of.setdefault(nc, {})[probe] = stim
     items: list[Stimulus] = list(originals.values())
     swaps = []
     for nc, got in probes_of.items():
@@ -169,6 +162,24 @@ def ncs_stimuli(lang: str, neutral, ctx: LoadContext, probes: Iterable[str]) -> 
     if "rand" in keep and originals:
         items.extend(_generated_rand(lang, list(originals.values()), ctx))
     return items
+
+
+def _probe(orig: Stimulus, probe: str, variant: int, text: str, source: str,
+           ctx: LoadContext, where: dict) -> tuple[Stimulus, list[tuple[str, str]]] | None:
+    """The stimulus of one probe sentence ``text`` of ``orig``'s pattern, with the prefix words
+    it changed (:func:`probe_span`); ``None`` after reporting an empty sentence or one that
+    does not fit the pattern (``where`` names the cell)."""
+    if not text:
+        ctx.sink.error("empty probe sentence", **where)
+        return None
+    tokens = tuple(text.split())
+    found = probe_span(orig, tokens, orig.lang)
+    if isinstance(found, str):
+        ctx.sink.error(f"{found}: original {orig.text!r}, probe {text!r}", **where)
+        return None
+    (start, end), changed = found
+    return Stimulus(orig.lang, orig.nc, NCS_CONTEXT, probe, variant, tokens, (start, end),
+                    " ".join(tokens[start:end]), source), changed
 
 
 def probe_span(original: Stimulus, tokens: tuple[str, ...], lang: str
@@ -262,7 +273,7 @@ def _notes(lang: str, ctx: LoadContext, edits: Counter, shortened: list[str],
 
 def _generated_rand(lang: str, originals: list[Stimulus], ctx: LoadContext) -> list[Stimulus]:
     """:data:`RAND_K` generated P_Rand probes per original, with a note on the match."""
-    from .generate import rand_stimuli
+    from .probes import rand_stimuli
 
     made = rand_stimuli(originals, k=RAND_K, seed=RAND_SEED, band=RAND_BAND)
     diffs = sorted(abs(d) for _, ph in made for d in ph.drawn_diff)
@@ -278,8 +289,8 @@ def _generated_rand(lang: str, originals: list[Stimulus], ctx: LoadContext) -> l
 
 def _require_wordfreq() -> None:
     """Exit 5 (:class:`~ncprobe.errors.MissingPackageError`) without ``wordfreq``: the one
-    check of :func:`ncprobe.data.generate._require_wordfreq`, with what NCS needs it for."""
-    from .generate import _require_wordfreq as require
+    check of :func:`ncprobe.data.frequency.require_wordfreq`, with what NCS needs it for."""
+    from .frequency import require_wordfreq
 
-    require("the NCS context generates its P_Rand probes (NCS releases none) with",
-            "or leave out the rand probes, or the ncs context")
+    require_wordfreq("the NCS context generates its P_Rand probes (NCS releases none) with",
+                     "or leave out the rand probes, or the ncs context")

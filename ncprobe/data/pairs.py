@@ -3,7 +3,9 @@
 A minimal pair is an original sentence, the word span of the expression it
 probes, and a substitute phrase that replaces that span. ncprobe builds the
 probe sentence as ``words[:start] + substitute.split() + words[end:]``; the
-substitute's span is ``[start, start + len(substitute.split()))``.
+substitute's span is ``[start, start + len(substitute.split()))`` (:mod:`ncprobe.data.splice`,
+whose names :class:`MinimalPair`, :func:`splice`, :func:`splice_phrase` and :func:`span_error`
+are importable from here too). The file is read row by row with :mod:`ncprobe.data.rows`.
 
 This is the input format for new languages and data sets, and the path ncprobe
 itself takes for English naturalistic contexts when the official English probe
@@ -47,95 +49,38 @@ equal: such a row is a repeat, not a second variant.
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
-import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
-from ..errors import DataError, ErrorSink, UsageError
-from .generate import _find, splice_phrase
-from .stimuli import CLASSES, CONTEXTS, PROBES, NounCompound, Stimuli, Stimulus
+from ..errors import ErrorSink
+from .rows import (
+    Row,
+    check_scale,
+    given,
+    group_errors,
+    integer,
+    nc_info,
+    parse_row,
+    read_rows,
+    row_context,
+    row_key,
+    row_span,
+    same_score,
+)
+from .splice import MinimalPair, span_error, splice, splice_phrase
+from .stimuli import PROBES, NounCompound, Stimuli, Stimulus
 
 #: What to do about a pairs file that cannot be read as it is.
 FIX_PAIRS = ("correct the file (UTF-8 CSV with one header line, or JSON Lines; see "
              "ncprobe.data.pairs for the format) and load it again")
 #: Columns that hold text.
-_TEXT = ("nc", "sentence", "probe", "substitute", "context", "lang", "class")
-_INT = re.compile(r"^\s*[+-]?\d+\s*$")
+TEXT_COLUMNS = ("nc", "sentence", "probe", "substitute", "context", "lang", "class")
+#: How a caller of :func:`load_pairs` declares another scale of ``comp``.
+LOAD_SCALE_HINT = "load_pairs(..., scale=(low, high))"
 
-
-@dataclass(frozen=True)
-class MinimalPair:
-    """One row of the minimal-pairs format (see the module docstring)."""
-
-    lang: str
-    nc: str
-    context: str
-    sentence: str
-    span: tuple[int, int]
-    probe: str
-    variant: int
-    substitute: str
-    file: str = ""
-    row: int | None = None
-    column: str = ""
-
-    @property
-    def source(self) -> str:
-        return ":".join(str(x) for x in (self.file, self.row, self.column) if x not in ("", None))
-
-    def where(self, **extra) -> dict:
-        """Where to point an error: file, row, NC key (plus any column given)."""
-        return dict(file=self.file, row=self.row, key=self.nc, **extra)
-
-
-def splice(pairs: Iterable[MinimalPair], sink: ErrorSink, *, target: dict | None = None
-           ) -> list[Stimulus]:
-    """Stimuli from minimal pairs: one original per (lang, nc, context), one stimulus per pair.
-
-    ``target`` optionally maps ``(lang, nc, context)`` to the text the original
-    span must hold (e.g. the NC's surface form); otherwise the span's own text
-    is taken as the target.
-    """
-    out: list[Stimulus] = []
-    seen: dict[tuple[str, str, str], MinimalPair] = {}
-    for p in pairs:
-        ctx_key = (p.lang, p.nc, p.context)
-        words = tuple(p.sentence.split())
-        start, end = p.span
-        if not (0 <= start < end <= len(words)):
-            sink.error(f"span [{start}, {end}) is empty or outside the sentence of {len(words)} "
-                       "words", **p.where())
-            continue
-        first = seen.get(ctx_key)
-        if first is None:
-            seen[ctx_key] = p
-            want = (target or {}).get(ctx_key, " ".join(words[start:end]))
-            if " ".join(words[start:end]) != want:
-                sink.error(f"span [{start}, {end}) holds {' '.join(words[start:end])!r}, "
-                           f"expected {want!r}", **p.where())
-                continue
-            out.append(Stimulus(p.lang, p.nc, p.context, "original", 1, words, (start, end),
-                                want, p.source))
-        elif first.sentence.split() != list(words) or first.span != p.span:
-            sink.error(f"sentence or span differs from the first row of {p.nc!r} in context "
-                       f"{p.context} (row {first.row}); all rows of one context must share them",
-                       **p.where())
-            continue
-        if p.probe == "original":
-            continue
-        phrase = p.substitute.split()
-        if not phrase:
-            sink.error(f"empty substitute for probe {p.probe!r}",
-                       **p.where(column=p.column or "substitute"))
-            continue
-        tokens, span = splice_phrase(words, (start, end), phrase)  # checked above: no raise
-        out.append(Stimulus(p.lang, p.nc, p.context, p.probe, p.variant, tokens, span,
-                            " ".join(phrase), p.source, spliced=True))
-    return out
+# the splicing names, where this module's users have always found them
+__all__ = ["FIX_PAIRS", "LOAD_SCALE_HINT", "TEXT_COLUMNS", "MinimalPair", "load_pairs",
+           "span_error", "splice", "splice_phrase"]
 
 
 def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: bool = False,
@@ -162,81 +107,47 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
         >>> [s.text for s in load_pairs(f, lang="en")]
         ['use your grey matter', 'use your brain']
     """
-    scale = _check_scale(scale)
+    scale = check_scale(scale)
     path = Path(path)
     sink = ErrorSink(collect=collect)
-    rows = _read_rows(path, sink)
     pairs: list[MinimalPair] = []
     ncs: dict[tuple[str, str], NounCompound] = {}
     counters: dict[tuple, int] = {}
     seen_rows: dict[str, tuple[int, str]] = {}
     seen_keys: dict[tuple, tuple[int, bool]] = {}
     spans_checked: set[tuple[str, str, str]] = set()
-    for i, raw in rows:
-        where = dict(file=str(path), row=i, key=str(raw.get("nc", "")))
-        r = _texts(raw, sink, where)
-        if r is None:
+    for i, raw in read_rows(path, sink, FIX_PAIRS):
+        row = parse_row(i, raw, sink, str(path), text_columns=TEXT_COLUMNS,
+                        required=("nc", "sentence", "probe"), span_required=True)
+        if row is None or _repeats(row, seen_rows, sink):
             continue
-        missing = [c for c in ("nc", "sentence", "probe") if not r.get(c, "").strip()]
-        missing += [] if (_given(raw, "span") or (_given(raw, "start") and _given(raw, "end"))
-                          ) else ["start/end"]
-        if missing:
-            for c in missing:
-                sink.error("missing or empty required column", column=c, **where)
-            continue
-        same, exact = _row_key(raw), json.dumps(raw, sort_keys=True, ensure_ascii=False,
-                                                default=str)
-        if same in seen_rows:
-            earlier, earlier_exact = seen_rows[same]
-            how = "exactly" if exact == earlier_exact else (
-                "once Unicode NFC and spaces are normalised (the same words, typed in another "
-                "form or with other spacing: it would count that probe twice)")
-            sink.error(f"repeats row {earlier} {how}; remove one of them", **where)
-            continue
-        seen_rows[same] = (i, exact)
+        r, where = row.text, row.where
         probe = r["probe"].strip()
         if probe not in PROBES:
             sink.error(f"unknown probe {probe!r}; use one of {', '.join(PROBES)}",
                        column="probe", **where)
             continue
-        context = _context(r, sink, where)
+        context = row_context(r, sink, where)
         if context is None:
             continue
-        span = _span(raw, sink, where)
+        span = row_span(raw, sink, where)
         if span is None:
             continue
         rlang = (r.get("lang") or lang or "xx").strip()
         nc = " ".join(r["nc"].split())  # as the sentence: words split on whitespace
         key = (rlang, nc, context, probe)
         counters[key] = counters.get(key, 0) + 1
-        explicit = _given(raw, "variant")
-        if explicit:
-            variant = _integer(raw["variant"])
-            if variant is None or variant < 1:
-                sink.error(f"variant {raw['variant']!r} is not a whole number >= 1",
-                           column="variant", **where)
-                continue
-        else:
-            variant = counters[key]
-        first = seen_keys.get(key + (variant,))
-        if first is not None and (explicit or first[1]):
-            sink.error(f"probe {probe} variant {variant} of {nc!r} in context {context} is "
-                       f"already given by row {first[0]}; number the variants apart, or "
-                       "remove the repeat", column="variant" if explicit else "probe", **where)
+        variant = _variant(row, key, counters[key], seen_keys, sink)
+        if variant is None:
             continue
-        seen_keys[key + (variant,)] = (i, explicit)
         if (rlang, nc, context) not in spans_checked:
             spans_checked.add((rlang, nc, context))
             wrong = span_error(r["sentence"].split(), span, nc, exact=False)
             if wrong is not None:
-                sink.error(wrong, column="span" if _given(raw, "span") else "start", **where)
+                sink.error(wrong, column="span" if given(raw, "span") else "start", **where)
                 continue
-        info = _nc_info(rlang, nc, r, raw, sink, where, scale, LOAD_SCALE_HINT)
-        if info is not None:
-            old = ncs.get((rlang, nc))
-            if old is not None and (old.cls != info.cls or not _same(old.comp, info.comp)):
-                sink.error(f"comp/class differ from an earlier row of {nc!r}", **where)
-            ncs[(rlang, nc)] = info
+        _add_nc(ncs, nc_info(rlang, nc, r, raw, sink, where, scale, LOAD_SCALE_HINT), sink,
+                where)
         pairs.append(MinimalPair(rlang, nc, context, r["sentence"], span, probe, variant,
                                  r.get("substitute") or "", str(path), i))
     items = splice(pairs, sink)
@@ -247,59 +158,58 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
     return Stimuli(tuple(items), ncs, _span_notes(items), {})
 
 
-def _check_scale(scale) -> tuple[float, float]:
-    try:
-        lo, hi = (float(x) for x in scale)
-    except (TypeError, ValueError):
-        raise UsageError(f"scale must be two numbers (low, high), not {scale!r}") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise UsageError(f"scale must be two finite numbers with low < high, not {scale!r}")
-    return lo, hi
+def _repeats(row: Row, seen: dict[str, tuple[int, str]], sink: ErrorSink) -> bool:
+    """Whether ``row`` repeats an earlier row (:func:`~ncprobe.data.rows.row_key`), after
+    reporting it; otherwise it is recorded in ``seen`` as the first of its kind."""
+    same = row_key(row.raw)
+    exact = json.dumps(row.raw, sort_keys=True, ensure_ascii=False, default=str)
+    if same in seen:
+        earlier, earlier_exact = seen[same]
+        how = "exactly" if exact == earlier_exact else (
+            "once Unicode NFC and spaces are normalised (the same words, typed in another "
+            "form or with other spacing: it would count that probe twice)")
+        sink.error(f"repeats row {earlier} {how}; remove one of them", **row.where)
+        return True
+    seen[same] = (row.number, exact)
+    return False
 
 
-def _given(r: dict, column: str) -> bool:
-    """Whether a row gives a value for ``column`` (absent, null and blank are not values)."""
-    v = r.get(column)
-    return v is not None and not (isinstance(v, str) and not v.strip())
-
-
-def _texts(raw: dict, sink: ErrorSink, where: dict, columns: Iterable[str] = _TEXT
-           ) -> dict | None:
-    """The row's text ``columns`` as NFC strings; ``None`` after reporting a non-string value."""
-    out = {}
-    ok = True
-    for c in columns:
-        v = raw.get(c)
-        if v is None:
-            continue
-        if not isinstance(v, str):
-            sink.error(f"must be a string, not {type(v).__name__} {json.dumps(v)[:40]}",
-                       column=c, **where)
-            ok = False
-            continue
-        out[c] = unicodedata.normalize("NFC", v)
-    return out if ok else None
-
-
-def _context(r: dict, sink: ErrorSink, where: dict) -> str | None:
-    """The row's context (default ``S1``); ``None`` after reporting an unknown one."""
-    context = (r.get("context") or "S1").strip()
-    if context not in CONTEXTS:
-        sink.error(f"unknown context {context!r}; use one of {', '.join(CONTEXTS)}",
-                   column="context", **where)
+def _variant(row: Row, key: tuple, counted: int, seen: dict[tuple, tuple[int, bool]],
+             sink: ErrorSink) -> int | None:
+    """The row's variant: its ``variant`` column, else ``counted`` (its place among the rows
+    of ``key``: language, NC, context, probe); ``None`` after reporting a bad or repeated
+    one. A variant given twice is an error when either row numbers it explicitly."""
+    raw, where = row.raw, row.where
+    explicit = given(raw, "variant")
+    if explicit:
+        variant = integer(raw["variant"])
+        if variant is None or variant < 1:
+            sink.error(f"variant {raw['variant']!r} is not a whole number >= 1",
+                       column="variant", **where)
+            return None
+    else:
+        variant = counted
+    _, nc, context, probe = key
+    first = seen.get(key + (variant,))
+    if first is not None and (explicit or first[1]):
+        sink.error(f"probe {probe} variant {variant} of {nc!r} in context {context} is "
+                   f"already given by row {first[0]}; number the variants apart, or "
+                   "remove the repeat", column="variant" if explicit else "probe", **where)
         return None
-    return context
+    seen[key + (variant,)] = (row.number, explicit)
+    return variant
 
 
-def _integer(v) -> int | None:
-    """An int, or a string of one; ``None`` for anything else (floats, booleans, lists...)."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and _INT.match(v):
-        return int(v)
-    return None
+def _add_nc(ncs: dict[tuple[str, str], NounCompound], info: NounCompound | None,
+            sink: ErrorSink, where: dict) -> None:
+    """Record a row's gold score and class; one that differs from an earlier row's of the
+    same NC is reported (the later row's is kept)."""
+    if info is None:
+        return
+    old = ncs.get((info.lang, info.nc))
+    if old is not None and (old.cls != info.cls or not same_score(old.comp, info.comp)):
+        sink.error(f"comp/class differ from an earlier row of {info.nc!r}", **where)
+    ncs[(info.lang, info.nc)] = info
 
 
 def _span_notes(items: list[Stimulus]) -> list[str]:
@@ -313,207 +223,3 @@ def _span_notes(items: list[Stimulus]) -> list[str]:
             f"start/end that points at the wrong words? {shown}{more}"]
 
 
-def span_error(tokens: Sequence[str], span: tuple[int, int], nc: str, *, exact: bool = True
-               ) -> str | None:
-    """What is wrong with the span of a compound's original sentence, or ``None``.
-
-    The span must hold the compound's words (``nc`` split on whitespace), compared
-    case-insensitively after the NFC normalisation the text gets. With ``exact`` (the
-    generator, :func:`~ncprobe.data.generate.generate_pairs`, which draws its probes from
-    those words) any other span is wrong. Without it (:func:`load_pairs`) a span is wrong only
-    when the compound's words occur elsewhere in the sentence, i.e. ``start``/``end`` point
-    at the wrong words; a span whose words occur nowhere else may be an inflected form
-    (``police cars`` for ``police car``) and is kept, with a note (:func:`_span_notes`).
-    A span outside the sentence is not judged here (the callers refuse it with its own
-    message).
-
-    >>> span_error("use your grey matter".split(), (1, 3), "grey matter").split(" (")[1]
-    'they are at [2, 4)); correct start/end'
-    >>> span_error("use your grey matter".split(), (2, 4), "Grey Matter") is None
-    True
-    """
-    words = list(tokens)
-    start, end = span
-    if not 0 <= start < end <= len(words):
-        return None
-    want = nc.split()
-    held = words[start:end]
-    if [w.casefold() for w in held] == [w.casefold() for w in want]:
-        return None
-    found = _find(words, want)
-    if not found and not exact:
-        return None
-    if found:
-        at = ", ".join(f"[{a}, {b})" for a, b in found)
-        fix = (f"(they are at {at}); correct start/end (0-based word positions, end "
-               "exclusive)" + (", or leave them out to have the words looked up" if exact
-                               else ""))
-    else:
-        fix = ("(they do not occur in the sentence); write nc as the sentence has it, or "
-               "correct start/end (0-based word positions, end exclusive)")
-    return (f"span [{start}, {end}) holds {' '.join(held)!r}, not the words of the compound "
-            f"{nc!r} {fix}")
-
-
-def _row_key(raw: dict) -> str:
-    """A row as :func:`load_pairs` compares rows for repeats: every text value in NFC with
-    runs of whitespace as one space and no space around it (what the text gets before it is
-    used), a number as its text, absent, null and blank values left out."""
-    norm = {}
-    for column, value in raw.items():
-        if isinstance(value, str):
-            value = " ".join(unicodedata.normalize("NFC", value).split())
-            if not value:
-                continue
-        elif value is None:
-            continue
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)  # JSON Lines: 2 and "2" are the same start
-        norm[str(column)] = value
-    return json.dumps(norm, sort_keys=True, ensure_ascii=False, default=str)
-
-
-def group_errors(sink: ErrorSink) -> None:
-    """Merge the problems that several rows share into one error with a count.
-
-    Errors with the same file, column and message (the row and NC key aside) are replaced,
-    where the first of them stood, by one that says how many rows and which
-    (``in 90 rows (rows 1-90): ...``); a problem of one row keeps its own message.
-    """
-    groups: dict[tuple, list[DataError]] = {}
-    for e in sink.errors:
-        key = (e.file, e.column, e.reason) if e.row is not None else (id(e),)
-        groups.setdefault(key, []).append(e)
-    out = []
-    for same in groups.values():
-        if len(same) == 1:
-            out.append(same[0])
-            continue
-        rows = sorted({e.row for e in same if e.row is not None})
-        out.append(DataError(f"in {len(rows)} rows ({_ranges(rows)}): {same[0].reason}",
-                             file=same[0].file, column=same[0].column))
-    sink.errors[:] = out
-
-
-def _ranges(rows: list[int], shown: int = 8) -> str:
-    """``rows 1-3, 7, 9-12``: sorted row numbers as runs (the first ``shown`` runs)."""
-    runs: list[list[int]] = []
-    for r in rows:
-        if runs and r == runs[-1][1] + 1:
-            runs[-1][1] = r
-        else:
-            runs.append([r, r])
-    text = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:shown])
-    more = f" and {len(runs) - shown} more run(s)" if len(runs) > shown else ""
-    return f"rows {text}{more}"
-
-
-def _same(a: float, b: float) -> bool:
-    return (math.isnan(a) and math.isnan(b)) or a == b
-
-
-def _read_rows(path: Path, sink: ErrorSink) -> list[tuple[int, dict]]:
-    """The rows of a pairs file with their numbers (CSV: data row; JSONL: line)."""
-    from .reading import parse_table
-
-    if not path.is_file():
-        sink.error("file not found", file=str(path))
-        sink.raise_if_any()
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise DataError(f"cannot be read ({e.strerror or e}); check its permissions",
-                        file=str(path)) from None
-    if path.suffix.lower() not in (".jsonl", ".ndjson"):
-        df = parse_table(data, str(path), remedy=FIX_PAIRS)
-        return list(enumerate(df.to_dict("records"), start=1))
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line_no = data[:e.start].count(b"\n") + 1
-        raise DataError(f"not UTF-8 text: byte 0x{data[e.start]:02x} cannot be decoded (a file "
-                        f"saved as Latin-1 or Windows-1252?); re-save it as UTF-8",
-                        file=str(path), row=line_no) from None
-    rows = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            sink.error(f"not valid JSON: {e.msg}", file=str(path), row=i)
-            continue
-        if not isinstance(obj, dict):
-            sink.error("each line must be a JSON object", file=str(path), row=i)
-            continue
-        rows.append((i, obj))
-    if not rows and not sink.errors:
-        raise DataError(f"no rows; {FIX_PAIRS}", file=str(path))
-    return rows
-
-
-def _span(r: dict, sink: ErrorSink, where: dict) -> tuple[int, int] | None:
-    """``[start, end)`` from ``span`` or ``start``/``end``; both given must agree."""
-    bad = ("span must be two integers: start and end columns, or span as [start, end]")
-    span: tuple[int, int] | None = None
-    if _given(r, "span"):
-        raw = r["span"]
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError:
-                raw = None
-        parts = [_integer(x) for x in raw] if isinstance(raw, list) and len(raw) == 2 else []
-        ints = [x for x in parts if x is not None]
-        if len(parts) != 2 or len(ints) != 2:
-            sink.error(f"{bad}; got {json.dumps(r['span'], ensure_ascii=False)[:40]}",
-                       column="span", **where)
-            return None
-        span = (ints[0], ints[1])
-    if _given(r, "start") or _given(r, "end"):
-        start, end = _integer(r.get("start")), _integer(r.get("end"))
-        if start is None or end is None:
-            sink.error(f"{bad}; got start {r.get('start')!r}, end {r.get('end')!r}",
-                       column="start" if start is None else "end", **where)
-            return None
-        if span is not None and span != (start, end):
-            sink.error(f"span {list(span)} and start/end ({start}, {end}) disagree; give one of "
-                       "them", column="span", **where)
-            return None
-        span = (start, end)
-    return span
-
-
-#: How a caller of :func:`load_pairs` declares another scale of ``comp``.
-LOAD_SCALE_HINT = "load_pairs(..., scale=(low, high))"
-
-
-def _nc_info(lang: str, nc: str, r: dict, raw: dict, sink: ErrorSink, where: dict,
-             scale: tuple[float, float], scale_hint: str = LOAD_SCALE_HINT
-             ) -> NounCompound | None:
-    """The row's gold score and class (``None`` when it gives neither); ``scale_hint`` says
-    how the caller declares another scale (a keyword, a command-line option)."""
-    value = raw.get("comp")
-    cls = (r.get("class") or "").strip() or None
-    if not _given(raw, "comp") and cls is None:
-        return None
-    comp = math.nan
-    if _given(raw, "comp"):
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            sink.error(f"comp {value!r} is not a number", column="comp", **where)
-        else:
-            try:
-                comp = float(value.strip().replace(",", ".") if isinstance(value, str) else value)
-            except ValueError:
-                sink.error(f"comp {value!r} is not a number", column="comp", **where)
-            else:
-                lo, hi = scale
-                if not (math.isfinite(comp) and lo <= comp <= hi):
-                    sink.error(f"comp {value!r} is not a finite number on the scale {lo:g}-"
-                               f"{hi:g}; correct it, or declare the scale ({scale_hint})",
-                               column="comp", **where)
-                    comp = math.nan
-    if cls is not None and cls not in CLASSES:
-        sink.error(f"class {cls!r} is not one of {', '.join(CLASSES)}", column="class", **where)
-        cls = None
-    return NounCompound(lang, nc, comp=comp, cls=cls, gold=comp)

@@ -213,7 +213,7 @@ class Stimuli(Sequence[Stimulus]):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return self._with(self.items[i])
+            return self.with_items(self.items[i])
         return self.items[i]
 
     def __iter__(self) -> Iterator[Stimulus]:
@@ -224,7 +224,8 @@ class Stimuli(Sequence[Stimulus]):
         return (f"Stimuli({len(self.items)} stimuli, {len(self.ncs)} NCs, langs={langs}, "
                 f"contexts={sorted({s.context for s in self.items})})")
 
-    def _with(self, items: Iterable[Stimulus]) -> "Stimuli":
+    def with_items(self, items: Iterable[Stimulus]) -> "Stimuli":
+        """The same NCs, notes and sources with other stimuli (``items``)."""
         return Stimuli(tuple(items), dict(self.ncs), list(self.notes), dict(self.sources),
                        dict(self.modified), dict(self.gold_exempt))
 
@@ -259,7 +260,7 @@ class Stimuli(Sequence[Stimulus]):
         _check_known("probe", probes, PROBE_FAMILIES, PROBE_ALIASES)
         _check_known("nc", ncs, tuple(sorted({s.nc for s in self.items}
                                             | {n for _, n in self.ncs})))
-        return self._with(s for s in self.items
+        return self.with_items(s for s in self.items
                           if (langs is None or s.lang in langs)
                           and (ctxs is None or s.context in ctxs)
                           and (probes is None or s.probe in probes)

@@ -6,7 +6,7 @@ ncprobe cannot download them; pass the directory that holds both (or the two
 paths) to :class:`ElmoEncoder`, or the directory as the model name to
 :func:`~ncprobe.encoders.load_encoder`.
 
-How vectors are made (SPEC §2):
+How vectors are made (method §2):
 
 * ELMo reads characters, so every word is one "token": there are no sub-tokens and
   every word is represented (no out-of-vocabulary words). Words longer than 48
@@ -21,7 +21,7 @@ How vectors are made (SPEC §2):
   ``concat:0,1,2`` in results tables (``view_names``).
 * The span vector is the mean of the span's word vectors, the sentence vector the
   mean of all the sentence's word vectors; ELMo's ``<S>``/``</S>`` boundary
-  positions and padding are never pooled (:func:`~ncprobe.encoders.base.pool_batch`).
+  positions and padding are never pooled (:func:`~ncprobe.encoders._pool.pool_batch`).
 * AllenNLP's biLSTM is *stateful*: it carries its final states into the next call,
   so a sentence's vectors would depend on what was encoded before it. ncprobe turns
   that off: every batch starts from zero states, so vectors are the same on every
@@ -36,8 +36,11 @@ import logging
 from pathlib import Path
 from typing import ClassVar, Sequence
 
+from ..cache import hash_cache
 from ..errors import ModelUnavailableError, NcprobeError
-from .base import Encoded, hash_cache, missing_module, path_name, pool_batch, torch_device
+from ._env import missing_module, path_name, torch_device
+from ._pool import pool_batch
+from .base import Encoded
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +157,7 @@ class ElmoEncoder:
         model_dir_or_files: a directory holding ``options.json`` and ``weights.hdf5``
             (see :func:`find_elmo_files`), or the pair ``(options, weights)`` of paths.
         name: the user-facing name (default: the directory's parent folder and name,
-            ``models/elmo-pt`` (:func:`~ncprobe.encoders.base.path_name`), or the weights
+            ``models/elmo-pt`` (:func:`~ncprobe.encoders._env.path_name`), or the weights
             file name).
         device: ``cpu``, ``cuda``, ...; default: cuda when available.
     """
@@ -164,7 +167,7 @@ class ElmoEncoder:
     #: in float32); no layers (one view, every layer concatenated)
     OPTIONS: ClassVar[dict] = {"device": None, "dtype": ("float32",)}
     #: why the other options do not apply (load_encoder's message)
-    OPTIONS_NOTE = ("an ELMo model has one layer view, its layers concatenated (SPEC §2), and "
+    OPTIONS_NOTE = ("an ELMo model has one layer view, its layers concatenated (method §2), and "
                     "runs in float32")
 
     def __init__(self, model_dir_or_files, *, name: str | None = None,

@@ -27,19 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from .._io import tree_sha256
+from ..cache import hash_cache
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
-from .base import (
-    LAST_FOUR,
-    Encoded,
-    SentenceTooLongError,
-    hash_cache,
-    hf_unavailable,
-    parse_dtype,
-    pool_batch,
-    require_hf,
-    torch_device,
-    unreachable,
-)
+from ._env import hf_unavailable, parse_dtype, require_hf, torch_device, unreachable
+from ._pool import pool_batch
+from .base import LAST_FOUR, Encoded, SentenceTooLongError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

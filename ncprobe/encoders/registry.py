@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ModelUnavailableError, UsageError
-from .base import DTYPES, gpu_unavailable
+from ._env import DTYPES, gpu_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class ModelSpec:
         extras: the extras of ``pip install "ncprobe[...]"`` it needs ("": the plain install).
         offline: runs with no network (its weights come with the install): ``reproduce``
             runs these first, and the report's figures are made with them.
-        study: one of the study's models (SPEC §5): ``reproduce`` runs them by default.
+        study: one of the study's models (method §5): ``reproduce`` runs them by default.
         api_key: the environment variable holding the key it needs ("": none).
         loader: how to load it when its family's loader cannot (weights shipped in a
             package); ``None``: ``FAMILY_LOADERS[family]``.
@@ -213,7 +213,7 @@ def _static_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Target:
 def _transformer_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool,
                         local: str | None = None) -> Target:
     """A hub id or model directory (``local``: a copy of the hub model on this machine)."""
-    from .base import hf_missing
+    from ._env import hf_missing
     from .hf import HFEncoder, hub_unavailable
     from .sbert import SBertEncoder
 
@@ -345,7 +345,7 @@ def offline_models() -> list[str]:
 
 
 def study_models() -> list[str]:
-    """The aliases of the study's models (SPEC §5), in registry order."""
+    """The aliases of the study's models (method §5), in registry order."""
     return [a for a, s in MODELS.items() if s.study]
 
 
@@ -445,7 +445,7 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
 
 def _resolve(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool) -> Target:
     """Which encoder class a name means, and how to build it (nothing is loaded yet)."""
-    from .base import hf_missing
+    from ._env import hf_missing
     from .elmo import ElmoEncoder, looks_like_elmo_dir
     from .hf import HFEncoder, hub_unavailable
     from .sbert import SBertEncoder
@@ -490,3 +490,24 @@ def _resolve(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool) ->
     raise UsageError(f"unknown model {name!r}: not an alias, a HuggingFace id (org/name), a "
                      f"model directory or a vector file.{hint} `ncprobe models` lists the "
                      "aliases.")
+
+
+def models_table() -> str:
+    """The registered aliases as ``ncprobe models`` lists them: a header, then one row per
+    alias (alias, family, its model per language, what to ``pip install``, what it needs),
+    each column as wide as its widest cell, two spaces apart.
+
+    The languages are the NCIMP ones, then any other a registered model covers.
+    """
+    from ..schema import LANGS
+
+    langs = list(dict.fromkeys([*LANGS] + [k for s in MODELS.values() for k in s.ids
+                                           if k != "*"]))
+    rows = [("alias", "family", f"model ({' / '.join(langs)})", "pip install", "needs")]
+    for spec in MODELS.values():
+        ids = " / ".join(dict.fromkeys(spec.ids.get(k, spec.ids.get("*", "-")) for k in langs))
+        rows.append((spec.alias, spec.family, ids, spec.install, spec.requirements))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    widths[-1] = 0  # the last column unpadded: no trailing spaces
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+                     .rstrip() for row in rows)

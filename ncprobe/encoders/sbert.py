@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, ClassVar, Sequence
 import numpy as np
 
 from ..errors import ModelUnavailableError, NcprobeError
-from .base import Encoded, hf_unavailable, parse_dtype, require_hf, torch_device
+from ._env import hf_unavailable, parse_dtype, require_hf, torch_device
+from .base import Encoded
 from .hf import (
     FORMAT_VERSION,
     HFEncoder,

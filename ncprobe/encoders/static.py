@@ -16,8 +16,10 @@ from typing import Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
+from ..cache import hash_cache
 from ..errors import DataError, ModelUnavailableError, NcprobeError, UsageError
-from .base import Encoded, hash_cache, missing_module, path_name, unreachable
+from ._env import missing_module, path_name, unreachable
+from .base import Encoded
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +70,7 @@ class StaticEncoder:
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:
         # each word is its own "token", so the sub-token -> word step of the shared pooling
-        # (base.pool_batch) is the identity: the means are taken here with numpy, in float32,
+        # (_pool.pool_batch) is the identity: the means are taken here with numpy, in float32,
         # and the default model runs without torch (``pip install ncprobe``). An
         # out-of-vocabulary word is left out of the means and counted; no known word: NaN.
         n = len(sentences)
@@ -153,7 +155,7 @@ def load_vectors_file(path: str | Path, *, name: str | None = None, lowercase: b
             gensim ``KeyedVectors.save`` file (``.kv``; pickle-based, so it is
             loaded only with ``allow_pickle=True``: trust the file first).
         name: the name in every table (default: the file's folder and name,
-            ``a/vectors.txt``: :func:`~ncprobe.encoders.base.path_name`).
+            ``a/vectors.txt``: :func:`~ncprobe.encoders._env.path_name`).
         kind: ``auto``, ``word2vec-bin``, ``word2vec-text``, ``glove`` or ``gensim``.
     """
     try:

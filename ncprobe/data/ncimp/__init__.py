@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import Iterable
 
 from ...errors import ErrorSink
-from ...schema import NCS_CONTEXT
+from ...schema import (
+    EN_NATURALISTIC_CHOICES,
+    GOLD_CHOICES,
+    NCS_CONTEXT,
+    WORDSSYN_CHOICES,
+    check_choice,
+)
 from ..reading import RESTORE, LoadContext
 from ..scores import load_scores
 from ..sources import resolve_data_dir
@@ -113,12 +119,9 @@ def load_stimuli(lang: str | Iterable[str] = "en", contexts: str | Iterable[str]
     langs = LANGS if lang == "all" else ((lang,) if isinstance(lang, str) else tuple(lang))
     ctx_ids = expand_contexts(contexts)
     keep = expand_probes(probes)
-    if wordssyn not in ("first", "all"):
-        raise ValueError(f"wordssyn must be 'first' or 'all', not {wordssyn!r}")
-    if gold not in ("comp", "type"):
-        raise ValueError(f"gold must be 'comp' or 'type', not {gold!r}")
-    if en_naturalistic not in ("auto", "official", "reference"):
-        raise ValueError("en_naturalistic must be 'auto', 'official' or 'reference'")
+    check_choice("wordssyn", wordssyn, WORDSSYN_CHOICES)
+    check_choice("gold", gold, GOLD_CHOICES)
+    check_choice("en_naturalistic", en_naturalistic, EN_NATURALISTIC_CHOICES)
     ctx = LoadContext(resolve_data_dir(data_dir), ErrorSink(collect=collect),
                       accept_modified=accept_modified)
     result = Stimuli(())

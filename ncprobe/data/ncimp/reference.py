@@ -4,7 +4,7 @@ The official ``dataset/EN/naturalistics_examplesent{1,2,3}.csv`` are missing fro
 every public copy (SCHEMA section 0); the reference table holds the English
 naturalistic sentences with their NC span and the bare probe phrases, but not the
 probe sentences. Each probe sentence is built by splicing its phrase into the NC
-span (:func:`ncprobe.data.pairs.splice`), which loses the article and agreement
+span (:func:`ncprobe.data.splice.splice`), which loses the article and agreement
 edits of the official sentences: :func:`splice_cost` measures how often on the
 neutral file, where both the official sentences and the phrases exist, and
 :class:`SplicedStimuliWarning` says so.
@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 
 from ...errors import ErrorSink
-from ..pairs import MinimalPair, splice
 from ..reading import RESTORE, LoadContext
+from ..splice import MinimalPair, splice
 from ..stimuli import NEUTRAL, Stimulus
 from .anomalies import edited_outside_span, swapped
 from .layout import NEUTRAL_COLUMNS, REF_COLUMNS, REF_FILE, REF_SLOTS

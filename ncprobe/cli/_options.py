@@ -1,0 +1,143 @@
+"""Options shared by several commands, and the run options made from :class:`RunConfig`.
+
+:func:`config_options` adds one option per field of a config class (``compute`` takes them
+all, ``reproduce`` those in :data:`REPRODUCE_OPTIONS`); :func:`config_from_args` makes the
+config of the options parsed, naming the option of any value the config refuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import types
+import typing
+from typing import Sequence
+
+from ..config import RunConfig
+from ..errors import UsageError
+from ..schema import CORRECTIONS
+from ._argtypes import positive_int
+
+#: The RunConfig fields that ``reproduce`` passes to every run.
+REPRODUCE_OPTIONS = ("contexts", "layers", "device", "standardise", "n_boot", "seed")
+
+
+def config_options(parser, config: type | None = None,
+                   names: Sequence[str] | None = None) -> None:
+    """Add one option per field of ``config`` (default :class:`RunConfig`), or per field in
+    ``names``, in field order, built from the field alone.
+
+    The option is ``--<name>`` (``_`` as ``-``) or the field's ``option`` metadata, with
+    ``dest`` the field's name, the field's default, its ``help`` and ``metavar`` metadata,
+    the values of a ``Literal`` type as choices (an optional one, ``dtype``, is not
+    restricted: the encoders take other spellings too), a flag for a ``bool`` and a number
+    for an ``int`` or ``float``. Other values are checked by ``config`` itself, in
+    :func:`config_from_args`.
+    """
+    config = config or RunConfig
+    hints = typing.get_type_hints(config)
+    for f in dataclasses.fields(config):
+        if names is not None and f.name not in names:
+            continue
+        kw = {"dest": f.name, "default": _default(f), "help": f.metadata.get("help")}
+        hint = hints[f.name]
+        if hint is bool:
+            kw["action"] = argparse.BooleanOptionalAction if kw["default"] else "store_true"
+        else:
+            if typing.get_origin(hint) is typing.Literal:
+                kw["choices"] = typing.get_args(hint)
+            if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: X
+                hint = next(a for a in typing.get_args(hint) if a is not type(None))
+            if hint in (int, float):
+                kw["type"] = hint
+            if "metavar" in f.metadata:
+                kw["metavar"] = f.metadata["metavar"]
+        parser.add_argument(_option(f), **kw)
+
+
+def _option(f: dataclasses.Field) -> str:
+    """The option of a config field: its ``option`` metadata, else ``--`` and its name."""
+    return f.metadata.get("option", "--" + f.name.replace("_", "-"))
+
+
+def _default(f: dataclasses.Field):
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    # every config field has a default: an option left out must take one
+    raise TypeError(f"config field {f.name!r} has no default")
+
+
+def config_from_args(args: argparse.Namespace, config: type | None = None):
+    """The ``config`` (default :class:`RunConfig`) of the options parsed into ``args`` (the
+    fields it has no option for at their defaults).
+
+    ``config`` checks the values: first each option given alone (the other fields at their
+    defaults), then all of them together.
+
+    Raises:
+        UsageError: a value ``config`` refuses; the message names its option (or the
+            options refused together) and says why.
+    """
+    config = config or RunConfig
+    fields = [f for f in dataclasses.fields(config) if hasattr(args, f.name)]
+    values = {f.name: getattr(args, f.name) for f in fields}
+    given = [f for f in fields if values[f.name] != _default(f)]
+    for group in [[f] for f in given] + [given]:
+        try:
+            made = config(**{f.name: values[f.name] for f in group})
+        except ValueError as e:
+            named = ", ".join(_option(f) if values[f.name] is True
+                              else f"{_option(f)} {values[f.name]}" for f in group)
+            raise UsageError(f"{named}: {e}") from None
+    return made
+
+
+def data_dir_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", metavar="DIR",
+                   help="NCIMP data directory (default: $NCPROBE_DATA, else the user cache)")
+
+
+def jobs_option(p: argparse.ArgumentParser) -> None:
+    """``--jobs`` of ``report`` and ``reproduce``."""
+    default = min(os.cpu_count() or 1, 4)
+    p.add_argument("--jobs", type=positive_int, default=default, metavar="N",
+                   help="processes that draw the figures, this one included (default: the "
+                   "CPUs, at most 4; here %(default)s); the files do not depend on it")
+
+
+def accept_edited_option(p: argparse.ArgumentParser) -> None:
+    """``--accept-edited-results`` of ``report`` and ``compare``."""
+    p.add_argument("--accept-edited-results", action="store_true",
+                   help="read results directories edited since ncprobe wrote them (a table "
+                   "or run.json changed by hand or rewritten by another program); without it "
+                   "such a directory is exit 3. What was edited is said in the output")
+
+
+def exclude_option(p: argparse.ArgumentParser) -> None:
+    """``--exclude`` of ``report`` and ``compare``: runs of one cell are never pooled."""
+    p.add_argument("--exclude", action="append", default=[], metavar="DIR",
+                   help="leave out this results directory, or every one below DIR "
+                   "(repeatable). Two results directories holding the same cell (model, "
+                   "language, space, layers, level, context, measure: a rerun, a copy, two "
+                   "models of one name) are never pooled: the command refuses, naming both, "
+                   "until one is left out")
+
+
+def table_options(p: argparse.ArgumentParser) -> None:
+    """``--correct`` and ``--compact-tables`` of ``report`` and ``reproduce``."""
+    p.add_argument("--correct", choices=CORRECTIONS, default="holm",
+                   help="multiple-comparison correction of the p-values each correlation "
+                   "table and the correlogram show: their \"-\" and blank cells follow the "
+                   "corrected p (default: holm; none: the study's uncorrected marks)")
+    p.add_argument("--compact-tables", action="store_true",
+                   help="correlation cells without their 95%% bootstrap interval (rho alone, "
+                   "as in the study; default: 0.59 [0.50, 0.66])")
+
+
+def say(line: str) -> None:
+    """One line of progress on stderr (``--quiet`` leaves it out); stdout stays for results."""
+    print(line, file=sys.stderr, flush=True)

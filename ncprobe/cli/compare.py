@@ -1,0 +1,130 @@
+"""``ncprobe compare``: do two runs' (or two conditions') rho with the gold differ?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from ..errors import UsageError
+from ..schema import CORRECTIONS
+from ._argtypes import count, positive_int
+from ._options import accept_edited_option, exclude_option
+
+
+def add_compare_parser(sub, config: type) -> argparse.ArgumentParser:
+    from ..comparison import COMPARE_N_BOOT, SELECT_KEYS
+
+    p = sub.add_parser(
+        "compare", help="test whether two runs' (or conditions') rho with the gold differ",
+        description="For every measure x level x context (x space, layer view, language) "
+        "present on both sides, the difference of Spearman's rho with the gold score on the "
+        "NCs both sides share: a paired bootstrap interval and p-value (the NCs resampled "
+        "jointly), Williams' t for dependent correlations as a cross-check, and the bootstrap "
+        "p-values corrected across the rows. Two runs (RESULTS_A RESULTS_B), or one under "
+        "two selections (RESULTS_A --a context=nat --b context=neut). Prints a Markdown "
+        "table.")
+    p.add_argument("results_a", metavar="RESULTS_A",
+                   help="side A: a results directory, or a directory above several")
+    p.add_argument("results_b", metavar="RESULTS_B", nargs="?",
+                   help="side B (default: RESULTS_A again, under the --b selection)")
+    keys = ", ".join(SELECT_KEYS)
+    for side in ("a", "b"):
+        p.add_argument(f"--{side}", dest=f"select_{side}", action="append", default=[],
+                       metavar="KEY=VALUE",
+                       help=f"keep side {side.upper()}'s rows with KEY=VALUE (repeatable; KEY "
+                       f"one of {keys}). One value compares that key across the sides "
+                       "(shown as KEY A / KEY B); a comma list only filters")
+    p.add_argument("--n-boot", type=positive_int, default=COMPARE_N_BOOT, metavar="N",
+                   help=f"bootstrap resamples (default {COMPARE_N_BOOT}; the least p is "
+                   "2/(N+1), so Holm over m rows needs N > 40 m)")
+    p.add_argument("--seed", type=count, default=0, metavar="S",
+                   help="seed of the resamples (default 0): the same inputs give the same "
+                   "table")
+    p.add_argument("--correct", choices=CORRECTIONS, default="holm",
+                   help="multiple-comparison correction of the bootstrap p-values across the "
+                   "rows (default holm)")
+    p.add_argument("--out", metavar="FILE",
+                   help="also write the table: .md or .tex (the printed table), .csv or "
+                   ".parquet (every column, unrounded); an existing FILE is refused unless "
+                   "--overwrite")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    exclude_option(p)
+    accept_edited_option(p)
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr (each cell as it is tested)")
+    return p
+
+
+def run_compare(args: argparse.Namespace, config: type) -> int:
+    from pathlib import Path
+
+    from .. import tables
+    from ..comparison import check_comparison_out, compare, write_comparison
+    from ..significance import CORRECTION_NAMES, STARS_NOTE
+
+    out = Path(args.out) if args.out else None
+    if out is not None:  # refused before any work
+        check_comparison_out(out, args.overwrite)
+    select_a, select_b = _selection(args.select_a, "a"), _selection(args.select_b, "b")
+    if args.exclude:  # each --exclude leaves out a directory of one side or the other
+        from ..results import drop_excluded, find_results
+
+        drop_excluded(find_results([args.results_a] + ([args.results_b] if args.results_b
+                                                        else [])), args.exclude)
+    a = _load_results(args.results_a, args.exclude, args.accept_edited_results)
+    b = (_load_results(args.results_b, args.exclude, args.accept_edited_results)
+         if args.results_b else None)
+
+    def progress(k: int, total: int, cell: str) -> None:
+        print(f"test {k}/{total}: {cell}", file=sys.stderr, flush=True)
+    df = compare(a, b, select_a=select_a, select_b=select_b, n_boot=args.n_boot,
+                 seed=args.seed, correct=args.correct,
+                 progress=None if args.quiet else progress)
+    shown = tables.comparison_table(df)
+    how = CORRECTION_NAMES.get(args.correct, args.correct)
+    note = (f"diff = rho A - rho B on the n NCs both sides share, [95% paired bootstrap "
+            f"interval] ({args.n_boot} resamples of the NCs, seed {args.seed}); p boot: its "
+            f"two-sided bootstrap p; Williams t (n - 3 df) and p Williams: a classical "
+            f"cross-check; p corrected: p boot {how} across the {int(df['p_boot'].notna().sum())}"
+            f" rows; sig.: {STARS_NOTE}")
+    text = tables.to_markdown(shown) + "\n" + note + "\n"
+    print(text, end="")
+    if out is not None:
+        title = "Differences of Spearman's rho with the gold score (ncprobe compare)"
+        write_comparison(out, df, markdown=f"{title}\n\n{text}",
+                         latex=tables.to_latex(shown, f"{title}. {note}"),
+                         overwrite=args.overwrite)
+        print(f"written to {out}", file=sys.stderr)
+    return 0
+
+
+def _selection(items: Sequence[str], side: str) -> dict[str, str | list[str]] | None:
+    """``--a KEY=VALUE ...`` as a selection of :func:`ncprobe.comparison.compare`."""
+    from ..comparison import SELECT_KEYS
+    from ..results.query import cannot_select_message
+
+    sel: dict[str, str | list[str]] = {}
+    for item in items:
+        key, eq, value = (x.strip() for x in item.partition("="))
+        values = [v.strip() for v in value.split(",")]
+        if not eq or not key or not all(values):
+            raise UsageError(f"--{side} {item!r}: expected KEY=VALUE or KEY=V1,V2 (e.g. --{side} "
+                             f"context=neut), KEY one of {', '.join(SELECT_KEYS)}")
+        if key not in SELECT_KEYS:
+            raise UsageError(cannot_select_message([key], "the per-NC measures table",
+                                                   SELECT_KEYS, source=f"--{side} {item!r}"))
+        if key in sel:
+            raise UsageError(f"--{side} {key}= given twice; give several values as one comma "
+                             f"list (--{side} {key}=V1,V2)")
+        sel[key] = values[0] if len(values) == 1 else values
+    return sel or None
+
+
+def _load_results(path: str, exclude: Sequence[str] = (), accept_edited: bool = False):
+    """One side of ``compare``: never two runs of one cell pooled. An ``--exclude`` may
+    leave out nothing on this side (:func:`run_compare` checks it against both sides)."""
+    from ..results import load_results
+
+    return load_results([path], exclude=exclude, accept_edited=accept_edited,
+                        require_match=False)

@@ -1,0 +1,197 @@
+"""``ncprobe compute | report | reproduce``: runs, and the figures and tables made of them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from ..errors import ModelUnavailableError
+from ..schema import LEVELS, SPACES
+from ._argtypes import comma_list
+from ._options import (
+    REPRODUCE_OPTIONS,
+    accept_edited_option,
+    config_from_args,
+    config_options,
+    data_dir_option,
+    exclude_option,
+    jobs_option,
+    say,
+    table_options,
+)
+
+
+def add_compute_parser(sub, config: type) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "compute", help="cosines, measures and correlations for one model and language",
+        description="Encode the NCIMP stimuli with one model, compare every probe with its "
+        "original, compute the measures of the study (Sim, Affinity, Scaled Similarity, ratio, "
+        "rogue dimensions) and their Spearman correlations with the gold compositionality "
+        "score, write the results (parquet + run.json) and print a summary.")
+    config_options(p, config)  # the fields of RunConfig, in field order
+    p.add_argument("--out", metavar="DIR", help="results directory (default: "
+                   "results/<model>-<lang>, plus every option that changes results and is not "
+                   "its default, e.g. results/minilm-en-layers_all-std)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a results directory that holds a different run (other "
+                   "options, model or data); the same run is always replaced, a directory "
+                   "that is not ncprobe's never")
+    data_dir_option(p)
+    p.add_argument("--no-cache", action="store_true",
+                   help="encode everything and store nothing in the embedding cache")
+    p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root (default: "
+                   "$NCPROBE_CACHE or the user cache directory)")
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="load a gensim .kv vector file (a Python pickle: it can run code when "
+                   "loaded; only for a file you trust)")
+    p.add_argument("--allow-gensim-downloader", action="store_true",
+                   help="allow --model gensim:NAME and word2vec (English): gensim.downloader "
+                   "downloads the vectors and runs Python code from the gensim-data repository")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
+    return p
+
+
+def run_compute(args: argparse.Namespace, config: type) -> int:
+    from ..pipeline import compute, run_dir
+    from ..results import check_target, check_writable
+
+    cfg = config_from_args(args, config)
+    out = args.out or run_dir("results", cfg.model, cfg.lang, cfg)
+    # refuse before computing when --out holds another run (or is not ncprobe's), or cannot
+    # be written there (read-only, no permission: exit 6)
+    check_target(out, cfg.to_dict(), overwrite=args.overwrite)
+    check_writable(out)
+    with warnings.catch_warnings():
+        # the notes of the run repeat every warning; the summary prints them once
+        warnings.simplefilter("ignore")
+        res = compute(cfg, data_dir=args.data_dir, cache=not args.no_cache,
+                      cache_dir=args.cache_dir, progress=not args.quiet,
+                      allow_pickle=args.allow_pickle,
+                      allow_gensim_downloader=args.allow_gensim_downloader)
+    path = res.to_parquet(out, overwrite=args.overwrite)
+    if not args.quiet:
+        print(res.summary())
+    run = res.meta[0]  # how this computation went: not part of the results (RUN_LOG_KEYS)
+    print(f"{run['encoded']} of {run['unique']} unique items encoded now, the others read "
+          "from the embedding cache", file=sys.stderr)
+    print(f"results written to {path}", file=sys.stderr)
+    return 0
+
+
+def add_report_parser(sub, config: type) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "report", help="figures and tables from saved results",
+        description="Draw the ten figures of the study (PNG and PDF) and write its tables "
+        "(Markdown and LaTeX) from one or more results directories written by `ncprobe "
+        "compute` or `ncprobe reproduce`.")
+    p.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="results directories, or directories to search for them (every "
+                   "directory below holding a run.json)")
+    exclude_option(p)
+    accept_edited_option(p)
+    p.add_argument("--out", metavar="DIR", default="report", help="output directory "
+                   "(default: report)")
+    p.add_argument("--format", default="png,pdf",
+                   help="comma list of figure formats: png, pdf, svg, svgz, eps, ps, jpg, jpeg, "
+                   "tif, tiff, webp (default: png,pdf)")
+    p.add_argument("--examples", default=None, metavar="NCS",
+                   help="comma list of NCs for the example table (default: the six of the study)")
+    p.add_argument("--space", choices=SPACES, default=None,
+                   help="vector space of the figures and the layer-wise figure and table "
+                   "(default: raw; standardised needs runs computed with --standardise)")
+    p.add_argument("--level", choices=LEVELS, default=None,
+                   help="level of figures 3-10 and the layer-wise figure and table (default: "
+                   "nc)")
+    table_options(p)
+    jobs_option(p)
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr (each figure and table as it is written)")
+    return p
+
+
+def run_report(args: argparse.Namespace, config: type) -> int:
+    from ..report import check_formats, write_report
+    from ..results import load_results
+
+    formats = check_formats(args.format)  # before any results are read
+    res = load_results(args.results, exclude=args.exclude,  # never two runs of one cell
+                       accept_edited=args.accept_edited_results)
+    written = write_report(res, args.out, formats=formats,
+                           examples=comma_list(args.examples) if args.examples else None,
+                           jobs=args.jobs, space=args.space, level=args.level,
+                           correct=args.correct, intervals=not args.compact_tables,
+                           progress=None if args.quiet else say)
+    print(f"{len(written)} files written to {args.out}")
+    return 0
+
+
+def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "reproduce", help="compute every available model x language, then the report",
+        description="Run `ncprobe compute` for every model and language that can run here "
+        "(models whose weights, package, GPU, key or network are missing are skipped with one "
+        "line saying why), save each run under --results-dir, then write every figure and "
+        "table of the study into --out. --layers and --device go to the models they apply to "
+        "(transformers; --device to ELMo too); the others run without them, with a note.")
+    p.add_argument("--models", default=None, metavar="M1,M2",
+                   help="comma list (default: glove-6b-50d, minilm and every alias of the "
+                   "study)")
+    p.add_argument("--langs", default="en,pt", help="comma list (default: en,pt)")
+    p.add_argument("--out", metavar="DIR", default="reproduce",
+                   help="figures and tables (default: reproduce)")
+    p.add_argument("--results-dir", metavar="DIR", default="results",
+                   help="one results directory per run (default: results)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace results directories that hold a different run")
+    config_options(p, config, names=REPRODUCE_OPTIONS)
+    data_dir_option(p)
+    p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
+    p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars, no progress of the report on stderr")
+    table_options(p)
+    jobs_option(p)
+    return p
+
+
+def run_reproduce(args: argparse.Namespace, config: type) -> int:
+    import time
+
+    from ..encoders.registry import study_models
+    from ..report import FigureWorkers, check_out, reproduce_provenance, write_report
+    from ..reproduce import reproduce
+
+    options = {name: getattr(args, name) for name in REPRODUCE_OPTIONS}
+    config_from_args(args, config)  # the run options together, before any work
+    check_out(args.out)  # a report directory it may not write: refused before computing
+    t0 = time.perf_counter()
+    langs = comma_list(args.langs)
+
+    def on_skip(model, lang, why):
+        print(f"skipped {model} ({lang}): {why}", file=sys.stderr)
+
+    # the figure workers start now: their imports overlap the computing
+    with FigureWorkers(args.jobs) as workers:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # each run's notes keep its warnings
+            rep = reproduce(comma_list(args.models) if args.models else None, langs,
+                            results_dir=args.results_dir, data_dir=args.data_dir,
+                            cache=not args.no_cache, cache_dir=args.cache_dir,
+                            progress=not args.quiet, on_skip=on_skip,
+                            overwrite=args.overwrite, **options)
+        for note in rep.notes:
+            print(f"note: {note}", file=sys.stderr)
+        for model, lang, path in rep.ran:
+            print(f"computed {model} ({lang}) -> {path}")
+        if rep.results is None:
+            raise ModelUnavailableError("no model could run here; nothing to report")
+        ran = list(dict.fromkeys(model for model, _, _ in rep.ran))
+        provenance = reproduce_provenance(ran, langs, rep.skipped,
+                                          [m for m in study_models() if m not in ran])
+        written = write_report(rep.results, args.out, jobs=workers, provenance=provenance,
+                               correct=args.correct, intervals=not args.compact_tables,
+                               progress=None if args.quiet else say)
+    print(f"{len(written)} figures and tables written to {args.out} "
+          f"({time.perf_counter() - t0:.0f} s)")
+    return 0

@@ -1,0 +1,657 @@
+"""Results directories on disk: parquet tables and ``run.json``, written as one unit, read back
+verified, and the safety of the directories they are written to.
+
+A results directory is written as one unit (:func:`write_results`, behind
+:meth:`Results.to_parquet <ncprobe.results.Results.to_parquet>`): into a fresh temporary
+directory beside the target, which is then renamed into place. Its ``run.json`` and every
+table (parquet schema metadata ``ncprobe.run_id``) carry the same run id (:func:`run_id`), a
+hash of the content: of each table's rows (its digest, kept in ``run.json``) and of the runs'
+metadata. :func:`read_results` (behind :meth:`Results.from_parquet
+<ncprobe.results.Results.from_parquet>`) checks every table's columns and value types,
+recomputes the run id and the SHA-256 of every file, and refuses a directory edited since
+ncprobe wrote it, naming what differs.
+
+Directory safety: :func:`check_target` (never replace what must not be), :func:`inspect_dir`
+(what a path holds), :func:`check_writable` (refuse an unwritable path before any work), and
+the tidying of what killed writes left (:func:`tidy_leftovers`). :func:`find_results` and
+:func:`drop_excluded` name the directories that ``ncprobe report`` and ``compare`` read.
+
+Nothing here knows the :class:`~ncprobe.results.Results` class: the tables go in and come out
+as a mapping of DataFrames by name, with the runs' metadata.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import stat
+import tempfile
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, UsageError
+from ..schema import RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, RESULT_TABLES
+
+log = logging.getLogger(__name__)
+
+#: The tables of a Results, in the order they are written (``<table>.parquet``).
+TABLES = RESULT_TABLES
+#: 3: run id in run.json and in every table, and each table's digests in run.json: what was
+#: written is checked when read. Still read, with a warning that they cannot be checked:
+#: 2 (ncprobe 0.2: run id in run.json and in every table, no digests) and 1 (ncprobe <= 0.1:
+#: no run id).
+RESULTS_FORMAT = 3
+_READABLE_FORMATS = (1, 2, 3)
+RUN_ID_KEY = b"ncprobe.run_id"
+#: Keys of a run's ``meta`` that say how this computation went, not what it computed: how
+#: many items were encoded now (the others came from the embedding cache) and the cache
+#: shards found unusable (:attr:`Results.notes <ncprobe.results.Results.notes>` lists them).
+#: They are kept in memory only: never written to ``run.json``, never part of the run id.
+RUN_LOG_KEYS = ("encoded", "cache_problems")
+#: RunConfig fields that say where and how fast a run ran, not what it computed: they do not
+#: make a different run (nor a different default directory name).
+NOT_IDENTITY = ("batch_size", "device")
+# what a results directory holds: its tables, run.json, and temporary names of ncprobe <= 0.1
+_RESULT_FILES = {f"{t}.parquet" for t in TABLES} | {"run.json"}
+_OLD_TEMP_RE = re.compile(r"^\.(" + "|".join(TABLES) + r")\.parquet\.tmp$|^\.run\.json\.tmp$")
+
+#: The tables of a Results by name (every name of :data:`TABLES`).
+Frames = Mapping[str, pd.DataFrame]
+
+
+def table_entries(frames: Frames) -> dict[str, dict]:
+    """Per table, what the run id is made of: its rows and its content digest."""
+    return {name: {"rows": len(frames[name]), "content": _table_digest(frames[name])}
+            for name in TABLES}
+
+
+def run_id(frames: Frames, meta: list[dict]) -> str:
+    """A hash of every table's rows and of ``meta`` (less :data:`RUN_LOG_KEYS`): equal
+    results give equal ids, however they were computed."""
+    return _run_id(table_entries(frames), _stored_meta(meta))
+
+
+def write_results(frames: Frames, meta: list[dict], path: str | Path, *,
+                  overwrite: bool = False) -> Path:
+    """Write ``frames`` and ``meta`` as a results directory at ``path``: what
+    :meth:`Results.to_parquet <ncprobe.results.Results.to_parquet>` does (see it for the
+    arguments and errors).
+    """
+    from .._io import UNWRITABLE_ERRNOS, output_error
+
+    try:
+        target = Path(path).expanduser().resolve()  # a link as --out: write where it points
+    except RuntimeError as e:  # Python < 3.13: a symbolic-link loop
+        raise output_error(OSError(errno.ELOOP, str(e)), path,
+                           what="results directory") from None
+    try:
+        return _write_dir(frames, meta, target, overwrite)
+    except OSError as e:
+        if e.errno not in UNWRITABLE_ERRNOS:
+            raise
+        raise output_error(e, target, what="results directory") from e
+
+
+def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool) -> Path:
+    """:func:`write_results` into the resolved ``target`` (OSErrors left to the caller)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .._io import dir_lock, file_sha256
+
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    with dir_lock(parent):  # no swap of another writer halfway through meanwhile
+        tidy_leftovers(parent, target.name)
+    check_target(target, meta, overwrite=overwrite)  # early: before any writing
+    runs = _stored_meta(meta)
+    tables = table_entries(frames)
+    rid = _run_id(tables, runs)
+    tmp: Path | None = None
+    aside = None
+    writing = contextlib.ExitStack()
+    try:
+        # locked while written: another writer never takes it for a killed run's leftover
+        tmp = _locked_temp_dir(parent, target.name, writing)
+        for name in TABLES:
+            table = pa.Table.from_pandas(frames[name], preserve_index=False)
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                                   RUN_ID_KEY: rid.encode()})
+            with open(tmp / f"{name}.parquet", "wb") as fh:
+                pq.write_table(table, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            tables[name]["sha256"] = file_sha256(tmp / f"{name}.parquet")
+        with open(tmp / "run.json", "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"format": RESULTS_FORMAT, "run_id": rid,
+                                 "tables": tables, "runs": runs}, indent=2,
+                                ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        with dir_lock(parent):  # the check and the swap as one step among ncprobe writers
+            check_target(target, meta, overwrite=overwrite)
+            if os.path.lexists(target):
+                aside = parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
+                os.rename(target, aside)
+            os.rename(tmp, target)
+    except BaseException:
+        if aside is not None and not os.path.lexists(target):
+            os.rename(aside, target)  # failed between the two renames: put it back
+            aside = None
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)  # our own fresh directory, nothing else
+        raise
+    finally:
+        writing.close()
+    if aside is not None:
+        _remove_results_dir(aside)
+    return target
+
+
+
+def read_results(path: str | Path, *, accept_edited: bool = False
+                 ) -> tuple[dict[str, pd.DataFrame], list[dict]]:
+    """The tables (by name) and the runs' metadata of the results directory ``path``, checked:
+    what :meth:`Results.from_parquet <ncprobe.results.Results.from_parquet>` does (see it for
+    the arguments and errors).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .._io import file_sha256
+
+    src = Path(path)
+    meta_file = src / "run.json"
+    if not meta_file.is_file():
+        raise UsageError(f"{src}: not a results directory (no run.json); write one with "
+                         "`ncprobe compute --out DIR` or Results.to_parquet(DIR)")
+    meta = _read_run_json(meta_file)
+    fmt = meta.get("format")
+    if fmt not in _READABLE_FORMATS:
+        raise DataError(f"results format {fmt!r}; this ncprobe reads formats "
+                        f"{', '.join(map(str, _READABLE_FORMATS))}: recompute the results "
+                        "with this version, or read them with the ncprobe that wrote them",
+                        file=str(meta_file))
+    _check_runs(meta["runs"], meta_file)
+    rid = meta.get("run_id")
+    if fmt >= 2 and not isinstance(rid, str):
+        raise DataError("no run_id: the file was edited or damaged; recompute the results",
+                        file=str(meta_file))
+    stored = meta.get("tables") if fmt >= 3 else None
+    if fmt >= 3 and not _digests_ok(stored):
+        raise DataError("no digest for every table (key 'tables'): the file was edited or "
+                        "damaged; recompute the results", file=str(meta_file))
+    if fmt < 3:
+        log.warning("%s was written by an older ncprobe (results format %s, %s): nothing "
+                    "shows whether its content is what ncprobe wrote; recompute it to be "
+                    "sure", src, fmt, "no run id" if fmt == 1 else "no digests")
+    edited: dict[str, str] = {}  # file -> how it differs from what ncprobe wrote
+    if stored is not None and _run_id({n: {"rows": stored[n]["rows"],
+                                            "content": stored[n]["content"]}
+                                        for n in TABLES}, meta["runs"], fmt) != rid:
+        edited["run.json"] = "its runs or digests no longer give its run id"
+    tables, strays = {}, {}
+    for name in TABLES:
+        f = src / f"{name}.parquet"
+        if not f.is_file():
+            raise DataError(f"{f.name} is missing: the results directory is incomplete; "
+                            "recompute it", file=str(f))
+        try:
+            owner = (pq.read_schema(f).metadata or {}).get(RUN_ID_KEY)
+            tables[name] = pd.read_parquet(f)
+            digest = file_sha256(f) if stored is not None else None
+        except (OSError, ValueError, TypeError, pa.ArrowException) as e:
+            raise DataError(f"cannot be read as parquet ({e}); recompute the results",
+                            file=str(f)) from None
+        _check_table(name, tables[name], f)
+        if fmt < 2:
+            continue
+        if owner is None:  # e.g. df.to_parquet: pandas keeps no metadata of ncprobe's
+            edited[f.name] = ("rewritten by another program: ncprobe's run id is gone "
+                              "from its parquet metadata")
+        elif owner.decode(errors="replace") != rid:
+            strays[f.name] = owner.decode(errors="replace")
+        elif stored is not None and digest != stored[name]["sha256"]:
+            rows, now = stored[name]["rows"], len(tables[name])
+            edited[f.name] = ("its content differs from the digest in run.json: "
+                              + (f"ncprobe wrote {rows} rows, it holds {now}" if rows != now
+                                 else f"the same {rows} rows, other values"))
+    problems = []
+    if strays:
+        listed = "; ".join(f"{n}: {o}" for n, o in strays.items())
+        problems.append(f"tables of different runs in one directory: run.json belongs to "
+                        f"run {rid}, but {listed} (copied from another results "
+                        "directory, or written by two runs at once or by an interrupted "
+                        "write of an older ncprobe)")
+    if edited:
+        problems.append("edited since ncprobe wrote it: "
+                        + "; ".join(f"{n} ({why})" for n, why in edited.items()))
+    runs = meta["runs"]
+    if problems and not accept_edited:
+        raise DataError(". ".join(problems) + ". Recompute the results, or read them as "
+                        "edited with --accept-edited-results (Python: "
+                        "Results.from_parquet(path, accept_edited=True))", file=str(src))
+    if problems:
+        log.warning("%s: %s; read as edited (accept_edited)", src, ". ".join(problems))
+        what = sorted({*strays, *edited})
+        runs = [{**m, "edited": list(dict.fromkeys([*m.get("edited", []), *what]))}
+                for m in runs]
+    return tables, runs
+
+
+def _read_run_json(meta_file: Path) -> dict:
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DataError(f"cannot be read ({e}); recompute the results",
+                        file=str(meta_file)) from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("runs"), list):
+        raise DataError("not an ncprobe run.json (no list of runs)", file=str(meta_file))
+    return meta
+
+
+def _table_digest(df: pd.DataFrame) -> str:
+    """SHA-256 of a table's content: its columns, their types and every row, in order."""
+    h = hashlib.sha256()
+    h.update(f"{list(df.columns)}\0{[str(t) for t in df.dtypes]}\0".encode())
+    try:
+        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    except TypeError:  # unhashable cells (lists...): hash their text instead
+        h.update(df.to_csv(index=False).encode())
+    return h.hexdigest()
+
+
+def _stored_meta(meta: list[dict]) -> list[dict]:
+    """The runs' metadata as ``run.json`` holds it: less :data:`RUN_LOG_KEYS`, in JSON's
+    types (tuples as lists, paths as text), so that what is hashed is what is read back."""
+    kept = [{k: v for k, v in m.items() if k not in RUN_LOG_KEYS} for m in meta]
+    return json.loads(json.dumps(kept, ensure_ascii=False, default=str))
+
+
+def _run_id(tables: dict[str, dict], runs: list[dict], fmt: int = RESULTS_FORMAT) -> str:
+    """The run id: a hash of the results format, each table's rows and content digest, and
+    the runs' metadata (as :func:`_stored_meta` gives it)."""
+    text = json.dumps({"format": fmt, "tables": tables, "runs": runs},
+                      sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _digests_ok(stored) -> bool:
+    """``run.json``'s ``tables``: for every table its rows, content digest and file SHA-256."""
+    return isinstance(stored, dict) and all(
+        isinstance(stored.get(n), dict) and isinstance(stored[n].get("rows"), int)
+        and all(isinstance(stored[n].get(k), str) for k in ("content", "sha256"))
+        for n in TABLES)
+
+
+def _check_runs(runs: list, meta_file: Path) -> None:
+    """Refuse a ``run.json`` whose runs lack what every reader of them needs."""
+    for i, m in enumerate(runs, start=1):
+        where = f"run {i} of {len(runs)}"
+        if not isinstance(m, dict):
+            raise DataError(f"{where} is not an object of run metadata; the file is damaged "
+                            "or was edited: recompute the results", file=str(meta_file))
+        cfg = m.get("config")
+        if not isinstance(cfg, dict):
+            raise DataError(f"{where} has no 'config' (the options it was computed with); the "
+                            "file is damaged or was edited: recompute the results",
+                            file=str(meta_file))
+        for key in ("model", "lang"):
+            if not isinstance(cfg.get(key), str):
+                raise DataError(f"{where}: 'config' has no {key!r}; the file is damaged or "
+                                "was edited: recompute the results", file=str(meta_file))
+        if not isinstance(m.get("notes", []), list):
+            raise DataError(f"{where}: 'notes' is not a list; the file is damaged or was "
+                            "edited: recompute the results", file=str(meta_file))
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.number, np.bool_)) and not isinstance(v, str)
+
+
+def _check_table(name: str, df: pd.DataFrame, file: Path) -> None:
+    """Refuse a table without the columns ncprobe writes, or with text where it writes numbers
+    (:data:`ncprobe.schema.RESULT_NUMERIC_COLUMNS`): every statistic drawn from it would fail
+    or be wrong."""
+    missing = [c for c in RESULT_COLUMNS[name] if c not in df.columns]
+    if missing:
+        raise DataError(f"no column {', '.join(map(repr, missing))} (the {name} table has "
+                        f"{', '.join(RESULT_COLUMNS[name])}); the table is damaged or was "
+                        "edited: recompute the results", file=str(file))
+    for col in RESULT_COLUMNS[name]:
+        if col not in RESULT_NUMERIC_COLUMNS:
+            continue
+        values = df[col]
+        if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        bad = values[values.notna() & ~values.map(_is_number).astype(bool)]
+        if len(bad):  # e.g. text: an empty table's columns of no type are fine
+            at = int(np.flatnonzero(values.index == bad.index[0])[0]) + 1
+            kind = "text" if isinstance(bad.iloc[0], str) else type(bad.iloc[0]).__name__
+            raise DataError(f"holds {kind} where ncprobe writes numbers ({bad.iloc[0]!r} in "
+                            f"row {at}; {len(bad)} such rows); "
+                            "the table is damaged or was edited: recompute the results",
+                            file=str(file), column=col)
+
+
+def run_identity(meta: list[dict] | dict) -> list[dict]:
+    """What makes runs the same: config (less :data:`NOT_IDENTITY`), model fingerprint, data.
+
+    Accepts a list of run metadata or one RunConfig dict (then only the config is compared).
+    """
+    from dataclasses import MISSING
+
+    from ..config import RunConfig
+
+    # a field that a run.json of an older ncprobe lacks had its default value then
+    defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+    runs = [{"config": meta}] if isinstance(meta, dict) else meta
+    out = []
+    for m in runs:
+        cfg = {**defaults, **(m.get("config") or {})}
+        ident = {"config": {k: v for k, v in cfg.items() if k not in NOT_IDENTITY},
+                 "fingerprint": m.get("fingerprint"), "data_sources": m.get("data_sources")}
+        # as written to run.json (tuples become lists), so that read and new compare equal
+        out.append(json.loads(json.dumps(ident, sort_keys=True, default=str)))
+    return out
+
+
+def _differences(old: list[dict], new: list[dict]) -> str:
+    if len(old) != len(new):
+        return f"{len(old)} run(s) there, {len(new)} now"
+    diffs = []
+    for a, b in zip(old, new, strict=True):
+        keys = sorted(set(a["config"]) | set(b["config"]))
+        diffs += [f"{k} {a['config'].get(k)!r} there, {b['config'].get(k)!r} now" for k in keys
+                  if a["config"].get(k) != b["config"].get(k)]
+        for part, what in (("fingerprint", "the model (its fingerprint)"),
+                           ("data_sources", "the data files")):
+            if a[part] is not None and b[part] is not None and a[part] != b[part]:
+                diffs.append(f"{what} differ")
+    return "; ".join(dict.fromkeys(diffs))
+
+
+def inspect_dir(path: str | Path) -> tuple[str, str, list[dict]]:
+    """What is at ``path``, without following a link or changing anything.
+
+    Returns:
+        ``(kind, why, runs)``: kind ``missing``, ``empty``, ``results`` (an ncprobe
+        results directory and nothing else; ``runs`` is its metadata) or ``foreign``
+        (``why`` says what makes it so).
+    """
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "missing", "", []
+    if stat.S_ISLNK(st.st_mode):
+        return "foreign", "it is a symbolic link", []
+    if not stat.S_ISDIR(st.st_mode):
+        return "foreign", "it is a file, not a directory", []
+    children = sorted(os.scandir(path), key=lambda c: c.name)
+    if not children:
+        return "empty", "", []
+    others = [c.name for c in children if not c.is_file(follow_symlinks=False)
+              or not (c.name in _RESULT_FILES or _OLD_TEMP_RE.match(c.name))]
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        return "foreign", f"it holds {shown}, which ncprobe does not write there", []
+    if not (path / "run.json").is_file():
+        return "foreign", "it has no run.json", []
+    try:
+        meta = _read_run_json(path / "run.json")
+    except DataError as e:
+        return "foreign", str(e), []
+    if not isinstance(meta.get("format"), int):
+        return "foreign", "its run.json has no results format", []
+    return "results", "", meta["runs"]
+
+
+def check_writable(path: str | Path) -> None:
+    """Refuse, before any work, a results directory that :func:`write_results` could not
+    write: a directory is created and removed where it would write (beside ``path``; in the
+    nearest existing directory above it when its parent does not exist yet).
+
+    Raises:
+        OutputError: naming ``path`` and the cause (a read-only file system, no permission,
+            a file where a directory is needed, a link loop).
+    """
+    from .._io import output_error
+
+    try:
+        target = Path(path).expanduser().resolve()
+    except RuntimeError as e:  # Python < 3.13: a symbolic-link loop
+        raise output_error(OSError(errno.ELOOP, str(e)), path,
+                           what="results directory") from None
+    where = target.parent
+    while not os.path.lexists(where) and where != where.parent:
+        where = where.parent
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=where, prefix=f".{target.name}.", suffix=".probe"))
+    except OSError as e:  # whatever the cause, nothing can be written there
+        raise output_error(e, path, what="results directory") from e
+
+
+def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool = False) -> None:
+    """Refuse to write a run into ``path`` when that would replace something it must not.
+
+    Args:
+        path: the results directory about to be written.
+        meta: the new results' ``meta`` (a list of runs), or a RunConfig dict (a check
+            before computing, on the config alone).
+        overwrite: allow replacing a results directory of a different run.
+
+    Raises:
+        UsageError: ``path`` is not an ncprobe results directory (never replaced), or holds
+            a different run and ``overwrite`` is false.
+    """
+    kind, why, runs = inspect_dir(path)
+    if kind in ("missing", "empty"):
+        return
+    if kind == "foreign":
+        raise UsageError(f"{path} is not an ncprobe results directory ({why}); ncprobe never "
+                         "replaces it, even with --overwrite: choose another --out")
+    new = run_identity(meta)
+    old = run_identity(runs)
+    if isinstance(meta, dict):  # config only: compare configs
+        old = [{**o, "fingerprint": None, "data_sources": None} for o in old]
+        new = [{**n, "fingerprint": None, "data_sources": None} for n in new]
+    if old == new or overwrite:
+        return
+    described = ", ".join(f"{r['config'].get('model')}/{r['config'].get('lang')}" for r in runs)
+    raise UsageError(f"{path} holds another run ({described}; {_differences(old, new)}); "
+                     "pass --overwrite (Python: overwrite=True) to replace it, or choose another "
+                     "--out")
+
+
+def _only_results_files(path: str) -> bool:
+    """Whether a directory holds nothing but files a results directory holds (or nothing)."""
+    return all(c.is_file(follow_symlinks=False)
+               and (c.name in _RESULT_FILES or _OLD_TEMP_RE.match(c.name))
+               for c in os.scandir(path))
+
+
+def _remove_files_and_dir(path: str) -> None:
+    for c in os.scandir(path):
+        with contextlib.suppress(FileNotFoundError):  # another writer tidying it too
+            os.unlink(c.path)
+    os.rmdir(path)
+
+
+def tidy_leftovers(parent: Path, name: str) -> None:
+    """Tidy what killed :func:`write_results` writes of ``parent/name`` left beside it.
+
+    Called with ``parent`` locked (:func:`~ncprobe._io.dir_lock`), so that no other writer is
+    between the two renames of its swap. Only directories named as ``to_parquet`` names them
+    and holding nothing but results files (or nothing) are touched; anything else is left
+    and named in a warning.
+
+    * ``.<name>.<8 chars>.tmp``: a temporary directory. A writer holds its lock from right
+      after creating it until it is renamed into place, so an unlocked one is a killed write's,
+      and is removed, empty or partly written. (A writer whose fresh directory is removed in
+      the instant before it locks it makes another: :func:`_locked_temp_dir`.)
+    * ``.<name>.old-<12 hex>``: a previous run moved aside. Beside an existing ``name`` the
+      swap happened and the removal was cut short: removed, whole or partly removed. With no
+      ``name``, the write was killed between its two renames and this is the previous run:
+      put back as ``name`` (when it is whole and alone), so that it is replaced only as any
+      results directory is (the same run, or ``overwrite``).
+    """
+    from .._io import LockBusy, dir_lock
+
+    if os.name == "nt":  # no directory locks there (see dir_lock): never guess
+        return
+    tmp_re = re.compile(rf"^\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp$")
+    old_re = re.compile(rf"^\.{re.escape(name)}\.old-[0-9a-f]{{12}}$")
+    entries = sorted((e for e in os.scandir(parent) if e.is_dir(follow_symlinks=False)),
+                     key=lambda e: e.name)
+    for entry in entries:
+        if not tmp_re.match(entry.name):
+            continue
+        try:
+            with dir_lock(entry.path, blocking=False):
+                if _only_results_files(entry.path):
+                    _remove_files_and_dir(entry.path)
+                    log.info("removed %s, left by an interrupted write", entry.path)
+                else:
+                    log.warning("left %s in place: it holds files ncprobe does not write "
+                                "there", entry.path)
+        except (LockBusy, FileNotFoundError):
+            continue  # being written now, or removed by another writer meanwhile
+    olds = [Path(e.path) for e in entries if old_re.match(e.name)]
+    target = parent / name
+    if olds and not os.path.lexists(target):
+        whole = [p for p in olds if inspect_dir(p)[0] == "results"]
+        if len(whole) == 1:
+            os.rename(whole[0], target)
+            olds.remove(whole[0])
+            log.warning("%s: put back the previous run from %s, left by a write killed "
+                        "between its two renames", target, whole[0].name)
+        else:
+            log.warning("%s is missing and %s hold(s) earlier runs moved aside by killed "
+                        "writes; left in place: rename the one to keep to %s", target,
+                        ", ".join(p.name for p in olds), name)
+            return
+    for old in olds:
+        try:
+            if _only_results_files(str(old)):
+                _remove_files_and_dir(str(old))
+                log.info("removed %s, left by an interrupted write", old)
+            else:
+                log.warning("left %s in place: it holds files ncprobe does not write there",
+                            old)
+        except FileNotFoundError:
+            continue  # removed by the writer that moved it aside, meanwhile
+
+
+def _locked_temp_dir(parent: Path, name: str, stack: contextlib.ExitStack) -> Path:
+    """A fresh temporary directory for a write of ``parent/name``, locked (the lock is held
+    until ``stack`` closes) and given the mode ``mkdir`` would give under the umask."""
+    from .._io import chmod_like_open, dir_lock
+
+    for _ in range(10):
+        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp"))
+        try:
+            stack.enter_context(dir_lock(tmp))
+        except FileNotFoundError:
+            # another writer took it for a killed write's leftover in the instant before it
+            # was locked (it was empty and unlocked) and removed it: make another
+            continue
+        chmod_like_open(tmp, directory=True)
+        return tmp
+    raise OSError(errno.EAGAIN, f"{parent}: a temporary directory for {name} was removed "
+                  "each time before it could be locked")
+
+
+def _remove_results_dir(path: Path) -> None:
+    """Delete a results directory moved aside, file by file, if it is nothing but that."""
+    kind, why, _ = inspect_dir(path)
+    if kind not in ("results", "empty"):
+        log.warning("left %s in place: %s", path, why)
+        return
+    for child in os.scandir(path):
+        os.unlink(child.path)
+    os.rmdir(path)
+
+
+def find_results(paths) -> list[Path]:
+    """Results directories named by ``paths``: each one itself, or every one found below it.
+
+    A path holding ``run.json`` is taken as it is; any other directory is searched
+    (recursively, without following links or entering hidden directories such as
+    ncprobe's temporary ones) for directories holding ``run.json``, in sorted order.
+
+    Raises:
+        UsageError: a path does not exist, or is a directory with no results in or below it.
+    """
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if (p / "run.json").is_file():
+            out.append(p)
+            continue
+        if not p.is_dir():
+            raise UsageError(f"{p}: no such directory; give results directories written by "
+                             "`ncprobe compute` or `ncprobe reproduce`, or a directory above them")
+        found = []
+        for dirpath, dirnames, filenames in os.walk(p):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            if "run.json" in filenames:
+                found.append(Path(dirpath))
+        if not found:
+            raise UsageError(f"{p} holds no results directory (no run.json in it or below it); "
+                             "give directories written by `ncprobe compute --out DIR` or "
+                             "`ncprobe reproduce --results-dir DIR`")
+        log.info("%s: %d results directories found", p, len(found))
+        out += sorted(found)
+    seen: set[Path] = set()
+    unique = []
+    for d in out:
+        resolved = d.resolve()
+        if resolved not in seen:
+            seen.add(resolved)
+            unique.append(d)
+    return unique
+
+
+def drop_excluded(found: list[Path], exclude: Iterable[str | os.PathLike], *,
+                  require_match: bool = True) -> list[Path]:
+    """``found`` less the directories at or below a path of ``exclude``.
+
+    Raises:
+        UsageError: an ``exclude`` path that does not exist, or (``require_match``) that
+            leaves out no directory of ``found``; nothing left.
+    """
+    excluded = [Path(e).expanduser() for e in exclude]
+    if not excluded:
+        return list(found)
+    missing = [str(e) for e in excluded if not os.path.lexists(e)]
+    if missing:
+        raise UsageError(f"--exclude {', '.join(missing)}: no such file or directory")
+    gone = [e.resolve() for e in excluded]
+    used: set[int] = set()
+    keep = []
+    for d in found:
+        r = d.resolve()
+        hit = {k for k, e in enumerate(gone) if r == e or e in r.parents}
+        used |= hit
+        if not hit:
+            keep.append(d)
+    unused = [str(e) for k, e in enumerate(excluded) if k not in used]
+    if unused and require_match:
+        shown = ", ".join(map(str, found[:10])) + (f" ... ({len(found)} in all)"
+                                                    if len(found) > 10 else "")
+        raise UsageError(f"--exclude {', '.join(unused)}: no results directory found is there "
+                         f"or below it (found: {shown})")
+    if not keep:
+        raise UsageError("--exclude leaves out every results directory found: nothing to read")
+    return keep
