@@ -76,7 +76,7 @@ def test_rows_of_one_context_must_agree(tmp_path: Path) -> None:
 
 def test_an_original_span_that_is_not_the_nc_is_noted(tmp_path):
     # an inflected form (the NC's words occur nowhere else in the sentence) is kept, noted;
-    # a span beside the NC's words is refused (tests/test_trust_pairs.py)
+    # a span beside the NC's words is refused (tests/test_pairs_checks.py)
     f = tmp_path / "pairs.csv"
     f.write_text("nc,sentence,start,end,probe,substitute\n"
                  "eager beaver,they are real eager beavers,3,5,syn,hard workers\n"
