@@ -23,6 +23,7 @@ from .rogue import dimension_contributions, fit_standardiser, rank_dimensions, s
 from .schema import (
     ALL_CLASSES,
     CLASSES,
+    GOLD,
     GROUP_OF_CONTEXT,
     NATURALISTIC,
     PROBE_MEASURES,
@@ -85,7 +86,7 @@ def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
                                            dict(model=model, layers=layers, level=level))
     cosines = pd.concat(parts, ignore_index=True)[list(RESULT_COLUMNS["cosines"])]
     sentences = sentence_measures(cosines)
-    measures = nc_measures(sentences).merge(ncs[["lang", "nc", "cls", "comp"]],
+    measures = nc_measures(sentences).merge(ncs[["lang", "nc", "cls", GOLD]],
                                             on=["lang", "nc"], how="left")
     notes += undefined_counts(cosines, sentences, measures)
     correlations = _correlations(measures, sentences, ncs, cfg)
@@ -220,8 +221,9 @@ def ncs_table(stimuli: Stimuli) -> pd.DataFrame:
     df["gold"] = df["gold"].astype(float)
     df["syn_overlap"] = [bool(nc_words.get(k, set()) & syn_words.get(k, set()))
                          for k in zip(df["lang"], df["nc"], strict=True)]
-    # the gold of the run is the "comp" column everywhere downstream
-    df = df.rename(columns={"comp": "comp_token"}).rename(columns={"gold": "comp"})
+    # the Stimuli's "comp" (Eq. 1) is "comp_token" in the results, where "comp" is a measure
+    # (P_Comp) only; the gold of the run is the GOLD column everywhere downstream
+    df = df.rename(columns={"comp": "comp_token", "gold": GOLD})
     return df.reset_index(drop=True)
 
 
@@ -234,7 +236,7 @@ def _probe_frame(stimuli: Stimuli, probe_rows, orig_rows, ncs: pd.DataFrame) -> 
         "variant": np.array([s.variant for s in rows], dtype=np.int16),
         "target": [s.target for s in rows],
         "length": np.array([len(stimuli[j].tokens) for j in orig_rows], dtype=np.int32)})
-    return df.merge(ncs[["lang", "nc", "cls", "comp"]], on=["lang", "nc"], how="left")
+    return df.merge(ncs[["lang", "nc", "cls", GOLD]], on=["lang", "nc"], how="left")
 
 
 def _correlations(measures, sentences, ncs, cfg: RunConfig) -> pd.DataFrame:
@@ -245,7 +247,7 @@ def _correlations(measures, sentences, ncs, cfg: RunConfig) -> pd.DataFrame:
     # numpy arrays and group positions instead of a sub-frame per group: a layer-wise run has
     # hundreds of groups, and pandas indexing per group cost more than the statistics
     value = measures["value"].to_numpy(dtype=np.float64)
-    gold = measures["comp"].to_numpy(dtype=np.float64)
+    gold = measures[GOLD].to_numpy(dtype=np.float64)
     kept = ~pd.MultiIndex.from_frame(measures[["lang", "nc"]].astype(object)).isin(overlap)
     for key, idx in _groups(measures, keys):
         rows.append(_corr_row(key, keys, "nc", value[idx], gold[idx], cfg))

@@ -34,7 +34,7 @@ import pandas as pd
 from .errors import UsageError
 from .results import CELL_KEYS, Results, refuse_repeated_cells
 from .results.query import filter_rows
-from .schema import Correction
+from .schema import GOLD, Correction
 from .significance import ALPHA, check_correction
 from .stats import correct as correct_pvalues
 from .stats import paired_bootstrap_rho_diff, spearman, williams_t
@@ -132,7 +132,7 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
     pair_on = match + (["lang"] if "lang" in fixed else []) + ["nc"]
 
     # one row per NC and cell on both sides; the fixed keys of each side become <key>_a/_b
-    cols = list(CELL_KEYS) + ["nc", "value", "comp"]
+    cols = list(CELL_KEYS) + ["nc", "value", GOLD]
     # 1:1 — each side holds one row per cell and NC (_side); never a row counted twice
     merged = side_a[cols].merge(side_b[cols], on=pair_on, how="inner", suffixes=("_a", "_b"),
                                 validate="one_to_one")
@@ -163,7 +163,7 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
                 + [str(v) for v in key[len(side_cols):]]))
         va = cell["value_a"].to_numpy(dtype=np.float64)
         vb = cell["value_b"].to_numpy(dtype=np.float64)
-        gold = cell["comp_a"].to_numpy(dtype=np.float64)
+        gold = cell[f"{GOLD}_a"].to_numpy(dtype=np.float64)
         d = paired_bootstrap_rho_diff(va, vb, gold, n_boot=n_boot, seed=seed)
         ok = ~(np.isnan(va) | np.isnan(vb) | np.isnan(gold))
         r_ab = spearman(va[ok], vb[ok]).rho
@@ -237,8 +237,8 @@ def _fixed_keys(side_a: pd.DataFrame, side_b: pd.DataFrame, select_a: Selection 
 
 def _check_gold(merged: pd.DataFrame, a: Results, b: Results) -> None:
     """Refuse to compare NCs whose gold score is not the same on both sides."""
-    ga = merged["comp_a"].to_numpy(dtype=np.float64)
-    gb = merged["comp_b"].to_numpy(dtype=np.float64)
+    ga = merged[f"{GOLD}_a"].to_numpy(dtype=np.float64)
+    gb = merged[f"{GOLD}_b"].to_numpy(dtype=np.float64)
     same = np.isclose(ga, gb, rtol=1e-12, atol=0.0, equal_nan=True)
     if same.all():
         return

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .schema import ALL_CLASSES, CLASSES, DISPLAY_MEASURES, RATIO, Correction
+from .schema import ALL_CLASSES, CLASSES, DISPLAY_MEASURES, GOLD, RATIO, Correction
 from .selection import conditions_in, model_order, select
 from .significance import ALPHA, check_correction
 from .stats import correct as correct_p
@@ -194,7 +194,7 @@ def correlogram_matrix(results: Results, condition: str, *, level: str = "nc",
                             aggfunc="first", dropna=False)
     variables, columns = [], []
     if gold and len(data):
-        g = data.drop_duplicates("nc").set_index("nc")["comp"].reindex(wide.index)
+        g = data.drop_duplicates("nc").set_index("nc")[GOLD].reindex(wide.index)
         variables.append(("", "gold"))
         columns.append(g.to_numpy(dtype=np.float64))
     for model in models:

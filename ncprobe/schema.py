@@ -20,6 +20,9 @@ Names that look alike and are not the same:
   substitutions; ``ncprobe.PROBES``); :data:`DISPLAY_PROBES` the four that the figures and
   tables show (``comp`` is the per-sentence max of ``comp-head`` and ``comp-mod``);
   :data:`PROBE_MEASURES` the measures that are a probe's Sim (the five and ``comp``).
+* the measure ``comp`` (P_Comp) is not the gold score: the results tables name that
+  :data:`GOLD` (``gold``); the run option ``gold`` chooses which score it holds, ``comp``
+  (Eq. 1, token level, the ``comp_token`` column) or ``type`` (``comp_type``).
 * :data:`CONTEXTS` are sentence contexts (``S1`` ... ``Npl``, ``NCS``: the stimuli, the
   ``cosines`` and ``sentences`` tables); :data:`CONTEXT_GROUPS` the per-NC context groups
   (``nat``, ``neut``, ``neut-pl``, ``ncs``: every other results table). The context group
@@ -199,13 +202,18 @@ RUN_KEYS: tuple[str, ...] = ("model", "lang", "space", "layers", "level")
 NC_KEYS: tuple[str, ...] = RUN_KEYS + ("context", "nc")
 #: The column of the ``ncs`` table holding each naturalistic context's token-level score.
 TOKEN_SCORE_COLUMNS: dict[str, str] = {c: c.lower() for c in NATURALISTIC}
-#: The columns of each results table, in order (``comp`` is the NC's gold score; in
-#: ``ncs``, ``comp_token`` is Eq. 1 and ``comp`` the gold of the run).
+#: The column of the results tables holding each NC's gold compositionality score, the gold of
+#: the run (Eq. 1 or the type-level score, :data:`Gold`). Not ``comp``, which names a measure
+#: (P_Comp): results directories of format 3 and older name this column ``comp``, and are read
+#: with it renamed (:mod:`ncprobe.results.store`).
+GOLD: str = "gold"
+#: The columns of each results table, in order (:data:`GOLD` is the NC's gold score; in
+#: ``ncs``, ``comp_token`` is Eq. 1, ``comp_type`` the type-level score).
 RESULT_COLUMNS: dict[str, tuple[str, ...]] = {
-    "cosines": RUN_KEYS + ("context", "nc", "cls", "comp", "probe", "variant", "target",
+    "cosines": RUN_KEYS + ("context", "nc", "cls", GOLD, "probe", "variant", "target",
                            "length", "cosine"),
     "sentences": RUN_KEYS + ("context", "nc", "measure", "value"),
-    "measures": NC_KEYS + ("measure", "value", "cls", "comp"),
+    "measures": NC_KEYS + ("measure", "value", "cls", GOLD),
     "correlations": RUN_KEYS + ("context", "measure", "analysis", "n", "rho", "p",
                                 "significant", "ci_low", "ci_high"),
     "distributions": RUN_KEYS + ("context", "measure", "cls", "n", "mean", "sd", "ci_low",
@@ -215,13 +223,13 @@ RESULT_COLUMNS: dict[str, tuple[str, ...]] = {
     "rogue": RUN_KEYS + ("context", "rank", "dim", "contribution", "share",
                          "expected_cosine"),
     "standardisation": ("model", "layers", "level", "lang", "context", "n", "rho", "p"),
-    "ncs": ("lang", "nc", "cls", "comp_token", "comp_type", "comp",
+    "ncs": ("lang", "nc", "cls", "comp_token", "comp_type", GOLD,
             *TOKEN_SCORE_COLUMNS.values(), "head", "modifier", "syn_overlap"),
 }
 #: The columns of :data:`RESULT_COLUMNS` that hold numbers (or booleans: ``significant``,
 #: ``syn_overlap``), never text; every other column holds names (text).
 RESULT_NUMERIC_COLUMNS: frozenset[str] = frozenset({
-    "comp", "variant", "length", "cosine", "value", "n", "rho", "p", "significant", "ci_low",
+    GOLD, "variant", "length", "cosine", "value", "n", "rho", "p", "significant", "ci_low",
     "ci_high", "mean", "sd", "rank", "dim", "contribution", "share", "expected_cosine",
     "comp_token", "comp_type", *TOKEN_SCORE_COLUMNS.values(), "syn_overlap"})
 
@@ -350,7 +358,7 @@ __all__ = [
     "CONTEXTS", "CONTEXT_ALIASES", "CONTEXT_GROUPS", "CONTEXT_GROUP_LABELS", "CORRECTIONS",
     "Class", "Cls", "Context", "ContextGroup", "Correction", "DEFAULT_CONTEXT_GROUPS",
     "DISPLAY_MEASURES", "DISPLAY_PROBES", "DTYPE_CHOICES", "Dtype", "EN_NATURALISTIC_CHOICES",
-    "EnNaturalistic", "GOLD_CHOICES", "Gold", "GROUP_OF_CONTEXT", "LANGS", "LEVELS",
+    "EnNaturalistic", "GOLD", "GOLD_CHOICES", "Gold", "GROUP_OF_CONTEXT", "LANGS", "LEVELS",
     "LEVEL_LABELS", "Lang", "Level",
     "MEASURES", "MEASURE_LABELS", "MEASURE_MATH_LABELS", "NATURALISTIC", "NCIMP_CONTEXTS",
     "NCS_CONTEXT", "NC_KEYS", "NEUTRAL",

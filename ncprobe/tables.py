@@ -35,6 +35,7 @@ from .schema import (
     ALL_CLASSES,
     DISPLAY_MEASURES,
     DISPLAY_PROBES,
+    GOLD,
     LEVEL_LABELS,
     MEASURE_LABELS,
     PAPER_TABLES,
@@ -233,13 +234,15 @@ def examples(results: Results, ncs: Sequence[str] | None = None, *, level: str =
     else:
         m = m.assign(cell=[("" if math.isnan(v) else f"{v:.2f}") for v in m["value"]],
                      rank=m["nc"].str.lower().map({n: i for i, n in enumerate(wanted)}))
-        m = m.assign(gold=[("" if c is None or math.isnan(c) else f"{c:.2f}") for c in m["comp"]])
-        wide = m.pivot_table(index=["rank", "nc", "cls", "gold", "model", "condition"],
+        # the gold score as printed, in the column header "Comp" (as the study prints it)
+        m = m.assign(**{GOLD: [("" if c is None or math.isnan(c) else f"{c:.2f}")
+                               for c in m[GOLD]]})
+        wide = m.pivot_table(index=["rank", "nc", "cls", GOLD, "model", "condition"],
                              columns="measure", values="cell", aggfunc="first", observed=True)
         wide = wide.reindex(columns=[x for x in measures if x in wide.columns])
         wide.columns = [MEASURE_LABELS.get(x, x) for x in wide.columns]
         out = wide.reset_index(level="rank", drop=True).rename_axis(
-            index={"cls": "class", "gold": "Comp"}).fillna("")
+            index={"cls": "class", GOLD: "Comp"}).fillna("")
     out.attrs["missing"] = [n for n in (ncs or EXAMPLE_NCS) if n.lower() not in found]
     return out
 

@@ -50,12 +50,12 @@ def ncs_table() -> pd.DataFrame:
             cls = CLASSES[i // 4]
             gold = {"I": 0.4, "PC": 2.2, "C": 3.9}[cls] + 0.15 * (i % 4)
             rows.append({"lang": lang, "nc": nc, "cls": cls, "comp_token": gold,
-                         "comp_type": gold - 0.1, "comp": gold, "s1": gold, "s2": gold,
+                         "comp_type": gold - 0.1, "gold": gold, "s1": gold, "s2": gold,
                          "s3": gold, "head": nc.split()[-1], "modifier": nc.split()[0],
                          "syn_overlap": (lang, nc) in OVERLAP})
         if lang == "en":
             rows.append({"lang": "en", "nc": "dust storm", "cls": None, "comp_token": np.nan,
-                         "comp_type": np.nan, "comp": np.nan, "s1": np.nan, "s2": np.nan,
+                         "comp_type": np.nan, "gold": np.nan, "s1": np.nan, "s2": np.nan,
                          "s3": np.nan, "head": "storm", "modifier": "dust",
                          "syn_overlap": True})
     df = pd.DataFrame(rows)
@@ -72,7 +72,7 @@ def _measure_rows(rng, ncs: pd.DataFrame) -> pd.DataFrame:
                 for level in LEVELS:
                     for lang in LANGS:
                         sub = ncs[ncs["lang"] == lang]
-                        gold = sub["comp"].fillna(2.0).to_numpy()
+                        gold = sub["gold"].fillna(2.0).to_numpy()
                         for context in CONTEXTS:
                             noise = 0.03 if level == "nc" else 0.3
                             shift = 0.1 if space == "standardised" else 0.0
@@ -98,7 +98,7 @@ def _measure_rows(rng, ncs: pd.DataFrame) -> pd.DataFrame:
                                     "layers": layers, "level": level, "context": context,
                                     "nc": sub["nc"].to_numpy(), "measure": measure,
                                     "value": values[measure], "cls": sub["cls"].to_numpy(),
-                                    "comp": sub["comp"].to_numpy()}))
+                                    "gold": sub["gold"].to_numpy()}))
     df = pd.concat(rows, ignore_index=True)
     for c in ("model", "lang", "space", "layers", "level", "context", "nc", "cls"):
         df[c] = df[c].astype("string")
@@ -140,7 +140,7 @@ def _built() -> Results:
         for analysis in ("nc", "overlap-filtered"):
             h = g if analysis == "nc" else g[[(lg, nc) not in overlap
                                               for lg, nc in zip(g["lang"], g["nc"], strict=True)]]
-            rho, p, n = _spearman(h["value"], h["comp"])
+            rho, p, n = _spearman(h["value"], h["gold"])
             cor.append({**base, "analysis": analysis, "n": n, "rho": rho, "p": p,
                         "significant": p <= 0.05, "ci_low": np.nan, "ci_high": np.nan})
         for cls in ("all",) + CLASSES:
@@ -170,7 +170,7 @@ def _built() -> Results:
     distributions = pd.DataFrame(dist)
     distributions["measure"] = distributions["measure"].astype(str)
     cosines = pd.DataFrame(columns=["model", "lang", "space", "layers", "level", "context", "nc",
-                                    "cls", "comp", "probe", "variant", "target", "length",
+                                    "cls", "gold", "probe", "variant", "target", "length",
                                     "cosine"])
     sentences = pd.DataFrame(columns=["model", "lang", "space", "layers", "level", "context",
                                       "nc", "measure", "value"])

@@ -54,16 +54,16 @@ def _side(res: Results, **where: str) -> pd.DataFrame:
     mask = pd.Series(True, index=m.index)
     for col, value in where.items():
         mask &= m[col].astype(str) == value
-    return m[mask][["lang", "nc", "value", "comp"]]
+    return m[mask][["lang", "nc", "value", "gold"]]
 
 
 def _expected(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """n, rho_a, rho_b, r_ab of two sides' rows of one cell, paired on (lang, nc) by hand."""
     both = a.merge(b, on=["lang", "nc"], suffixes=("_a", "_b"))
-    both = both.dropna(subset=["value_a", "value_b", "comp_a"])
+    both = both.dropna(subset=["value_a", "value_b", "gold_a"])
     return {"n": len(both),
-            "rho_a": ss.spearmanr(both["value_a"], both["comp_a"]).statistic,
-            "rho_b": ss.spearmanr(both["value_b"], both["comp_a"]).statistic,
+            "rho_a": ss.spearmanr(both["value_a"], both["gold_a"]).statistic,
+            "rho_b": ss.spearmanr(both["value_b"], both["gold_a"]).statistic,
             "r_ab": ss.spearmanr(both["value_a"], both["value_b"]).statistic,
             "frame": both}
 
@@ -110,7 +110,7 @@ def test_one_cell_bootstrap_against_an_explicit_loop(static, layer12):
     assert (r["lang_a"], r["lang_b"], r["measure_a"], r["measure_b"]) == (
         "en", "en", "A_Syn|Rand", "A_Syn|Rand")
     both = _expected(_side(static, **where), _side(layer12, **where))["frame"]
-    x, y, g = (both[c].to_numpy(float) for c in ("value_a", "value_b", "comp_a"))
+    x, y, g = (both[c].to_numpy(float) for c in ("value_a", "value_b", "gold_a"))
     loop = []
     for i in np.random.default_rng(5).integers(0, len(x), (N_BOOT, len(x))):
         if any(np.all(v[i] == v[i][0]) for v in (x, y, g)):
@@ -178,13 +178,13 @@ def _tables(res: Results) -> dict:
 
 def test_a_different_gold_is_refused(static, layer12):
     b = layer12.measures.copy()
-    b.loc[b["nc"] == "acid test", "comp"] += 0.5
+    b.loc[b["nc"] == "acid test", "gold"] += 0.5
     other_gold = Results(**{**_tables(layer12), "measures": b}, meta=layer12.meta)
     with pytest.raises(UsageError, match=r"'acid test' \(en\) is 0.55 on side A and 1.05 on "
                                          r"side B.*--gold"):
         compare(static, other_gold, n_boot=N_BOOT)
     b = layer12.measures.copy()
-    b.loc[b["nc"] == "big fish", "comp"] = np.nan
+    b.loc[b["nc"] == "big fish", "gold"] = np.nan
     no_gold = Results(**{**_tables(layer12), "measures": b}, meta=layer12.meta)
     with pytest.raises(UsageError, match="'big fish'.* missing on side B"):
         compare(static, no_gold, n_boot=N_BOOT)
@@ -227,7 +227,7 @@ def test_matches_the_stats_function_cell_by_cell(static, layer12):
     where = {k: r[k] for k in ("lang", "space", "context", "measure")}
     both = _expected(_side(static, level="nc", **where),
                      _side(layer12, level="nc", **where))["frame"]
-    d = paired_bootstrap_rho_diff(both["value_a"], both["value_b"], both["comp_a"],
+    d = paired_bootstrap_rho_diff(both["value_a"], both["value_b"], both["gold_a"],
                                   n_boot=N_BOOT, seed=2)
     assert (r["diff"], r["ci_low"], r["ci_high"], r["p_boot"]) == (d.diff, d.ci_low,
                                                                    d.ci_high, d.p)

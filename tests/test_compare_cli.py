@@ -59,14 +59,14 @@ def _values(d, **where) -> pd.DataFrame:
     m = pd.read_parquet(d / "measures.parquet")
     for k, v in where.items():
         m = m[m[k].astype(str) == v]
-    return m[["nc", "value", "comp"]]
+    return m[["nc", "value", "gold"]]
 
 
 def _rho(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, int]:
     both = a.merge(b, on="nc", suffixes=("_a", "_b")).dropna(
-        subset=["value_a", "value_b", "comp_a"])
-    return (ss.spearmanr(both["value_a"], both["comp_a"]).statistic,
-            ss.spearmanr(both["value_b"], both["comp_a"]).statistic, len(both))
+        subset=["value_a", "value_b", "gold_a"])
+    return (ss.spearmanr(both["value_a"], both["gold_a"]).statistic,
+            ss.spearmanr(both["value_b"], both["gold_a"]).statistic, len(both))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,7 +306,7 @@ def _separated(full: Results) -> Results:
                 "model": "model-a", "lang": "en", "space": "raw", "layers": "-",
                 "level": "nc", "context": ctx, "nc": [f"nc {i}" for i in range(3 * n)],
                 "measure": measure, "value": v + (0.0 if ctx == "nat" else 0.01),
-                "cls": cls, "comp": np.repeat([1.0, 2.5, 4.0], n)}))
+                "cls": cls, "gold": np.repeat([1.0, 2.5, 4.0], n)}))
     measures = pd.concat(rows, ignore_index=True)
     for c in ("model", "lang", "space", "layers", "level", "context", "nc", "cls"):
         measures[c] = measures[c].astype("string")

@@ -108,8 +108,8 @@ def test_correlations_agree_with_scipy(glove_en):
     for level, context, measure in (("nc", "nat", "syn"), ("sent", "neut", "Sim_R|Syn"),
                                     ("nc", "nat", "Sim_R|Syn/Sim_R|WordsSyn")):
         sel = m[(m["space"] == "raw") & (m["level"] == level) & (m["context"] == context)
-                & (m["measure"] == measure)].dropna(subset=["value", "comp"])
-        want = ss.spearmanr(sel["value"], sel["comp"])
+                & (m["measure"] == measure)].dropna(subset=["value", "gold"])
+        want = ss.spearmanr(sel["value"], sel["gold"])
         c = glove_en.correlations
         row = c[(c["space"] == "raw") & (c["level"] == level) & (c["context"] == context)
                 & (c["measure"] == measure) & (c["analysis"] == "nc")].iloc[0]
@@ -162,7 +162,7 @@ def test_overlap_filter_removes_ncs_whose_synonym_shares_a_word(glove_en, en_sti
     c = glove_en.correlations
     sel = c[(c["space"] == "raw") & (c["level"] == "nc") & (c["context"] == "neut")
             & (c["measure"] == "comp")].set_index("analysis")["n"]
-    n_overlap = int(glove_en.ncs.loc[glove_en.ncs["comp"].notna(), "syn_overlap"].sum())
+    n_overlap = int(glove_en.ncs.loc[glove_en.ncs["gold"].notna(), "syn_overlap"].sum())
     assert sel["overlap-filtered"] == sel["nc"] - n_overlap
 
 

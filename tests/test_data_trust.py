@@ -114,7 +114,7 @@ def test_accepted_modified_data_are_used_recorded_and_named(data_copy, raw_dir, 
     assert any(n.startswith("MODIFIED DATA") and NCTTI_EN in n for n in meta["notes"])
     # the edited score is what was used: gold = mean of the three token scores as edited
     row = res.ncs[res.ncs["nc"] == "grey matter"].iloc[0]
-    assert row["comp"] == pytest.approx(sum(scores) / 3)
+    assert row["gold"] == pytest.approx(sum(scores) / 3)
 
 
 def test_the_python_api_accepts_modified_data_only_when_asked(data_copy, raw_dir):

@@ -233,7 +233,7 @@ def _expected_correlogram(res, cond, models=MODELS):
           & (m["context"] == ctx)]
     m = m[[DEFAULT_VIEW[x] == lv for x, lv in zip(m["model"], m["layers"], strict=True)]]
     ncs = sorted(set(m["nc"]))
-    gold = m.drop_duplicates("nc").set_index("nc")["comp"].reindex(ncs).to_numpy(float)
+    gold = m.drop_duplicates("nc").set_index("nc")["gold"].reindex(ncs).to_numpy(float)
     cols = [gold]
     for model in models:
         for measure in plots.CORRELOGRAM_MEASURES:

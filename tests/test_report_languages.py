@@ -145,7 +145,7 @@ def test_write_report_draws_and_tabulates_french_results(res, tmp_path):
         for measure, column in (("comp", "P_Comp"), ("wordssyn", "P_WordsSyn")):
             sub = m[(m["lang"] == "fr") & (m["space"] == "raw") & (m["level"] == "nc")
                     & (m["context"] == context) & (m["measure"] == measure)]
-            pairs = [(float(v), float(g)) for v, g in zip(sub["value"], sub["comp"], strict=True)
+            pairs = [(float(v), float(g)) for v, g in zip(sub["value"], sub["gold"], strict=True)
                      if not (math.isnan(v) or pd.isna(g))]
             assert len(pairs) == 12
             x, y = np.array(pairs).T

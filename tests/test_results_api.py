@@ -125,7 +125,7 @@ def test_wide_is_one_row_per_nc_and_one_column_per_measure(results) -> None:
     long = results.measures[results.measures["space"] == "raw"]
     records = long.to_dict("records")
     cells = {(tuple(r[k] for k in KEYS), str(r["measure"])): r["value"] for r in records}
-    info = {tuple(r[k] for k in KEYS): (r["cls"], r["comp"]) for r in records}
+    info = {tuple(r[k] for k in KEYS): (r["cls"], r["gold"]) for r in records}
     present = {str(r["measure"]) for r in records}
     assert list(w.columns) == KEYS + ["cls", "gold"] + [m for m in MEASURE_ORDER if m in present]
     assert len(w) == len(info) == 2 * 2 * 2 * 2 * N_NC  # models, views, levels, contexts, NCs

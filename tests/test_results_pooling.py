@@ -63,7 +63,7 @@ def _hand_n(root, model_dir: str, **where) -> int:
     m = pd.read_parquet(root / model_dir / "measures.parquet")
     for k, v in where.items():
         m = m[m[k].astype(str) == v]
-    return int((m["value"].notna() & m["comp"].notna()).sum())
+    return int((m["value"].notna() & m["gold"].notna()).sum())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,11 +137,11 @@ def test_compare_refuses_pooled_runs_then_n_is_the_number_of_ncs(tree, tmp_path,
         b = pd.read_parquet(tree / "b" / "model-b" / "measures.parquet")
         pick = [(d[(d["space"] == "raw") & (d["level"] == r["level"])
                    & (d["context"] == r["context"]) & (d["measure"] == "syn")]
-                 .dropna(subset=["value", "comp"]).sort_values("nc")) for d in (a, b)]
+                 .dropna(subset=["value", "gold"]).sort_values("nc")) for d in (a, b)]
         assert r["rho_a"] == pytest.approx(ss.spearmanr(pick[0]["value"],
-                                                        pick[0]["comp"]).statistic)
+                                                        pick[0]["gold"]).statistic)
         assert r["rho_b"] == pytest.approx(ss.spearmanr(pick[1]["value"],
-                                                        pick[1]["comp"]).statistic)
+                                                        pick[1]["gold"]).statistic)
 
 
 def test_compare_of_a_hand_pooled_results_is_refused(full) -> None:

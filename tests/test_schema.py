@@ -49,12 +49,12 @@ CONDITIONS = ("EN-Nat", "EN-Neut", "EN-Neut-pl", "EN-NCS", "PT-Nat", "PT-Neut", 
               "PT-NCS")
 #: The columns of the tables of the reference run's results directories, in order.
 RESULT_COLUMNS = {
-    "cosines": ["model", "lang", "space", "layers", "level", "context", "nc", "cls", "comp",
+    "cosines": ["model", "lang", "space", "layers", "level", "context", "nc", "cls", "gold",
                 "probe", "variant", "target", "length", "cosine"],
     "sentences": ["model", "lang", "space", "layers", "level", "context", "nc", "measure",
                   "value"],
     "measures": ["model", "lang", "space", "layers", "level", "context", "nc", "measure",
-                 "value", "cls", "comp"],
+                 "value", "cls", "gold"],
     "correlations": ["model", "lang", "space", "layers", "level", "context", "measure",
                      "analysis", "n", "rho", "p", "significant", "ci_low", "ci_high"],
     "distributions": ["model", "lang", "space", "layers", "level", "context", "measure", "cls",
@@ -64,7 +64,7 @@ RESULT_COLUMNS = {
     "rogue": ["model", "lang", "space", "layers", "level", "context", "rank", "dim",
               "contribution", "share", "expected_cosine"],
     "standardisation": ["model", "layers", "level", "lang", "context", "n", "rho", "p"],
-    "ncs": ["lang", "nc", "cls", "comp_token", "comp_type", "comp", "s1", "s2", "s3", "head",
+    "ncs": ["lang", "nc", "cls", "comp_token", "comp_type", "gold", "s1", "s2", "s3", "head",
             "modifier", "syn_overlap"],
 }
 #: Every value of a vocabulary, and the condition labels.

@@ -195,7 +195,7 @@ def _correlogram_p(res, cond):
     m = _shown(res.measures)
     m = m[(m["level"] == "nc") & (m["lang"] == lang) & (m["context"] == ctx)]
     ncs = sorted(set(m["nc"]))
-    cols = [m.drop_duplicates("nc").set_index("nc")["comp"].reindex(ncs).to_numpy(float)]
+    cols = [m.drop_duplicates("nc").set_index("nc")["gold"].reindex(ncs).to_numpy(float)]
     for model in DEFAULT_VIEW:
         for measure in plots.CORRELOGRAM_MEASURES:
             s = m[(m["model"] == model) & (m["measure"] == measure)].set_index("nc")["value"]

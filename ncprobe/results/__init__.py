@@ -14,11 +14,12 @@ The package, one job per module:
 Tables (pandas DataFrames, one row per observation):
 
 * ``cosines`` — one row per probe stimulus, level and layer view: ``model, lang,
-  space, layers, level, context, nc, cls, comp, probe, variant, target, length,
-  cosine`` (``length``: words of the original sentence; ``comp``: the gold score).
+  space, layers, level, context, nc, cls, gold, probe, variant, target, length,
+  cosine`` (``length``: words of the original sentence; ``gold``: the NC's gold score,
+  :data:`~ncprobe.schema.GOLD`).
 * ``sentences`` — per sentence measures: ``... context (S1..Npl), nc, measure, value``.
 * ``measures`` — per NC measures: ``... context (nat, neut, neut-pl), nc, cls,
-  comp, measure, value``.
+  gold, measure, value``.
 * ``correlations`` — Spearman with the gold score: ``... context, analysis
   (nc | overlap-filtered | sentence), measure, n, rho, p, significant, ci_low, ci_high``.
 * ``distributions`` — mean, sd and bootstrap interval of every measure, for
@@ -28,8 +29,14 @@ Tables (pandas DataFrames, one row per observation):
   so that results directories written before stay readable).
 * ``rogue`` — top dimensions' contribution to the expected cosine.
 * ``standardisation`` — Spearman between P_Syn cosines before and after z-scoring.
-* ``ncs`` — the NCs: gold scores, class, head, modifier, and whether the gold
+* ``ncs`` — the NCs: gold scores (``comp_token``: Eq. 1, ``comp_type``: the type-level
+  score, ``gold``: the gold of the run), class, head, modifier, and whether the gold
   synonym shares a word with the NC (``syn_overlap``).
+
+Results format 4 names the gold score's column ``gold``; formats 1-3 named it ``comp``, the
+name of a measure too (P_Comp). A directory of those formats is still read, verified as
+written, with the column renamed and a ``DeprecationWarning``: recompute it to write the
+current format.
 
 The names of the tables, their columns and the values they hold are those of
 :mod:`ncprobe.schema` (:data:`~ncprobe.schema.RESULT_TABLES`,
@@ -70,6 +77,7 @@ from .core import (
 )
 from .query import Filter, filter_rows
 from .store import (
+    LEGACY_GOLD_FORMATS,
     NOT_IDENTITY,
     RESULTS_FORMAT,
     RUN_ID_KEY,
@@ -83,7 +91,8 @@ from .store import (
     run_identity,
 )
 
-__all__ = ["CELL_KEYS", "NOT_IDENTITY", "RESULTS_FORMAT", "RUN_ID_KEY", "RUN_LOG_KEYS",
+__all__ = ["CELL_KEYS", "LEGACY_GOLD_FORMATS", "NOT_IDENTITY", "RESULTS_FORMAT", "RUN_ID_KEY",
+           "RUN_LOG_KEYS",
            "SELECT_FILTERS", "TABLES", "WIDE_KEYS", "Filter", "Results", "check_target",
            "check_writable", "drop_excluded", "filter_rows", "find_results", "inspect_dir",
            "load_results", "refuse_repeated_cells", "run_identity"]

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..schema import (
+    GOLD,
     MEASURES,
     NC_KEYS,
     Analysis,
@@ -131,7 +132,10 @@ class Results:
         ``run.json`` edited since ncprobe wrote it (values changed, rows dropped, a table
         rewritten by pandas, the config changed) is refused, naming what differs. Results
         directories of formats 1 and 2 (older ncprobe) hold no digests: they are read with
-        a warning that their content cannot be checked.
+        a warning that their content cannot be checked. Formats 1-3 name the gold score's
+        column ``comp`` (the name of the measure P_Comp too): read, verified as written, with
+        the column renamed :data:`~ncprobe.schema.GOLD` (``gold``) and a
+        ``DeprecationWarning`` (recompute them to write the current format).
 
         Args:
             path: the results directory.
@@ -261,7 +265,7 @@ class Results:
         columns ``model, lang, space, layers, level, context, nc`` (the keys of a row,
         :data:`WIDE_KEYS`), ``cls``, ``gold``, then one column per measure, in the order
         of :data:`ncprobe.MEASURES`. ``gold`` is the NC's gold score, the column
-        ``comp`` of ``measures``: renamed here, as ``comp`` is also a measure (P_Comp).
+        :data:`~ncprobe.schema.GOLD` of ``measures``.
         Rows are sorted by the keys; a measure undefined for an NC is NaN.
 
         Raises:
@@ -280,10 +284,9 @@ class Results:
                               "twice? Select one model/run first")
         names = list(dict.fromkeys(long["measure"]))
         names = [m for m in MEASURES if m in names] + [m for m in names if m not in MEASURES]
-        info = long.drop_duplicates(WIDE_KEYS)[WIDE_KEYS + ["cls", "comp"]].rename(
-            columns={"comp": "gold"})
+        info = long.drop_duplicates(WIDE_KEYS)[WIDE_KEYS + ["cls", GOLD]]
         if long.empty:
-            return pd.DataFrame(columns=WIDE_KEYS + ["cls", "gold"] + names)
+            return pd.DataFrame(columns=WIDE_KEYS + ["cls", GOLD] + names)
         values = long.pivot(index=WIDE_KEYS, columns="measure", values="value")[names]
         values.columns.name = None
         out = info.merge(values.reset_index(), on=WIDE_KEYS, how="left", validate="1:1")

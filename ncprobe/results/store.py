@@ -33,6 +33,7 @@ import shutil
 import stat
 import tempfile
 import uuid
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -41,18 +42,25 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, UsageError
-from ..schema import RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, RESULT_TABLES
+from ..schema import GOLD, RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, RESULT_TABLES
 
 log = logging.getLogger(__name__)
 
 #: The tables of a Results, in the order they are written (``<table>.parquet``).
 TABLES = RESULT_TABLES
-#: 3: run id in run.json and in every table, and each table's digests in run.json: what was
-#: written is checked when read. Still read, with a warning that they cannot be checked:
-#: 2 (ncprobe 0.2: run id in run.json and in every table, no digests) and 1 (ncprobe <= 0.1:
-#: no run id).
-RESULTS_FORMAT = 3
-_READABLE_FORMATS = (1, 2, 3)
+#: 4: as 3, the gold score's column named :data:`~ncprobe.schema.GOLD` (``gold``). 3: run id
+#: in run.json and in every table, and each table's digests in run.json: what was written is
+#: checked when read. Formats 1-3 name the gold column ``comp`` (also a measure's name, P_Comp):
+#: still read, verified as written, then the column renamed, with a ``DeprecationWarning``
+#: (:data:`LEGACY_GOLD_FORMATS`). Formats 2 (ncprobe 0.2: run id in run.json and in every
+#: table, no digests) and 1 (ncprobe <= 0.1: no run id) are read with a warning that they
+#: cannot be checked.
+RESULTS_FORMAT = 4
+_READABLE_FORMATS = (1, 2, 3, 4)
+#: The formats whose tables name the gold column ``comp``, renamed to
+#: :data:`~ncprobe.schema.GOLD` when read.
+LEGACY_GOLD_FORMATS = (1, 2, 3)
+_LEGACY_GOLD = "comp"
 RUN_ID_KEY = b"ncprobe.run_id"
 #: Keys of a run's ``meta`` that say how this computation went, not what it computed: how
 #: many items were encoded now (the others came from the embedding cache) and the cache
@@ -192,6 +200,8 @@ def read_results(path: str | Path, *, accept_edited: bool = False
     if fmt >= 3 and not _digests_ok(stored):
         raise DataError("no digest for every table (key 'tables'): the file was edited or "
                         "damaged; recompute the results", file=str(meta_file))
+    if fmt in LEGACY_GOLD_FORMATS:
+        _warn_legacy_gold(src, fmt)
     if fmt < 3:
         log.warning("%s was written by an older ncprobe (results format %s, %s): nothing "
                     "shows whether its content is what ncprobe wrote; recompute it to be "
@@ -214,6 +224,9 @@ def read_results(path: str | Path, *, accept_edited: bool = False
         except (OSError, ValueError, TypeError, pa.ArrowException) as e:
             raise DataError(f"cannot be read as parquet ({e}); recompute the results",
                             file=str(f)) from None
+        if fmt in LEGACY_GOLD_FORMATS:
+            # the file's digest is taken above, on the bytes as written: renamed only now
+            tables[name] = _renamed_legacy_gold(name, tables[name])
         _check_table(name, tables[name], f)
         if fmt < 2:
             continue
@@ -248,6 +261,29 @@ def read_results(path: str | Path, *, accept_edited: bool = False
         runs = [{**m, "edited": list(dict.fromkeys([*m.get("edited", []), *what]))}
                 for m in runs]
     return tables, runs
+
+
+def _warn_legacy_gold(src: Path, fmt: int) -> None:
+    """Say that ``src`` (results format ``fmt``, one of :data:`LEGACY_GOLD_FORMATS`) names the
+    gold column ``comp``: a ``DeprecationWarning`` for code (at the caller of
+    :meth:`Results.from_parquet <ncprobe.results.Results.from_parquet>`), and a logged
+    warning for whoever reads the console (Python hides a ``DeprecationWarning`` that is not
+    raised in ``__main__``, e.g. under ``ncprobe report``)."""
+    msg = (f"{src}: results format {fmt} (older ncprobe) names the gold score's column "
+           f"{_LEGACY_GOLD!r}, now {GOLD!r} ({_LEGACY_GOLD!r} is the measure P_Comp); read "
+           f"with the column renamed. Reading format {fmt} is deprecated: recompute to write "
+           f"the current format ({RESULTS_FORMAT})")
+    # 1 this function, 2 read_results, 3 Results.from_parquet, 4 its caller
+    warnings.warn(msg, DeprecationWarning, stacklevel=4)
+    log.warning("%s", msg)
+
+
+def _renamed_legacy_gold(name: str, df: pd.DataFrame) -> pd.DataFrame:
+    """A table of a format of :data:`LEGACY_GOLD_FORMATS` with its gold column named
+    :data:`~ncprobe.schema.GOLD`, in the same place (the tables that have one)."""
+    if GOLD not in RESULT_COLUMNS[name] or _LEGACY_GOLD not in df.columns or GOLD in df.columns:
+        return df  # no gold column here, or a damaged table: _check_table names what is wrong
+    return df.rename(columns={_LEGACY_GOLD: GOLD})
 
 
 def _read_run_json(meta_file: Path) -> dict:
