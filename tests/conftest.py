@@ -79,6 +79,18 @@ def tiny_st_dir(tiny_bert_dir: Path, tmp_path_factory) -> Path:
     return make_st_dir(tiny_bert_dir, tmp_path_factory.mktemp("st") / "tiny-st")
 
 
+@pytest.fixture
+def bert_dir(tiny_bert_dir: Path) -> Path:
+    """:func:`tiny_bert_dir` (the session's: read-only, copy it before changing it)."""
+    return tiny_bert_dir
+
+
+@pytest.fixture
+def st_dir(tiny_st_dir: Path) -> Path:
+    """:func:`tiny_st_dir` (the session's: read-only, copy it before changing it)."""
+    return tiny_st_dir
+
+
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory) -> Path:
     """The 3-layer LLaMA of :mod:`tests.tiny_models` (a tokenizer without a pad token)."""

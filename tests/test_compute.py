@@ -217,11 +217,6 @@ def test_results_round_trip(glove_en, tmp_path):
         Results.concat([glove_en, back], sources=["first", "second"])
 
 
-@pytest.fixture
-def bert_dir(tiny_bert_dir):
-    return tiny_bert_dir
-
-
 @pytest.mark.slow
 def test_tiny_transformer_on_portuguese_is_bit_for_bit_reproducible(bert_dir, raw_dir, tmp_path):
     # reproducibility needs varied sentences and several batches, not every NC: the two runs

@@ -13,11 +13,6 @@ from .encoder_checks import assert_padding_invariant
 
 
 @pytest.fixture
-def bert_dir(tiny_bert_dir):
-    return tiny_bert_dir
-
-
-@pytest.fixture
 def llama_dir(tiny_llama_dir):
     return tiny_llama_dir
 

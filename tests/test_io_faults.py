@@ -346,14 +346,6 @@ def test_files_and_directories_follow_the_umask(tmp_path, glove, umask):
 
 # --- 5. model files refused or damaged --------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def bert_dir(tmp_path_factory) -> Path:
-    pytest.importorskip("transformers")
-    from .tiny_models import tiny_bert
-
-    return tiny_bert(tmp_path_factory.mktemp("tiny") / "bert")
-
-
 def _copy(src: Path, dst: Path) -> Path:
     import shutil
 
@@ -409,21 +401,6 @@ def test_a_truncated_safetensors_file_is_exit_5_naming_it(tmp_path, bert_dir):
     with pytest.raises(ModelUnavailableError) as e:
         load_encoder(str(model)).encode(SENTENCES, SPANS)
     assert e.value.exit_code == 5 and str(weights) in str(e.value)
-
-
-@pytest.fixture(scope="module")
-def st_dir(bert_dir, tmp_path_factory) -> Path:
-    pytest.importorskip("sentence_transformers")
-    from sentence_transformers import SentenceTransformer
-
-    try:
-        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    except ImportError:  # sentence-transformers < 6
-        from sentence_transformers.models import Pooling, Transformer
-    path = tmp_path_factory.mktemp("st") / "st"
-    SentenceTransformer(modules=[Transformer(str(bert_dir)), Pooling(32, "mean")],
-                        device="cpu").save(str(path))
-    return path
 
 
 @pytest.mark.parametrize("kind", ["os.system", "mypkg.Evil"])

@@ -33,16 +33,6 @@ SENTS, SPANS = [["one", "w1", "x1", "is", "here"], ["vinho", "branco"]], [(1, 3)
 pytestmark = pytest.mark.usefixtures("own_cache")
 
 
-@pytest.fixture
-def bert_dir(tiny_bert_dir) -> Path:
-    return tiny_bert_dir
-
-
-@pytest.fixture
-def st_dir(tiny_st_dir) -> Path:
-    return tiny_st_dir
-
-
 @pytest.fixture(scope="module")
 def pooled_st_dir(tiny_bert_dir, tmp_path_factory) -> Path:
     """A sentence-transformers model without a Dense layer: sentence and span vectors of one

@@ -27,16 +27,6 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("own_cache")
 
 
-@pytest.fixture
-def bert_dir(tiny_bert_dir) -> Path:
-    return tiny_bert_dir
-
-
-@pytest.fixture
-def st_dir(tiny_st_dir) -> Path:
-    return tiny_st_dir
-
-
 N_NC = 3
 
 
