@@ -53,12 +53,13 @@ from .schema import RESULT_TABLES as TABLES
 
 if TYPE_CHECKING:
     from .data.generate import generate_pairs
+    from .data.idiolink import load_idiolink
 
 __all__ = ["CLASSES", "CONTEXTS", "MEASURES", "PROBES", "TABLES", "DataError", "DataErrors",
            "DownloadError", "MissingPackageError", "ModelUnavailableError", "NcprobeError",
            "NounCompound", "Results", "RunConfig", "SplicedStimuliWarning", "Stimuli",
            "Stimulus", "__version__", "compare", "compute", "download", "generate_pairs",
-           "load_pairs", "load_stimuli", "resolve_data_dir"]
+           "load_idiolink", "load_pairs", "load_stimuli", "resolve_data_dir"]
 
 
 def __getattr__(name: str):
@@ -67,4 +68,8 @@ def __getattr__(name: str):
         from .data.generate import generate_pairs
 
         return generate_pairs
+    if name == "load_idiolink":  # IdioLink (the retrieval probe): NCIMP loading never imports it
+        from .data.idiolink import load_idiolink
+
+        return load_idiolink
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

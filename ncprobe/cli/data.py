@@ -135,6 +135,14 @@ def _print_info(info: dict) -> None:
               f"{d['contexts']['neutral']} neutral; stimuli per context: {per}")
         print(f"  mean naturalistic length: {d['mean_naturalistic_length']} words; "
               f"{d['stimuli']} stimuli ({d['spliced_stimuli']} spliced)")
+    if info["idiolink"]:
+        print("\nIdioLink (licence CC BY-NC-SA 4.0):")
+    for split, c in info["idiolink"].items():
+        qu = " / ".join(str(n) for n in c["query_usage"].values())
+        du = " / ".join(str(n) for n in c["document_usage"].values())
+        print(f"  {split}: {c['queries']} queries (idiomatic / literal {qu}), {c['documents']} "
+              f"documents (idiomatic / literal / simplification / sense {du}), "
+              f"{c['idioms']} idioms")
     if info["notes"]:
         print("\nnotes:")
         for n in info["notes"]:

@@ -1,4 +1,5 @@
-"""The NCIMP data layer: files, download, stimuli and scores; a user's own minimal pairs.
+"""The data layer: NCIMP's files, download, stimuli and scores; a user's own minimal pairs;
+IdioLink's queries and documents (``load_idiolink``, imported on first use).
 
 ``generate_pairs`` (:mod:`ncprobe.data.generate`) is imported on first use: loading NCIMP
 (or a pairs file) never imports the probe generator or its frequency data.
@@ -19,10 +20,11 @@ from .stimuli import NounCompound, Stimuli, Stimulus
 
 if TYPE_CHECKING:
     from .generate import generate_pairs
+    from .idiolink import load_idiolink
 
 __all__ = ["CLASSES", "CONTEXTS", "PROBES", "MinimalPair", "NounCompound", "SplicedStimuliWarning",
-           "Stimuli", "Stimulus", "check_coverage", "download", "generate_pairs", "load_pairs",
-           "load_stimuli", "resolve_data_dir", "upstream_files"]
+           "Stimuli", "Stimulus", "check_coverage", "download", "generate_pairs", "load_idiolink",
+           "load_pairs", "load_stimuli", "resolve_data_dir", "upstream_files"]
 
 
 def __getattr__(name: str):
@@ -30,4 +32,8 @@ def __getattr__(name: str):
         from .generate import generate_pairs
 
         return generate_pairs
+    if name == "load_idiolink":  # IdioLink: loading NCIMP never imports it
+        from .idiolink import load_idiolink
+
+        return load_idiolink
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

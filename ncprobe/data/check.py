@@ -85,6 +85,12 @@ def check(data_dir: str | Path | None = None) -> CheckReport:
         found.extend(errs.errors)
     except DataError as err:
         found.append(err)
+    # IdioLink (retrieval probe): the files of every split present, parsed and validated
+    from .idiolink import check_idiolink
+
+    idiolink_errors, idiolink_notes = check_idiolink(root)
+    found.extend(idiolink_errors)
+    report.notes += idiolink_notes
     seen = {str(e) for e in report.errors}
     for problem in found:
         # a missing or unreadable file is already listed once, by its pin status

@@ -236,6 +236,24 @@ class LoadContext:
         return None if missing else df
 
     def _load(self, rel: str, sep: str, excel: bool) -> Table | None:
+        data = self.verified_bytes(rel)
+        if data is None:
+            return None
+        try:
+            if excel:
+                return Table.from_frame(parse_table(data, rel, excel=True))
+            return parse_rows(data, rel, sep=sep)
+        except DataError as e:
+            self.sink.error(e.reason, file=e.file, row=e.row, column=e.column, key=e.key)
+            return None
+
+    def verified_bytes(self, rel: str) -> bytes | None:
+        """A file's bytes, verified against its pin (what :meth:`table` parses).
+
+        The file's git blob id is recorded in :attr:`read`. A missing or unreadable file,
+        or one whose git blob id differs from its pin (unless :attr:`accept_modified`), is
+        reported to :attr:`sink` and gives ``None``.
+        """
         path = self.data_dir / rel
         if not path.is_file():
             self.sink.error("file not found; run `ncprobe data download`, or point --data-dir / "
@@ -262,13 +280,7 @@ class LoadContext:
             self.modified[rel] = {"blob": blob, "pinned": pinned}
             log.warning("%s differs from its pin (git blob %s, pinned %s); used because "
                         "modified data were accepted", rel, blob, pinned)
-        try:
-            if excel:
-                return Table.from_frame(parse_table(data, rel, excel=True))
-            return parse_rows(data, rel, sep=sep)
-        except DataError as e:
-            self.sink.error(e.reason, file=e.file, row=e.row, column=e.column, key=e.key)
-            return None
+        return data
 
     def score(self, value: str, *, file: str, row: int, column: str, key: str,
               allow_empty: bool = False) -> float:

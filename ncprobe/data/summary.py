@@ -27,9 +27,11 @@ def data_summary(root: Path) -> dict:
     Keys: ``data_dir``; ``files``, each pinned file's ``need`` and ``status`` by its local
     path; ``languages``, :meth:`~ncprobe.data.stimuli.Stimuli.describe` of every stimulus
     there (the files as they are, modified ones included: their pins are in ``files``);
-    ``notes`` of the loader; ``warnings`` it gave; ``errors``, every problem: a file that
-    differs from its pin, cannot be read or is required and missing, a bad row, a
-    condition the stimuli do not cover. Nothing is raised for a data problem: it is listed.
+    ``notes`` of the loader; ``warnings`` it gave; ``idiolink``, the counts of each IdioLink
+    split whose two files are present (:meth:`~ncprobe.data.idiolink.IdioLink.counts`);
+    ``errors``, every problem: a file that differs from its pin, cannot be read or is
+    required and missing, a bad row (IdioLink's records included), a condition the stimuli
+    do not cover. Nothing is raised for a data problem: it is listed.
     """
     files = {f.local_path: {"need": f.need,
                             "status": sources.file_status(root, f)}
@@ -49,8 +51,13 @@ def data_summary(root: Path) -> dict:
             errors += [str(x) for x in e.errors]
         except DataError as e:
             errors.append(str(e))
+    from .idiolink import idiolink_counts  # the retrieval probe's data, when present
+
+    idiolink, idiolink_errors = idiolink_counts(root)
+    errors += [str(e) for e in idiolink_errors]
     return {"data_dir": str(root), "files": files,
             "languages": stim.describe() if stim is not None else {},
+            "idiolink": idiolink,
             "notes": [n for n in (stim.notes if stim is not None else [])
                       if not n.startswith("MODIFIED DATA")],
             "warnings": [str(w.message) for w in caught],
