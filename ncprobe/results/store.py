@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import io
 import json
 import logging
 import os
@@ -177,8 +178,6 @@ def read_results(path: str | Path, *, accept_edited: bool = False
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .._io import file_sha256
-
     src = Path(path)
     meta_file = src / "run.json"
     if not meta_file.is_file():
@@ -218,9 +217,11 @@ def read_results(path: str | Path, *, accept_edited: bool = False
             raise DataError(f"{f.name} is missing: the results directory is incomplete; "
                             "recompute it", file=str(f))
         try:
-            owner = (pq.read_schema(f).metadata or {}).get(RUN_ID_KEY)
-            tables[name] = pd.read_parquet(f)
-            digest = file_sha256(f) if stored is not None else None
+            # read once: the bytes hashed are the bytes parsed (one read, not three)
+            data = f.read_bytes()
+            digest = hashlib.sha256(data).hexdigest() if stored is not None else None
+            owner = (pq.read_schema(pa.BufferReader(data)).metadata or {}).get(RUN_ID_KEY)
+            tables[name] = pd.read_parquet(io.BytesIO(data))
         except (OSError, ValueError, TypeError, pa.ArrowException) as e:
             raise DataError(f"cannot be read as parquet ({e}); recompute the results",
                             file=str(f)) from None
