@@ -54,12 +54,14 @@ from .schema import RESULT_TABLES as TABLES
 if TYPE_CHECKING:
     from .data.generate import generate_pairs
     from .data.idiolink import load_idiolink
+    from .retrieval.probe import retrieve
+    from .retrieval.results import RetrievalResults
 
 __all__ = ["CLASSES", "CONTEXTS", "MEASURES", "PROBES", "TABLES", "DataError", "DataErrors",
            "DownloadError", "MissingPackageError", "ModelUnavailableError", "NcprobeError",
-           "NounCompound", "Results", "RunConfig", "SplicedStimuliWarning", "Stimuli",
-           "Stimulus", "__version__", "compare", "compute", "download", "generate_pairs",
-           "load_idiolink", "load_pairs", "load_stimuli", "resolve_data_dir"]
+           "NounCompound", "Results", "RetrievalResults", "RunConfig", "SplicedStimuliWarning",
+           "Stimuli", "Stimulus", "__version__", "compare", "compute", "download", "generate_pairs",
+           "load_idiolink", "load_pairs", "load_stimuli", "resolve_data_dir", "retrieve"]
 
 
 def __getattr__(name: str):
@@ -72,4 +74,12 @@ def __getattr__(name: str):
         from .data.idiolink import load_idiolink
 
         return load_idiolink
+    if name == "retrieve":  # the retrieval probe: imported when asked for
+        from .retrieval.probe import retrieve
+
+        return retrieve
+    if name == "RetrievalResults":
+        from .retrieval.results import RetrievalResults
+
+        return RetrievalResults
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

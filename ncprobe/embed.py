@@ -76,7 +76,7 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
     for i, k in enumerate(keys):
         first.setdefault(k, i)
     todo = [k for k in first if store is None or k not in store]
-    todo.sort(key=lambda k: (len(stimuli[first[k]].tokens), k))
+    todo.sort(key=lambda k: (_size(stimuli[first[k]]), k))
     if store is not None and todo:
         store.check_writable()  # a read-only cache fails now, not after the encoding
     bar = None
@@ -125,6 +125,13 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
         miss = miss_span = np.zeros(0, dtype=np.int32)
     return Embeddings(sent.astype(np.float32), span.astype(np.float32), miss, miss_span,
                       len(todo), len(first))
+
+
+def _size(item) -> int:
+    """What batches are sorted by: an item's ``size`` when it has one (a raw text's length,
+    :class:`~ncprobe.retrieval.encode.TextItem`), else its number of words."""
+    size = getattr(item, "size", None)
+    return len(item.tokens) if size is None else int(size)
 
 
 def _concat(parts: list[Encoded]) -> Encoded:

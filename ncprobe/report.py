@@ -19,6 +19,11 @@ ncprobe wrote: it refuses (before writing anything) when a file it would write
 exists and is not ncprobe's, or was changed since; a changed file it no longer
 writes is kept and named (a warning), never removed. The same command after an
 interruption resumes: the files the first run wrote are recognised as ncprobe's.
+
+That file-ownership part is shared with the other probes' reports (IdioLink's,
+:mod:`ncprobe.retrieval.report`): :func:`check_report_dir` refuses a directory before any work,
+:func:`write_owned` writes a report's files as ncprobe's own, and :func:`figure_bytes` saves a
+figure in every format as every report does.
 """
 
 from __future__ import annotations
@@ -122,17 +127,59 @@ def write_report(results: Results, out_dir, *, formats: Sequence[str] = ("png", 
                                 progress=progress)
     out = Path(out_dir)
     check_out(out, formats)
+    workers = jobs
+    return write_owned(
+        out, _planned(formats, layerwise=view.layerwise),
+        lambda put: _write(results, out, formats, dpi, workers, view, provenance=provenance,
+                           put=put, progress=progress),
+        possible=_planned(FORMATS, layerwise=True))
+
+
+#: What :func:`write_owned` hands its writer: writes files (path -> content), each recorded
+#: in the manifest before it is written.
+Put = Callable[[dict[Path, bytes]], None]
+
+
+def write_owned(out_dir, planned: Sequence[str], write: Callable[[Put], list[Path]], *,
+                possible: Sequence[str] | None = None) -> list[Path]:
+    """Write a report's files into ``out_dir`` as ncprobe's own: the file-ownership part of
+    every report (:func:`write_report`, and the other probes' reports).
+
+    Creates ``out_dir``, locks it (two reports into one directory run one after the other),
+    and refuses, before anything is written, a file under a ``planned`` name that ncprobe did
+    not write or that was changed since (:data:`MANIFEST`). Temporary files that an
+    interrupted report left are removed. ``write`` is then called with the function that
+    writes files (atomically, each recorded with its SHA-256 in the manifest before it is
+    written) and returns the files it wrote, in order. Last, the files of an earlier report
+    that this one did not write are removed where their content is still ncprobe's, and kept
+    and named in a logged warning where it was changed.
+
+    Args:
+        out_dir: the report directory (checked beforehand with :func:`check_report_dir`).
+        planned: every name the report may write here (figures left undrawn included).
+        write: draws and writes the files through the function it is given.
+        possible: every name a report of this kind may ever write (any format), whose
+            temporary files are removed; ``None``: ``planned``.
+
+    Returns:
+        What ``write`` returned.
+
+    Raises:
+        UsageError: a file that ncprobe did not write, or that was changed since, under a
+            planned name (nothing is written), or a file changed while the report ran.
+        OutputError: the directory or a file cannot be written; the message names it.
+    """
+    out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise _unwritable(e, out, "report directory") from None
     with dir_lock(out.resolve()):  # two reports into one directory: one after the other
         owned = _own_files(out)
-        _refuse_foreign(out, _planned(formats, layerwise=view.layerwise), owned)
-        _remove_leftovers(out, _planned(FORMATS, layerwise=True) + [MANIFEST])
+        _refuse_foreign(out, list(planned), owned)
+        _remove_leftovers(out, list(planned if possible is None else possible) + [MANIFEST])
         journal = _Journal(out, owned.files, owned.listed)  # written before every file
-        written = _write(results, out, formats, dpi, jobs, view, provenance=provenance,
-                         put=journal.put, progress=progress)
+        written = write(journal.put)
         kept = journal.finish({p.name for p in written}) + (owned.changed if owned.listed
                                                             else [])
     if kept:
@@ -211,6 +258,24 @@ def check_out(out_dir, formats: Sequence[str] = ("png", "pdf")) -> None:
             (a read-only file system, no permission).
     """
     check_formats(formats)
+    check_report_dir(out_dir, lambda: _planned(formats))
+
+
+def check_report_dir(out_dir, planned: Callable[[], Sequence[str]]) -> None:
+    """Refuse, before any work, a report directory that :func:`write_owned` would refuse: the
+    checks of :func:`check_out` that every report shares.
+
+    Args:
+        out_dir: the report directory (it need not exist).
+        planned: returns every name the report may write (called only when ``out_dir`` is
+            a directory already).
+
+    Raises:
+        UsageError: ``out_dir`` is a file, is or is inside a results directory (one holding
+            ``run.json``), or holds files that ncprobe did not write (or that were changed
+            since) under planned names.
+        OutputError: ``out_dir``, or the directory it would be made in, cannot be written.
+    """
     out = Path(out_dir)
     if os.path.lexists(out) and not out.is_dir():
         raise UsageError(f"{out} exists and is not a directory: choose another --out")
@@ -228,7 +293,7 @@ def check_out(out_dir, formats: Sequence[str] = ("png", "pdf")) -> None:
                              "directory")
     _check_writable(out)
     if out.is_dir():
-        _refuse_foreign(out, _planned(formats), _own_files(out))
+        _refuse_foreign(out, list(planned()), _own_files(out))
 
 
 def _check_writable(out: Path) -> None:
@@ -533,6 +598,17 @@ def _render(name: str, results: Results, formats: Sequence[str], dpi: int, rc: d
         fig, notes = draw(results, return_notes=True, **(options or {}))
     except plots.NoData as e:
         return None, [str(e)]
+    return figure_bytes(fig, formats, dpi), notes
+
+
+def figure_bytes(fig, formats: Sequence[str], dpi: int) -> dict[str, bytes]:
+    """``fig`` saved in every format of ``formats``: ``{format: bytes}``, as every report
+    saves its figures (a tight bounding box; PDFs without a creation date, so that the same
+    input gives the same files).
+
+    The figure is laid out once, at ``dpi``, and that layout is kept for every format (its
+    layout engine is removed): the figure is meant to be dropped afterwards.
+    """
     # lay the figure out once, at the saved resolution, and keep that layout for every
     # format: each savefig would otherwise run the constrained layout twice (once more
     # for the tight bounding box). Vector formats, which matplotlib would lay out at
@@ -547,7 +623,7 @@ def _render(name: str, results: Results, formats: Sequence[str], dpi: int, rc: d
         buf = io.BytesIO()
         fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=meta)
         blobs[fmt] = buf.getvalue()
-    return blobs, notes
+    return blobs
 
 
 def _warm() -> None:

@@ -148,6 +148,10 @@ DTYPE_CHOICES: tuple[str, ...] = get_args(Dtype)
 #:   Benjamini-Hochberg's step-up (false discovery rate), or none.
 Correction = Literal["holm", "fdr_bh", "none"]
 CORRECTIONS: tuple[str, ...] = get_args(Correction)
+#: The probes of ncprobe (what a model is meant for, whose results a directory holds): NCIMP's
+#: idiomaticity probe and IdioLink's retrieval probe.
+ProbeTask = Literal["ncimp", "idiolink"]
+PROBE_TASKS: tuple[str, ...] = get_args(ProbeTask)
 
 
 def _alternatives(choices: Sequence[object]) -> str:
@@ -363,8 +367,8 @@ __all__ = [
     "MEASURES", "MEASURE_LABELS", "MEASURE_MATH_LABELS", "NATURALISTIC", "NCIMP_CONTEXTS",
     "NCS_CONTEXT", "NC_KEYS", "NEUTRAL",
     "NEUTRAL_PLURAL", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS", "PROBE_ALIASES",
-    "PROBE_FAMILIES", "PROBE_MEASURES", "Probe", "RATIO", "RESULT_COLUMNS",
-    "RESULT_NUMERIC_COLUMNS", "RESULT_TABLES",
+    "PROBE_FAMILIES", "PROBE_MEASURES", "PROBE_TASKS", "Probe", "ProbeTask", "RATIO",
+    "RESULT_COLUMNS", "RESULT_NUMERIC_COLUMNS", "RESULT_TABLES",
     "RUN_KEYS", "ResultTable", "SCALED", "SHOWN_WHEN_PRESENT", "SPACES", "SentenceContext",
     "Space", "TOKEN_SCORE_COLUMNS", "WORDSSYN_CHOICES", "WordsSyn", "check_choice",
     "condition_label", "condition_parts", "measure_label",

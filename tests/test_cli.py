@@ -114,8 +114,9 @@ def test_models_table_columns_line_up(capsys) -> None:
     header, *rows = capsys.readouterr().out.split("\n\n")[0].splitlines()
     starts = [header.index(h) for h in ("alias", "family", "model (en / pt)", "pip install",
                                         "needs")]
-    assert len(rows) == len(MODELS)
-    for row, spec in zip(rows, MODELS.values(), strict=True):
+    ncimp = [s for s in MODELS.values() if "ncimp" in s.probes]
+    assert len(rows) == len(ncimp)
+    for row, spec in zip(rows, ncimp, strict=True):
         cells = [row[a:b] for a, b in zip(starts, starts[1:] + [len(row)], strict=True)]
         # every cell starts at its header's offset and ends, blank, before the next one
         assert all(c.endswith(" ") and not c.startswith(" ") for c in cells[:-1]), row

@@ -19,7 +19,7 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 EXPECTED = ["01_quickstart.ipynb", "02_reproduce_figures.ipynb",
             "03_your_own_minimal_pairs.ipynb", "04_stimuli.ipynb",
             "05_standardisation_and_rogue_dimensions.ipynb", "06_layers_portuguese.ipynb",
-            "07_probing_your_own_compounds.ipynb"]
+            "07_probing_your_own_compounds.ipynb", "08_retrieval_idiolink.ipynb"]
 
 
 def test_the_notebooks_exist_and_the_readme_lists_them():
@@ -77,6 +77,10 @@ def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
     if path.name == "05_standardisation_and_rogue_dimensions.ipynb":
         rogue = next(c for c in code if 'res.select("rogue", level="nc"' in c.source)
         assert {"raw", "standardised"} <= set(_text(rogue).split())
+    if path.name == "08_retrieval_idiolink.ipynb":
+        # the two figures: modes with intervals, and the idioms
+        assert sum(len(_images(c)) for c in code) == 2
+        assert "minilm" in _text(code[0]) and "bm25" in _text(code[0])
     if path.name == "06_layers_portuguese.ipynb":
         views = next(c for c in code if 'res.cosines["layers"].unique()' in c.source)
         assert _text(views).strip() == "['0', '1', '2', '3']"  # tiny BERT, layers="all"

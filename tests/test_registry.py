@@ -249,3 +249,138 @@ def test_no_alias_is_named_outside_its_registry_entry() -> None:
                     any(isinstance(o, ast.Constant) for o in operands):
                 compared.append(ast.unparse(node))
     assert not compared, compared
+
+
+# --- IdioLink's 24 models (PROTOCOL.md, "The paper's models") -----------------------------
+
+#: alias -> (hub id, query format style, needs remote code, >= 1B parameters), typed from the
+#: protocol's table (the aliases are the issue's).
+PAPER = {
+    "minilm": ("sentence-transformers/all-MiniLM-L6-v2", "generic", False, False),
+    "contriever": ("facebook/contriever", "generic", False, False),
+    "e5-base-v2": ("intfloat/e5-base-v2", "e5_inline", False, False),
+    "drama-1b": ("facebook/drama-1b", "generic", False, True),
+    "stella-1.5b": ("NovaSearch/stella-en-1.5B-v5", "generic", True, True),
+    "tart-contriever": ("orionweller/tart-dual-contriever-msmarco", "tart_sep", False, False),
+    "bge-base": ("BAAI/bge-base-en-v1.5", "prompt_prefix", False, False),
+    "instructor-base": ("hkunlp/instructor-base", "instructor_pairs", False, False),
+    "nomic-v2": ("nomic-ai/nomic-embed-text-v2-moe", "nomic_prefix", True, False),
+    "bge-m3": ("BAAI/bge-m3", "generic", False, False),
+    "me5-large-instruct": ("intfloat/multilingual-e5-large-instruct", "e5_inline", False,
+                           False),
+    "qwen3-emb-0.6b": ("Qwen/Qwen3-Embedding-0.6B", "e5_inline_no_space", True, False),
+    "qwen3-emb-4b": ("Qwen/Qwen3-Embedding-4B", "e5_inline_no_space", True, True),
+    "qwen3-emb-8b": ("Qwen/Qwen3-Embedding-8B", "e5_inline_no_space", True, True),
+    "instructor-xl": ("hkunlp/instructor-xl", "instructor_pairs", False, True),
+    "lychee-embed": ("vec-ai/lychee-embed", "e5_inline_no_space", False, True),
+    "gte-qwen2-1.5b": ("Alibaba-NLP/gte-Qwen2-1.5B-instruct", "e5_inline", True, True),
+    "gte-qwen2-7b": ("Alibaba-NLP/gte-Qwen2-7B-instruct", "e5_inline", True, True),
+    "linq-mistral": ("Linq-AI-Research/Linq-Embed-Mistral", "e5_inline_no_space", False, True),
+    "sfr-mistral": ("Salesforce/SFR-Embedding-Mistral", "e5_inline", False, True),
+    "e5-mistral": ("intfloat/e5-mistral-7b-instruct", "e5_inline", False, True),
+    "gritlm-7b": ("GritLM/GritLM-7B", "instructor_pairs", False, True),
+    "nemotron-8b": ("nvidia/llama-embed-nemotron-8b", "e5_inline_no_space", True, True),
+    "bge-gemma2": ("BAAI/bge-multilingual-gemma2", "bge_gemma", False, True),
+}
+NCIMP = OFFLINE[:1] + OFFLINE[1:] + STUDY  # glove-6b-50d, minilm, then the study's
+
+
+def test_the_papers_24_models_are_registered_as_the_protocol_says() -> None:
+    idiolink = {a: s for a, s in MODELS.items() if "idiolink" in s.probes}
+    assert len(PAPER) == 24 and list(idiolink) == list(PAPER)
+    for alias, (hub, style, remote, big) in PAPER.items():
+        spec = idiolink[alias]
+        assert (spec.ids, spec.remote_code, spec.gpu) == ({"en": hub}, remote, big), alias
+        assert registry.query_format_of(alias).style == style, alias
+        assert spec.family == "sbert" and spec.extras == "hf", alias
+        if alias != "minilm":
+            assert spec.probes == ("idiolink",) and not (spec.offline or spec.study), alias
+            assert spec.note.startswith("IdioLink Table 2: "), alias
+    assert MODELS["minilm"].probes == ("ncimp", "idiolink")
+    # the prompt and prefixes the protocol gives
+    bge = registry.query_format_of("bge-base")
+    assert bge.prompt == "Represent this sentence for searching relevant passages: "
+    e5 = registry.query_format_of("e5-base-v2")
+    assert (e5.query_prefix, e5.doc_prefix) == ("query: ", "passage: ")
+    assert registry.query_format_of("nomic-v2").doc_prefix == "search_document: "
+    # no format of its own, or no entry at all: the generic format
+    for name in ("minilm", "bge-m3", "org/some-model", "glove-6b-50d"):
+        assert registry.query_format_of(name).style == "generic", name
+
+
+def _remote_refusal(alias: str, hub: str) -> str:
+    return (f"{alias} ({hub}) runs Python code from its hub repository: pass "
+            "--allow-remote-code (Python: allow_remote_code=True) only if you trust it")
+
+
+def test_remote_code_is_refused_without_the_opt_in() -> None:
+    for alias, (hub, _, remote, _) in PAPER.items():
+        why = MODELS[alias].availability("en")
+        if remote:
+            assert why == _remote_refusal(alias, hub)
+            assert registry.availability(alias, "en") == why
+        else:
+            assert "remote" not in (why or ""), alias
+    with pytest.raises(ModelUnavailableError) as e:
+        load_encoder("qwen3-emb-0.6b")
+    assert e.value.exit_code == 5
+    assert str(e.value) == _remote_refusal("qwen3-emb-0.6b", "Qwen/Qwen3-Embedding-0.6B")
+    # the refusal comes before the GPU's: it is the first thing to decide
+    assert MODELS["nemotron-8b"].availability("en", device="cpu") == _remote_refusal(
+        "nemotron-8b", "nvidia/llama-embed-nemotron-8b")
+    # with the opt-in, the next reason (if any) is another one
+    with_opt_in = MODELS["qwen3-emb-0.6b"].availability("en", allow_remote_code=True)
+    assert "--allow-remote-code" not in (with_opt_in or "")
+
+
+class _Recorder:
+    """Stands for an encoder class: keeps the keywords it was built with."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.args, self.kwargs = args, kwargs
+
+
+def test_the_opt_in_passes_trust_remote_code_to_remote_code_models_only(
+        registered, monkeypatch) -> None:
+    from ncprobe.encoders import sbert
+    from ncprobe.encoders.registry import Target
+
+    def loader(spec, lang, *, allow_gensim):
+        return Target(_Recorder, spec.alias, lambda **kw: _Recorder(**kw))
+    registered(ModelSpec("remote-fake", "sbert", {"en": "org/remote"}, remote_code=True,
+                         loader=loader))
+    registered(ModelSpec("plain-fake", "sbert", {"en": "org/plain"}, loader=loader))
+    assert load_encoder("remote-fake", allow_remote_code=True).kwargs == {
+        "trust_remote_code": True}
+    assert load_encoder("plain-fake", allow_remote_code=True).kwargs == {}
+    assert load_encoder("plain-fake").kwargs == {}
+    with pytest.raises(ModelUnavailableError, match="--allow-remote-code"):
+        load_encoder("remote-fake")
+    # the registered hub models: their sentence-transformers encoder gets the keyword only
+    # when the model needs it and the user opted in
+    monkeypatch.setattr(sbert, "SBertEncoder", _Recorder)
+    built = MODELS["qwen3-emb-0.6b"].target("en", allow_remote_code=True).build()
+    assert built.args == ("Qwen/Qwen3-Embedding-0.6B",)
+    assert built.kwargs == {"name": "qwen3-emb-0.6b", "trust_remote_code": True}
+    built = MODELS["contriever"].target("en", allow_remote_code=True).build()
+    assert built.kwargs == {"name": "contriever"}
+    with pytest.raises(ModelUnavailableError, match="--allow-remote-code"):
+        MODELS["qwen3-emb-0.6b"].target("en").build()
+
+
+def test_models_lists_ncimp_by_default_and_idiolink_on_request(capsys) -> None:
+    assert main(["models"]) == 0
+    table = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    assert [row.split()[0] for row in table[1:]] == NCIMP
+    assert main(["models", "--probe", "ncimp"]) == 0
+    assert capsys.readouterr().out.split("\n\n")[0].splitlines() == table
+    assert main(["models", "--probe", "idiolink"]) == 0
+    header, *rows = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    assert header.split() == ["alias", "model", "query", "format", "needs"]
+    assert len(rows) == 24
+    for row, (alias, (hub, style, remote, big)) in zip(rows, PAPER.items(), strict=True):
+        cells = row.split()
+        assert cells[:2] == [alias, hub] and cells[2].rstrip(",") == style, row
+        assert ("--allow-remote-code" in row) == remote and ("GPU" in row) == big, row
+    with pytest.raises(SystemExit):
+        main(["models", "--probe", "nope"])

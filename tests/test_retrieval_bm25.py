@@ -170,3 +170,15 @@ def test_full_test_split_stable_figures(test_split: IdioLink) -> None:
         got = aggregate(evaluate(bm25_scores(test_split, mode), test_split, mode=mode)).iloc[0]
         assert round(100 * got["r_precision"], 2) == rp
         assert round(100 * got["ndcg@10"], 2) == ndcg
+
+
+def test_the_first_ranks_equal_the_first_columns_of_the_whole_stable_sort() -> None:
+    """rank(top=k) partitions instead of sorting every document: it must give the first k
+    columns of numpy's stable argsort, ties across the cut included."""
+    from ncprobe.retrieval.metrics import rank
+
+    rng = np.random.default_rng(3)
+    for scores in (rng.standard_normal((50, 300)), np.round(rng.standard_normal((50, 300)), 1),
+                   rng.integers(0, 4, (50, 300)).astype(float), np.zeros((3, 300))):
+        expected = np.argsort(-scores, axis=1, kind="stable")[:, :40]
+        np.testing.assert_array_equal(rank(scores, top=40), expected)

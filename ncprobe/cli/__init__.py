@@ -26,7 +26,7 @@ from .._io import UNWRITABLE_ERRNOS, output_error
 from .._version import VERSION as __version__
 from ..config import DEFAULT_MODEL, RunConfig
 from ..errors import DataErrors, NcprobeError, UsageError
-from . import cache, compare, data, models, pairs, run
+from . import cache, compare, data, models, pairs, retrieve, run
 from ._options import REPRODUCE_OPTIONS, config_from_args, config_options
 
 __all__ = ["COMMANDS", "Command", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "EXIT_USAGE",
@@ -70,6 +70,7 @@ COMMANDS: dict[str, Command] = {
     "reproduce": Command(run.add_reproduce_parser, run.run_reproduce),
     "compare": Command(compare.add_compare_parser, compare.run_compare),
     "pairs": Command(pairs.add_pairs_parser, pairs.run_pairs),
+    "retrieve": Command(retrieve.add_retrieve_parser, retrieve.run_retrieve),
     "models": Command(models.add_models_parser, models.run_models),
     "cache": Command(cache.add_cache_parser, cache.run_cache),
 }

@@ -6,16 +6,32 @@ import argparse
 
 
 def add_models_parser(sub, config: type) -> argparse.ArgumentParser:
-    return sub.add_parser(
+    p = sub.add_parser(
         "models", help="list the model aliases and what each needs",
         description="List the model aliases of the study (per language), the two "
         "offline models, and what each needs (what to pip install, GPU, API key). "
-        "Any HuggingFace id, local model directory or vector file works as well.")
+        "Any HuggingFace id, local model directory or vector file works as well. "
+        "--probe idiolink lists the retrieval models of IdioLink's Table 2 instead, with "
+        "their query formats.")
+    p.add_argument("--probe", choices=("ncimp", "idiolink"), default=None,
+                   help="the probe whose models to list (default: ncimp, the idiomaticity "
+                   "probe)")
+    return p
 
 
 def run_models(args: argparse.Namespace, config: type) -> int:
     from ..encoders.registry import models_table, offline_models, study_models
 
+    if getattr(args, "probe", None) == "idiolink":
+        print(models_table("idiolink"))
+        print("\nThe dense models of IdioLink's Table 2 (minilm is its SBERT row, offline). "
+              "Query format: how each writes\nan instructed query (see the IdioLink protocol), "
+              "with its query and document prefixes.\nModels marked --allow-remote-code run "
+              "Python code from their hub repository when they load:\nncprobe refuses them "
+              "unless you pass --allow-remote-code (Python: allow_remote_code=True); pass it\n"
+              "only if you trust that code. Models marked a GPU are refused on a machine without "
+              "one unless\nyou pass --device cpu.")
+        return 0
     print(models_table())
     print(f"\nOffline: {', '.join(offline_models())}. The study's models: "
           f"{', '.join(study_models())}.\n`ncprobe reproduce` runs these, the offline ones first, "

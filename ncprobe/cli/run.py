@@ -6,7 +6,7 @@ import argparse
 import sys
 import warnings
 
-from ..errors import ModelUnavailableError
+from ..errors import ModelUnavailableError, UsageError
 from ..schema import LEVELS, SPACES
 from ._argtypes import comma_list
 from ._options import (
@@ -115,6 +115,8 @@ def run_report(args: argparse.Namespace, config: type) -> int:
     from ..results import load_results
 
     formats = check_formats(args.format)  # before any results are read
+    if _probe_of_all(args.results, args.exclude) == "idiolink":
+        return _retrieval_report(args, formats)
     res = load_results(args.results, exclude=args.exclude,  # never two runs of one cell
                        accept_edited=args.accept_edited_results)
     written = write_report(res, args.out, formats=formats,
@@ -122,6 +124,42 @@ def run_report(args: argparse.Namespace, config: type) -> int:
                            jobs=args.jobs, space=args.space, level=args.level,
                            correct=args.correct, intervals=not args.compact_tables,
                            progress=None if args.quiet else say)
+    print(f"{len(written)} files written to {args.out}")
+    return 0
+
+
+def _probe_of_all(paths, exclude) -> str:
+    """The probe of every results directory found (``ncimp`` or ``idiolink``); a mix is a
+    usage error (one report shows one probe)."""
+    from ..results import drop_excluded, find_results
+    from ..results.store import probe_of
+
+    found = find_results(paths)
+    if exclude:
+        found = drop_excluded(found, exclude, require_match=False)
+    probes = {probe_of(d) for d in found}
+    if len(probes) > 1:
+        raise UsageError("these directories hold results of different probes ("
+                         + ", ".join(sorted(probes)) + "): one report shows one probe; "
+                         "give each its own --out")
+    return probes.pop() if probes else "ncimp"
+
+
+def _retrieval_report(args: argparse.Namespace, formats) -> int:
+    """``ncprobe report`` of retrieval results: the Table 2 layout, the tests, the figures."""
+    from ..results import drop_excluded, find_results
+    from ..retrieval.results import RetrievalResults
+
+    given = [opt for opt, value in (("--examples", args.examples), ("--space", args.space),
+                                    ("--level", args.level)) if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: options of the NCIMP report; retrieval results "
+                         "have no such choice")
+    found = drop_excluded(find_results(args.results), args.exclude, require_match=False) \
+        if args.exclude else find_results(args.results)
+    loaded = [RetrievalResults.load(d, accept_edited=args.accept_edited_results) for d in found]
+    res = RetrievalResults.concat(loaded, [str(d) for d in found])  # never one model twice
+    written = res.report(args.out, formats=formats)
     print(f"{len(written)} files written to {args.out}")
     return 0
 

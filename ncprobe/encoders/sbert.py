@@ -9,6 +9,10 @@
 * ``dtype``: the transformer module's weights are cast to it (``float16``/``bfloat16``);
   the modules after it (pooling, Dense, normalisation) stay float32 and get float32
   token states, as every pooling of ncprobe is float32.
+* Raw text (:meth:`SBertEncoder.encode_texts`, the retrieval probe): the model's own
+  sentence embedding of each text, exactly as ``SentenceTransformer.encode`` computes it,
+  and the mean of the last hidden states of the sub-word tokens whose character offsets
+  overlap a character span of the text, from the same forward pass.
 * The model is loaded on the first encode: its name, size, views and fingerprint come
   from ``modules.json``, the transformer's ``config.json`` and the files' identity, so
   a run whose vectors are all cached loads nothing (as :class:`~ncprobe.encoders.hf.HFEncoder`).
@@ -60,13 +64,15 @@ class SBertEncoder:
 
     def __init__(self, model_id: str, *, layers=None, device: str | None = None,
                  dtype: str | None = None, name: str | None = None,
-                 revision: str | None = None) -> None:
+                 revision: str | None = None, trust_remote_code: bool = False) -> None:
         # torch, transformers, sentence-transformers: not in a plain `pip install ncprobe`
         require_hf(name or model_id, "sbert")
         self.dtype = parse_dtype(dtype)
         self.name = name or model_id
         self.model_id, self.revision = model_id, revision
         self._layers, self._dtype_arg = layers, dtype
+        # the opt-in of load_encoder(allow_remote_code=True): never set by default
+        self.trust_remote_code = bool(trust_remote_code)
         self._device_arg, self._device = device, None
         if device is not None and device != "cpu":  # asked for: a missing device fails now
             self._device = str(torch_device(device, self.name))
@@ -123,10 +129,11 @@ class SBertEncoder:
         desc, model_id = self._desc, self.model_id
         # a lazily made fingerprint names one hub commit: load exactly that snapshot
         revision = (desc.commit if desc is not None else None) or self.revision
-        check_modules(model_id, revision)  # before anything is imported from the model
+        if not self.trust_remote_code:
+            check_modules(model_id, revision)  # before anything is imported from the model
         try:
             st = SentenceTransformer(model_id, device=device, revision=revision,
-                                     trust_remote_code=False)
+                                     trust_remote_code=self.trust_remote_code)
         except OSError as e:
             raise ModelUnavailableError(f"could not load sentence-transformers model "
                                         f"{model_id!r}: {e}") from e
@@ -180,6 +187,158 @@ class SBertEncoder:
         sent = features["sentence_embedding"].float().cpu().numpy()
         sent = np.repeat(sent[:, None, :], len(self.views), axis=1)
         return Encoded(sent, enc.span, enc.missing_words, enc.missing_span_words)
+
+    def encode_texts(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> Encoded:
+        """Raw texts -> the model's own sentence embedding and a character span's vector.
+
+        One forward pass of the model's modules (``preprocess`` then ``forward``, as
+        ``SentenceTransformer.encode``) gives both: the sentence embedding, and the token
+        states of the transformer module (its last hidden states), of which the span vector
+        is the mean over the sub-word tokens whose character offsets overlap
+        ``text[start:end]`` (special tokens excluded; a mean over sub-tokens, not words).
+        Texts are truncated as the model's own pipeline truncates them; a span that
+        truncation cut off is pooled from a second pass truncated at
+        :data:`SPAN_TRUNCATION` tokens (or the model's position limit, if lower).
+
+        Args:
+            texts: raw (untokenised) texts.
+            spans: one ``(start, end)`` character span per text; ``start == end``: no span
+                wanted (its vector is NaN, not counted as missing).
+
+        Returns:
+            :class:`~ncprobe.encoders.base.Encoded` with one view: ``sent`` the sentence
+            embeddings, ``span`` the span vectors (float32); ``missing_span_words`` is 1
+            where a span was wanted but no token overlaps it (its vector NaN, never the
+            sentence vector), ``missing_words`` 0.
+        """
+        import torch
+
+        st = self.st
+        texts = list(texts)
+        prompt = _default_prompt(st)
+        if prompt and any(s != e for s, e in spans):
+            raise NcprobeError(f"{self.name}: the model prepends a default prompt "
+                               f"({st.default_prompt_name!r}) to every text; pooling a span "
+                               "of such a model is not supported")
+        wanted = [i for i, (s, e) in enumerate(spans) if e > s]
+        features, offsets = self._preprocess(st, texts, prompt, with_offsets=bool(wanted))
+        device = st.device
+        features = {k: v.to(device) if hasattr(v, "to") else v for k, v in features.items()}
+        with torch.inference_mode():
+            out = st.forward(features)
+        sent = out["sentence_embedding"].float().cpu().numpy()[:, None, :]
+        states = out["token_embeddings"]
+        span = np.full((len(texts), 1, states.shape[-1]), np.nan, dtype=np.float32)
+        missing = np.zeros(len(texts), dtype=np.int32)
+        if wanted:
+            if offsets is None:  # a sentence-transformers without processing options
+                limit = int(getattr(st[0], "max_seq_length", None) or self.tokens.max_length)
+                offsets = self._offsets(texts, features["input_ids"], limit)
+            redo = []
+            for i in wanted:
+                rows = _overlapping(offsets[i], spans[i])
+                if rows.size:
+                    span[i, 0] = states[i, rows].float().mean(0).cpu().numpy()
+                else:  # truncated away (or no token there): tried on a longer pass below
+                    redo.append(i)
+            if redo:
+                self._pool_long(texts, spans, redo, span)
+            for i in wanted:
+                missing[i] = int(np.isnan(span[i, 0, 0]))
+        return Encoded(sent.astype(np.float32), span, np.zeros(len(texts), dtype=np.int32),
+                       missing)
+
+    @staticmethod
+    def _preprocess(st, texts: list[str], prompt: str | None, *, with_offsets: bool):
+        """The pipeline's features of ``texts`` and, when asked and the pipeline can give
+        them in the same tokenisation (sentence-transformers >= 6), each text's token
+        offsets (rows of -1 for padding); else ``None`` offsets."""
+        kw = {"prompt": prompt} if prompt else {}
+        if with_offsets:
+            try:
+                features = dict(st.preprocess(texts, processing_kwargs={
+                    "text": {"return_offsets_mapping": True}}, **kw))
+            except TypeError:  # no processing options: offsets from a second tokenisation
+                pass
+            else:
+                if "offset_mapping" in features:
+                    off = features.pop("offset_mapping").cpu().numpy().astype(np.int64)
+                    mask = features["attention_mask"].cpu().numpy().astype(bool)
+                    off[~mask] = -1
+                    return features, list(off)
+        return dict(st.preprocess(texts, **kw)), None
+
+    def _offsets(self, texts: list[str], input_ids, limit: int) -> list[np.ndarray]:
+        """Per text, the character offsets of its non-special tokens (rows: token positions,
+        -1 rows for special and padding tokens), from the model's tokenizer with the same
+        truncation as its pipeline; refuses a tokenisation that differs from the
+        pipeline's, whose token positions would then not be the states' positions."""
+        tok = self.tokens.tokenizer
+        enc = tok(texts, padding=True, truncation=True, max_length=limit,
+                  return_offsets_mapping=True, return_special_tokens_mask=True,
+                  return_tensors="np")
+        ids = enc["input_ids"]
+        given = input_ids.cpu().numpy()
+        width = min(ids.shape[1], given.shape[1])
+        mask = enc["attention_mask"].astype(bool)
+        if ids.shape[1] > given.shape[1] or (ids[:, :width] != given[:, :width])[
+                mask[:, :width]].any():
+            raise NcprobeError(f"{self.name}: its tokenizer's offsets do not match the token "
+                               "positions of its sentence-transformers pipeline; spans cannot "
+                               "be pooled for this model")
+        special = enc["special_tokens_mask"].astype(bool) | ~mask
+        out = []
+        for i in range(len(texts)):
+            off = enc["offset_mapping"][i].astype(np.int64)
+            off[special[i]] = -1
+            out.append(off)
+        return out
+
+    def _pool_long(self, texts: list[str], spans, rows: list[int], span: np.ndarray) -> None:
+        """Span vectors of texts longer than the pipeline's truncation: the transformer alone,
+        truncated at :data:`SPAN_TRUNCATION` tokens (or the position limit)."""
+        import torch
+
+        tokens = self.tokens
+        # the model's positions, not the tokenizer's limit (which the pipeline may have set
+        # to its own truncation)
+        positions = getattr(tokens.model.config, "max_position_embeddings", None)
+        limit = min(SPAN_TRUNCATION, int(positions or SPAN_TRUNCATION))
+        tok = tokens.tokenizer
+        for i in rows:
+            enc = tok([texts[i]], truncation=True, max_length=limit,
+                      return_offsets_mapping=True, return_special_tokens_mask=True,
+                      return_tensors="pt")
+            off = enc.pop("offset_mapping")[0].numpy().astype(np.int64)
+            off[enc.pop("special_tokens_mask")[0].numpy().astype(bool)] = -1
+            sel = _overlapping(off, spans[i])
+            if sel.size == 0:
+                continue  # beyond the limit too: NaN, counted by the caller
+            inputs = {k: v.to(tokens.model.device) for k, v in enc.items()
+                      if k in ("input_ids", "attention_mask", "token_type_ids")}
+            with torch.inference_mode():
+                states = tokens.model(**inputs).last_hidden_state[0]
+            span[i, 0] = states[sel].float().mean(0).cpu().numpy()
+
+
+#: Span pooling of raw text truncates a text at this many tokens (the IdioLink protocol).
+SPAN_TRUNCATION = 512
+
+
+def _overlapping(offsets: np.ndarray, span: tuple[int, int]) -> np.ndarray:
+    """Token positions whose character offsets ``(a, b)`` overlap ``[start, end)``:
+    ``a < end`` and ``b > start`` (the benchmark's rule), special tokens (offsets ``(0, 0)``)
+    and padding (rows of -1) excluded."""
+    start, end = span
+    a, b = offsets[:, 0], offsets[:, 1]
+    special = (a == 0) & (b == 0)
+    return np.flatnonzero((a >= 0) & ~special & (a < end) & (b > start))
+
+
+def _default_prompt(st) -> str | None:
+    """The prompt ``SentenceTransformer.encode`` prepends when given none (``None``: none)."""
+    name = getattr(st, "default_prompt_name", None)
+    return (getattr(st, "prompts", None) or {}).get(name) if name else None
 
 
 #: The package whose modules a ``modules.json`` may name (``trust_remote_code`` is never set).

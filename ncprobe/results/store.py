@@ -18,6 +18,13 @@ the tidying of what killed writes left (:func:`tidy_leftovers`). :func:`find_res
 
 Nothing here knows the :class:`~ncprobe.results.Results` class: the tables go in and come out
 as a mapping of DataFrames by name, with the runs' metadata.
+
+Every probe's results are such a directory. A :class:`Layout` says which tables a probe
+writes, their columns and which hold numbers, and what each run's config must name; the
+NCIMP layout (:data:`NCIMP_LAYOUT`) is the default, and another probe registers its own
+(:func:`register_layout`; the retrieval probe's is in :mod:`ncprobe.retrieval.results`).
+``run.json`` names a probe other than NCIMP (key ``probe``, part of the run id), so results
+of one probe are never read as another's (:func:`probe_of`).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ import tempfile
 import uuid
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -71,31 +78,84 @@ RUN_LOG_KEYS = ("encoded", "cache_problems")
 #: RunConfig fields that say where and how fast a run ran, not what it computed: they do not
 #: make a different run (nor a different default directory name).
 NOT_IDENTITY = ("batch_size", "device")
-# what a results directory holds: its tables, run.json, and temporary names of ncprobe <= 0.1
-_RESULT_FILES = {f"{t}.parquet" for t in TABLES} | {"run.json"}
+# temporary names of ncprobe <= 0.1 (NCIMP results only)
 _OLD_TEMP_RE = re.compile(r"^\.(" + "|".join(TABLES) + r")\.parquet\.tmp$|^\.run\.json\.tmp$")
 
 #: The tables of a Results by name (every name of :data:`TABLES`).
 Frames = Mapping[str, pd.DataFrame]
 
 
-def table_entries(frames: Frames) -> dict[str, dict]:
+@dataclass(frozen=True)
+class Layout:
+    """What one probe's results directory holds.
+
+    Attributes:
+        probe: the probe's name (``ncimp``, ``idiolink``); ``run.json`` records it (key
+            ``probe``) unless it is ``ncimp``, whose directories predate the key.
+        tables: the tables, in the order they are written (``<table>.parquet``).
+        columns: per table, the columns every reader needs.
+        numeric: the columns of ``columns`` that hold numbers (or booleans).
+        run_keys: the keys of each run's ``config`` that must be text.
+    """
+
+    probe: str
+    tables: tuple[str, ...]
+    columns: Mapping[str, tuple[str, ...]]
+    numeric: frozenset[str]
+    run_keys: tuple[str, ...] = ("model",)
+
+
+#: The NCIMP probe's results (:class:`~ncprobe.results.Results`).
+NCIMP_LAYOUT = Layout("ncimp", TABLES, RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, ("model", "lang"))
+#: Every probe's layout by name (:func:`register_layout`).
+LAYOUTS: dict[str, Layout] = {NCIMP_LAYOUT.probe: NCIMP_LAYOUT}
+
+
+def register_layout(layout: Layout) -> Layout:
+    """Make ``layout``'s results directories known (a probe's module registers its own)."""
+    LAYOUTS[layout.probe] = layout
+    return layout
+
+
+def _result_files() -> set[str]:
+    """What a results directory of any registered probe may hold: its tables and run.json."""
+    return {f"{t}.parquet" for lay in LAYOUTS.values() for t in lay.tables} | {"run.json"}
+
+
+def probe_of(path: str | Path) -> str:
+    """The probe whose results the directory ``path`` holds (``ncimp`` when ``run.json``
+    names none).
+
+    Raises:
+        UsageError: no run.json there. DataError: an unreadable run.json.
+    """
+    meta_file = Path(path) / "run.json"
+    if not meta_file.is_file():
+        raise UsageError(f"{path}: not a results directory (no run.json)")
+    probe = _read_run_json(meta_file).get("probe", NCIMP_LAYOUT.probe)
+    if not isinstance(probe, str):
+        raise DataError(f"'probe' is {probe!r}, not a name: the file was edited or damaged",
+                        file=str(meta_file))
+    return probe
+
+
+def table_entries(frames: Frames, layout: Layout = NCIMP_LAYOUT) -> dict[str, dict]:
     """Per table, what the run id is made of: its rows and its content digest."""
     return {name: {"rows": len(frames[name]), "content": _table_digest(frames[name])}
-            for name in TABLES}
+            for name in layout.tables}
 
 
-def run_id(frames: Frames, meta: list[dict]) -> str:
+def run_id(frames: Frames, meta: list[dict], layout: Layout = NCIMP_LAYOUT) -> str:
     """A hash of every table's rows and of ``meta`` (less :data:`RUN_LOG_KEYS`): equal
     results give equal ids, however they were computed."""
-    return _run_id(table_entries(frames), _stored_meta(meta))
+    return _run_id(table_entries(frames, layout), _stored_meta(meta), probe=layout.probe)
 
 
 def write_results(frames: Frames, meta: list[dict], path: str | Path, *,
-                  overwrite: bool = False) -> Path:
+                  overwrite: bool = False, layout: Layout = NCIMP_LAYOUT) -> Path:
     """Write ``frames`` and ``meta`` as a results directory at ``path``: what
     :meth:`Results.to_parquet <ncprobe.results.Results.to_parquet>` does (see it for the
-    arguments and errors).
+    arguments and errors); ``layout`` names the probe and its tables.
     """
     from .._io import UNWRITABLE_ERRNOS, output_error
 
@@ -105,14 +165,15 @@ def write_results(frames: Frames, meta: list[dict], path: str | Path, *,
         raise output_error(OSError(errno.ELOOP, str(e)), path,
                            what="results directory") from None
     try:
-        return _write_dir(frames, meta, target, overwrite)
+        return _write_dir(frames, meta, target, overwrite, layout)
     except OSError as e:
         if e.errno not in UNWRITABLE_ERRNOS:
             raise
         raise output_error(e, target, what="results directory") from e
 
 
-def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool) -> Path:
+def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
+               layout: Layout) -> Path:
     """:func:`write_results` into the resolved ``target`` (OSErrors left to the caller)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -125,15 +186,15 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool) 
         tidy_leftovers(parent, target.name)
     check_target(target, meta, overwrite=overwrite)  # early: before any writing
     runs = _stored_meta(meta)
-    tables = table_entries(frames)
-    rid = _run_id(tables, runs)
+    tables = table_entries(frames, layout)
+    rid = _run_id(tables, runs, probe=layout.probe)
     tmp: Path | None = None
     aside = None
     writing = contextlib.ExitStack()
     try:
         # locked while written: another writer never takes it for a killed run's leftover
         tmp = _locked_temp_dir(parent, target.name, writing)
-        for name in TABLES:
+        for name in layout.tables:
             table = pa.Table.from_pandas(frames[name], preserve_index=False)
             table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                                    RUN_ID_KEY: rid.encode()})
@@ -143,8 +204,8 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool) 
                 os.fsync(fh.fileno())
             tables[name]["sha256"] = file_sha256(tmp / f"{name}.parquet")
         with open(tmp / "run.json", "w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"format": RESULTS_FORMAT, "run_id": rid,
-                                 "tables": tables, "runs": runs}, indent=2,
+            fh.write(json.dumps({"format": RESULTS_FORMAT, **_probe_key(layout.probe),
+                                 "run_id": rid, "tables": tables, "runs": runs}, indent=2,
                                 ensure_ascii=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -169,11 +230,12 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool) 
 
 
 
-def read_results(path: str | Path, *, accept_edited: bool = False
-                 ) -> tuple[dict[str, pd.DataFrame], list[dict]]:
+def read_results(path: str | Path, *, accept_edited: bool = False,
+                 layout: Layout = NCIMP_LAYOUT) -> tuple[dict[str, pd.DataFrame], list[dict]]:
     """The tables (by name) and the runs' metadata of the results directory ``path``, checked:
     what :meth:`Results.from_parquet <ncprobe.results.Results.from_parquet>` does (see it for
-    the arguments and errors).
+    the arguments and errors); ``layout``: the probe whose results are expected (another
+    probe's directory is a UsageError naming it).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -190,13 +252,19 @@ def read_results(path: str | Path, *, accept_edited: bool = False
                         f"{', '.join(map(str, _READABLE_FORMATS))}: recompute the results "
                         "with this version, or read them with the ncprobe that wrote them",
                         file=str(meta_file))
-    _check_runs(meta["runs"], meta_file)
+    probe = meta.get("probe", NCIMP_LAYOUT.probe)
+    if probe != layout.probe:
+        how = _READ_WITH.get(str(probe), "read it with the command that wrote it")
+        raise UsageError(f"{src} holds results of the {probe!r} probe, not of "
+                         f"{layout.probe!r}; {how}")
+    tables_of = layout.tables
+    _check_runs(meta["runs"], meta_file, layout.run_keys)
     rid = meta.get("run_id")
     if fmt >= 2 and not isinstance(rid, str):
         raise DataError("no run_id: the file was edited or damaged; recompute the results",
                         file=str(meta_file))
     stored = meta.get("tables") if fmt >= 3 else None
-    if fmt >= 3 and not _digests_ok(stored):
+    if fmt >= 3 and not _digests_ok(stored, tables_of):
         raise DataError("no digest for every table (key 'tables'): the file was edited or "
                         "damaged; recompute the results", file=str(meta_file))
     if fmt in LEGACY_GOLD_FORMATS:
@@ -208,10 +276,11 @@ def read_results(path: str | Path, *, accept_edited: bool = False
     edited: dict[str, str] = {}  # file -> how it differs from what ncprobe wrote
     if stored is not None and _run_id({n: {"rows": stored[n]["rows"],
                                             "content": stored[n]["content"]}
-                                        for n in TABLES}, meta["runs"], fmt) != rid:
+                                        for n in tables_of}, meta["runs"], fmt,
+                                       probe=layout.probe) != rid:
         edited["run.json"] = "its runs or digests no longer give its run id"
     tables, strays = {}, {}
-    for name in TABLES:
+    for name in tables_of:
         f = src / f"{name}.parquet"
         if not f.is_file():
             raise DataError(f"{f.name} is missing: the results directory is incomplete; "
@@ -228,7 +297,7 @@ def read_results(path: str | Path, *, accept_edited: bool = False
         if fmt in LEGACY_GOLD_FORMATS:
             # the file's digest is taken above, on the bytes as written: renamed only now
             tables[name] = _renamed_legacy_gold(name, tables[name])
-        _check_table(name, tables[name], f)
+        _check_table(name, tables[name], f, layout)
         if fmt < 2:
             continue
         if owner is None:  # e.g. df.to_parquet: pandas keeps no metadata of ncprobe's
@@ -316,23 +385,35 @@ def _stored_meta(meta: list[dict]) -> list[dict]:
     return json.loads(json.dumps(kept, ensure_ascii=False, default=str))
 
 
-def _run_id(tables: dict[str, dict], runs: list[dict], fmt: int = RESULTS_FORMAT) -> str:
-    """The run id: a hash of the results format, each table's rows and content digest, and
-    the runs' metadata (as :func:`_stored_meta` gives it)."""
-    text = json.dumps({"format": fmt, "tables": tables, "runs": runs},
+#: How to read another probe's results (in the message refusing them).
+_READ_WITH = {"ncimp": "read it with ncprobe.Results.from_parquet (ncprobe report / compare)",
+              "idiolink": "read it with ncprobe.retrieval.RetrievalResults.load (ncprobe "
+                          "report / compare read both)"}
+
+
+def _probe_key(probe: str) -> dict:
+    """``run.json``'s probe entry: none for NCIMP (whose directories predate it)."""
+    return {} if probe == NCIMP_LAYOUT.probe else {"probe": probe}
+
+
+def _run_id(tables: dict[str, dict], runs: list[dict], fmt: int = RESULTS_FORMAT, *,
+            probe: str = "ncimp") -> str:
+    """The run id: a hash of the results format, the probe (other than NCIMP), each table's
+    rows and content digest, and the runs' metadata (as :func:`_stored_meta` gives it)."""
+    text = json.dumps({"format": fmt, **_probe_key(probe), "tables": tables, "runs": runs},
                       sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _digests_ok(stored) -> bool:
+def _digests_ok(stored, tables: Iterable[str]) -> bool:
     """``run.json``'s ``tables``: for every table its rows, content digest and file SHA-256."""
     return isinstance(stored, dict) and all(
         isinstance(stored.get(n), dict) and isinstance(stored[n].get("rows"), int)
         and all(isinstance(stored[n].get(k), str) for k in ("content", "sha256"))
-        for n in TABLES)
+        for n in tables)
 
 
-def _check_runs(runs: list, meta_file: Path) -> None:
+def _check_runs(runs: list, meta_file: Path, keys: Iterable[str] = ("model", "lang")) -> None:
     """Refuse a ``run.json`` whose runs lack what every reader of them needs."""
     for i, m in enumerate(runs, start=1):
         where = f"run {i} of {len(runs)}"
@@ -344,7 +425,7 @@ def _check_runs(runs: list, meta_file: Path) -> None:
             raise DataError(f"{where} has no 'config' (the options it was computed with); the "
                             "file is damaged or was edited: recompute the results",
                             file=str(meta_file))
-        for key in ("model", "lang"):
+        for key in keys:
             if not isinstance(cfg.get(key), str):
                 raise DataError(f"{where}: 'config' has no {key!r}; the file is damaged or "
                                 "was edited: recompute the results", file=str(meta_file))
@@ -357,17 +438,19 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.number, np.bool_)) and not isinstance(v, str)
 
 
-def _check_table(name: str, df: pd.DataFrame, file: Path) -> None:
+def _check_table(name: str, df: pd.DataFrame, file: Path,
+                 layout: Layout = NCIMP_LAYOUT) -> None:
     """Refuse a table without the columns ncprobe writes, or with text where it writes numbers
-    (:data:`ncprobe.schema.RESULT_NUMERIC_COLUMNS`): every statistic drawn from it would fail
-    or be wrong."""
-    missing = [c for c in RESULT_COLUMNS[name] if c not in df.columns]
+    (``layout.numeric``; NCIMP: :data:`ncprobe.schema.RESULT_NUMERIC_COLUMNS`): every
+    statistic drawn from it would fail or be wrong."""
+    columns = layout.columns[name]
+    missing = [c for c in columns if c not in df.columns]
     if missing:
         raise DataError(f"no column {', '.join(map(repr, missing))} (the {name} table has "
-                        f"{', '.join(RESULT_COLUMNS[name])}); the table is damaged or was "
+                        f"{', '.join(columns)}); the table is damaged or was "
                         "edited: recompute the results", file=str(file))
-    for col in RESULT_COLUMNS[name]:
-        if col not in RESULT_NUMERIC_COLUMNS:
+    for col in columns:
+        if col not in layout.numeric:
             continue
         values = df[col]
         if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
@@ -440,7 +523,7 @@ def inspect_dir(path: str | Path) -> tuple[str, str, list[dict]]:
     if not children:
         return "empty", "", []
     others = [c.name for c in children if not c.is_file(follow_symlinks=False)
-              or not (c.name in _RESULT_FILES or _OLD_TEMP_RE.match(c.name))]
+              or not (c.name in _result_files() or _OLD_TEMP_RE.match(c.name))]
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         return "foreign", f"it holds {shown}, which ncprobe does not write there", []
@@ -485,8 +568,8 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
 
     Args:
         path: the results directory about to be written.
-        meta: the new results' ``meta`` (a list of runs), or a RunConfig dict (a check
-            before computing, on the config alone).
+        meta: the new results' ``meta`` (a list of runs), or a RunConfig dict, or runs
+            with a ``config`` alone (a check before computing, on the configs alone).
         overwrite: allow replacing a results directory of a different run.
 
     Raises:
@@ -501,12 +584,14 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
                          "replaces it, even with --overwrite: choose another --out")
     new = run_identity(meta)
     old = run_identity(runs)
-    if isinstance(meta, dict):  # config only: compare configs
+    if isinstance(meta, dict) or all(m.get("fingerprint") is None for m in meta):
+        # a check before computing, on the configs alone: compare configs
         old = [{**o, "fingerprint": None, "data_sources": None} for o in old]
         new = [{**n, "fingerprint": None, "data_sources": None} for n in new]
     if old == new or overwrite:
         return
-    described = ", ".join(f"{r['config'].get('model')}/{r['config'].get('lang')}" for r in runs)
+    described = ", ".join("/".join(str(r["config"][k]) for k in ("model", "lang")
+                                   if r["config"].get(k) is not None) for r in runs)
     raise UsageError(f"{path} holds another run ({described}; {_differences(old, new)}); "
                      "pass --overwrite (Python: overwrite=True) to replace it, or choose another "
                      "--out")
@@ -515,7 +600,7 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
 def _only_results_files(path: str) -> bool:
     """Whether a directory holds nothing but files a results directory holds (or nothing)."""
     return all(c.is_file(follow_symlinks=False)
-               and (c.name in _RESULT_FILES or _OLD_TEMP_RE.match(c.name))
+               and (c.name in _result_files() or _OLD_TEMP_RE.match(c.name))
                for c in os.scandir(path))
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..data.idiolink import IdioLink
 
 __all__ = ["CUTOFF", "METRICS", "TOP", "aggregate", "evaluate", "rank", "ranking_metrics",
-           "relevance_matrix"]
+           "relevance_matrix", "tie_ranges"]
 
 #: The nDCG cut-off.
 CUTOFF = 10
@@ -40,7 +40,7 @@ _GROUPS = ("usage", "idiom", "subject")
 
 
 def rank(scores: np.ndarray, relevant: np.ndarray | None = None,
-         ties: str = "stable") -> np.ndarray:
+         ties: str = "stable", top: int | None = None) -> np.ndarray:
     """Document indices of each query in ranked order (queries x documents).
 
     Args:
@@ -49,14 +49,37 @@ def rank(scores: np.ndarray, relevant: np.ndarray | None = None,
         ties: ``stable`` (equal scores keep the corpus order: the tie rule), ``best``
             (relevant documents first within equal scores, then corpus order) or ``worst``
             (relevant last).
+        top: only the first ``top`` ranks (``stable`` ties): the same indices as the first
+            ``top`` columns of the whole ranking, found without sorting every document.
     """
     neg = -np.asarray(scores, dtype=float) + 0.0  # + 0.0: -0.0 and 0.0 as one key
     if ties == "stable":
+        if top is not None and top < neg.shape[-1]:
+            return _first_ranks(neg, top)
         return np.argsort(neg, axis=-1, kind="stable")
     if relevant is None or ties not in ("best", "worst"):
         raise ValueError("ties must be 'stable', or 'best' / 'worst' with a relevance matrix")
     second = ~relevant if ties == "best" else relevant
     return np.lexsort((second, neg), axis=-1)  # lexsort is stable: then corpus order
+
+
+def _first_ranks(neg: np.ndarray, top: int) -> np.ndarray:
+    """The first ``top`` columns of ``argsort(neg, kind="stable")``, per row.
+
+    A partition finds each row's ``top`` smallest keys; when no other document has a key
+    equal to the largest of them, they are exactly the first ``top`` of the stable order, and
+    sorting them alone (in corpus order first, then stably by key) gives that order. Rows
+    with a tie across the cut are sorted whole.
+    """
+    part = np.argpartition(neg, top - 1, axis=1)[:, :top]
+    kth = np.take_along_axis(neg, part, axis=1).max(axis=1)
+    whole = np.flatnonzero((neg <= kth[:, None]).sum(axis=1) != top)
+    cand = np.sort(part, axis=1)  # corpus order, so that the stable sort keeps it in ties
+    order = np.argsort(np.take_along_axis(neg, cand, axis=1), axis=1, kind="stable")
+    out = np.take_along_axis(cand, order, axis=1)
+    if whole.size:
+        out[whole] = np.argsort(neg[whole], axis=1, kind="stable")[:, :top]
+    return out
 
 
 def ranking_metrics(order: np.ndarray, relevant: np.ndarray) -> dict[str, np.ndarray]:
@@ -80,6 +103,31 @@ def ranking_metrics(order: np.ndarray, relevant: np.ndarray) -> dict[str, np.nda
     dcg = ranked[:, :k] @ discount[:k]
     ideal = np.concatenate([[0.0], np.cumsum(discount)])[np.minimum(n_rel, k)]
     return {"r_precision": r_prec, "ndcg@10": dcg / ideal, "relevant": n_rel}
+
+
+def tie_ranges(scores: np.ndarray, relevant: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`ranking_metrics` under the three tie orders: ``stable`` (the tie rule),
+    ``worst`` and ``best`` (see :func:`rank`).
+
+    Only a query with two equal scores among its first ``max(R, 10) + 1`` ranked documents
+    can differ between the orders (a tie beyond them moves neither metric), so the worst
+    and best orders are ranked for those queries alone: for dense scores, which rarely
+    tie, that is a few queries instead of every one.
+    """
+    k = min(scores.shape[1], max(int(relevant.sum(axis=1).max()), CUTOFF) + 1)
+    order = rank(scores, top=max(TOP, k))
+    stable = ranking_metrics(order, relevant)
+    top = np.take_along_axis(scores, order[:, :k], axis=1)
+    tied = np.flatnonzero((top[:, 1:] == top[:, :-1]).any(axis=1))
+    out = {"stable": stable}
+    for ties in ("worst", "best"):
+        got = {m: v.copy() for m, v in stable.items()}
+        if tied.size:
+            sub = ranking_metrics(rank(scores[tied], relevant[tied], ties), relevant[tied])
+            for m in METRICS:
+                got[m][tied] = sub[m]
+        out[ties] = got
+    return out
 
 
 def relevance_matrix(idiolink: IdioLink) -> np.ndarray:
@@ -114,7 +162,7 @@ def evaluate(scores: np.ndarray, idiolink: IdioLink, model: str = "bm25",
     if scores.shape != shape:
         raise ValueError(f"scores have shape {scores.shape}; the split needs {shape}")
     rel = relevance_matrix(idiolink)
-    got = {t: ranking_metrics(rank(scores, rel, t), rel) for t in ("stable", "worst", "best")}
+    got = tie_ranges(scores, rel)
     q = idiolink.queries
     frame = pd.DataFrame({"model": model, "mode": mode, "query": [r.id for r in q],
                           "idiom": [r.idiom for r in q], "subject": [r.subject for r in q],
