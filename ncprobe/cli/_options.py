@@ -101,6 +101,15 @@ def data_dir_option(p: argparse.ArgumentParser) -> None:
                    help="NCIMP data directory (default: $NCPROBE_DATA, else the user cache)")
 
 
+def cache_options(p: argparse.ArgumentParser) -> None:
+    """``--no-cache`` and ``--cache-dir`` of the commands that encode (compute, reproduce,
+    retrieve)."""
+    p.add_argument("--no-cache", action="store_true",
+                   help="encode everything and store nothing in the embedding cache")
+    p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root (default: "
+                   "$NCPROBE_CACHE or the user cache directory)")
+
+
 def jobs_option(p: argparse.ArgumentParser) -> None:
     """``--jobs`` of ``report`` and ``reproduce``."""
     default = min(os.cpu_count() or 1, 4)

@@ -8,7 +8,7 @@ import sys
 
 from ..schema import CORRECTIONS
 from ._argtypes import comma_list, count, positive_int
-from ._options import data_dir_option
+from ._options import cache_options, data_dir_option
 
 
 def add_retrieve_parser(sub, config: type) -> argparse.ArgumentParser:
@@ -60,30 +60,27 @@ def add_retrieve_parser(sub, config: type) -> argparse.ArgumentParser:
                    help="run models whose hub repository holds Python code (it runs on this "
                    "machine: only for models you trust)")
     data_dir_option(p)
-    p.add_argument("--no-cache", action="store_true",
-                   help="encode everything and store nothing in the embedding cache")
-    p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root")
+    p.add_argument("--accept-modified-data", action="store_true",
+                   help="run on IdioLink files that differ from their pinned upstream copy "
+                   "(edited on purpose) instead of stopping (exit 3); they are named in the "
+                   "notes and recorded in run.json")
+    cache_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
     return p
 
 
 def run_retrieve(args: argparse.Namespace, config: type) -> int:
-    from ..results.store import check_writable
-    from ..retrieval.probe import planned_runs, retrieve
+    from ..retrieval.probe import retrieve
     from ..retrieval.queries import parse_modes
 
     models = [m for group in (args.models or [["minilm"]]) for m in group if m]
     modes = parse_modes(args.modes)
     out = args.out or f"results/idiolink-{args.split}-{'+'.join(_safe(m) for m in models)}"
-    # before any work: a directory that is not ncprobe's, another run's (without
-    # --overwrite), or one that cannot be written
-    planned_runs(models, modes, args.split, idioms=args.idioms, out=out,
-                 overwrite=args.overwrite, k1=args.k1, b=args.b, n_boot=args.n_boot,
-                 seed=args.seed, correction=args.correct, span_fallback=args.span_fallback,
-                 dtype=args.dtype)
-    check_writable(out)
+    # retrieve refuses, before any work, an --out that is not ncprobe's, holds another run
+    # (without --overwrite) or cannot be written
     res = retrieve(models, modes, args.split, idioms=args.idioms, data_dir=args.data_dir,
-                   out=out, overwrite=args.overwrite, cache_dir=args.cache_dir,
+                   accept_modified_data=args.accept_modified_data, out=out,
+                   overwrite=args.overwrite, cache_dir=args.cache_dir,
                    use_cache=not args.no_cache, batch_size=args.batch_size,
                    device=args.device, dtype=args.dtype,
                    allow_remote_code=args.allow_remote_code, k1=args.k1, b=args.b,

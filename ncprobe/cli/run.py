@@ -12,6 +12,7 @@ from ._argtypes import comma_list
 from ._options import (
     REPRODUCE_OPTIONS,
     accept_edited_option,
+    cache_options,
     config_from_args,
     config_options,
     data_dir_option,
@@ -38,10 +39,7 @@ def add_compute_parser(sub, config: type) -> argparse.ArgumentParser:
                    "options, model or data); the same run is always replaced, a directory "
                    "that is not ncprobe's never")
     data_dir_option(p)
-    p.add_argument("--no-cache", action="store_true",
-                   help="encode everything and store nothing in the embedding cache")
-    p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root (default: "
-                   "$NCPROBE_CACHE or the user cache directory)")
+    cache_options(p)
     p.add_argument("--allow-pickle", action="store_true",
                    help="load a gensim .kv vector file (a Python pickle: it can run code when "
                    "loaded; only for a file you trust)")
@@ -184,8 +182,7 @@ def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
                    help="replace results directories that hold a different run")
     config_options(p, config, names=REPRODUCE_OPTIONS)
     data_dir_option(p)
-    p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
-    p.add_argument("--cache-dir", metavar="DIR", help="embedding cache root")
+    cache_options(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bars, no progress of the report on stderr")
     table_options(p)

@@ -26,7 +26,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
 from ..errors import NoData, UsageError
-from ..retrieval.queries import USAGE_NAMES, mode_label
+from ..retrieval.queries import USAGE_NAMES, check_table, mode_label
 from ._style import PANEL_HEIGHT, _declutter, _legend, _short, new_figure, root_figure, style
 
 #: Colour of each query mode, in the order the modes are shown: plain queries blue (sentence
@@ -47,22 +47,6 @@ def _check_metric(metric: str) -> str:
     if metric not in METRIC_NAMES:
         raise UsageError(f"metric={metric!r}: choose from {', '.join(METRIC_NAMES)}")
     return metric
-
-
-def _check_frame(df, what: str, columns: Sequence[str]) -> pd.DataFrame:
-    """``df`` when it is a DataFrame with ``columns``; a UsageError naming what is missing."""
-    if not isinstance(df, pd.DataFrame):
-        raise UsageError(f"{what}: give the {what} table (a pandas DataFrame), not a "
-                         f"{type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise UsageError(f"{what}: columns missing: {', '.join(missing)}; give the {what} "
-                         "table of a retrieval run")
-    unknown = sorted({str(m) for m in df["mode"]} - set(MODE_PALETTE))
-    if unknown:
-        raise UsageError(f"{what}: unknown query mode(s) {', '.join(unknown)}; the modes are "
-                         f"{', '.join(MODE_PALETTE)}")
-    return df
 
 
 def _in_order(values) -> list[str]:
@@ -113,7 +97,7 @@ def plot_modes(overall: pd.DataFrame, metric: str, *, ax: Axes | None = None,
         NoData: no row of the usage(s) asked for.
     """
     metric = _check_metric(metric)
-    overall = _check_frame(overall, "overall",
+    overall = check_table(overall, "overall",
                            ["model", "mode", "usage", metric, f"{metric}_lo", f"{metric}_hi"])
     if usage is not None and usage not in USAGE_TITLES:
         raise UsageError(f"usage={usage!r}: choose from {', '.join(USAGE_TITLES)}")
@@ -201,7 +185,7 @@ def plot_idioms(per_idiom: pd.DataFrame, metric: str, *, model: str | Sequence[s
         NoData: no row of usage ``all`` for the models and modes asked for.
     """
     metric = _check_metric(metric)
-    per_idiom = _check_frame(per_idiom, "per_idiom", ["model", "mode", "idiom", "usage", metric])
+    per_idiom = check_table(per_idiom, "per_idiom", ["model", "mode", "idiom", "usage", metric])
     if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer))
                             or top < 1):
         raise UsageError(f"top={top!r}: give a whole number of idioms, 1 or more, or leave "

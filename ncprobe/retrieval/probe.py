@@ -104,7 +104,7 @@ def retrieve(models: str | Sequence[str] = ("minilm",), modes: str | Sequence[st
                            idioms=idioms, out=out, overwrite=overwrite, k1=k1, b=b,
                            n_boot=n_boot, seed=seed, correction=correction,
                            span_fallback=span_fallback, batch_size=batch_size, device=device,
-                           dtype=dtype)
+                           dtype=dtype, accept_modified_data=accept_modified_data)
     if out is not None:
         from ..results.store import check_writable
 
@@ -142,7 +142,8 @@ def planned_runs(models: Sequence[str], modes: Sequence[str], split: str, *,
                  overwrite: bool = False, k1: float = K1, b: float = B, n_boot: int = 1000,
                  seed: int = 0, correction: str = "holm", span_fallback: str | None = None,
                  batch_size: int | None = None, device: str | None = None,
-                 dtype: str | None = None) -> dict[str, dict]:
+                 dtype: str | None = None, accept_modified_data: bool = False
+                 ) -> dict[str, dict]:
     """Each model's run config, checked before any work: the options, and ``out`` (a
     directory that is not a results directory, or holds another run without ``overwrite``,
     is refused now rather than after the encoding).
@@ -166,7 +167,8 @@ def planned_runs(models: Sequence[str], modes: Sequence[str], split: str, *,
         raise UsageError(f"n_boot must be 0 or more, not {n_boot}")
     check_correction(correction)
     shared = {"split": split, "idioms": sorted(idioms) if idioms is not None else None,
-              "k1": k1, "b": b, "n_boot": n_boot, "seed": seed, "correction": correction}
+              "k1": k1, "b": b, "n_boot": n_boot, "seed": seed, "correction": correction,
+              "accept_modified_data": accept_modified_data}
     configs = {}
     for name in names:
         if name == LEXICAL:

@@ -13,6 +13,10 @@ The four query modes of the protocol (``../shared/idiolink/PROTOCOL.md``, "Query
 :func:`query_text` gives the text and the span's character offsets in it; how the vector is
 pooled from them is the encoder's business. Documents are always whole sentences
 (:func:`document_text`).
+
+The probe's vocabulary lives here too: the modes' and usages' display names
+(:func:`mode_label`, :data:`USAGE_NAMES`), and :func:`check_table`, the check of a table
+that a figure or the report is given.
 """
 
 from __future__ import annotations
@@ -20,12 +24,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..encoders.prompts import QueryFormat
 from ..errors import UsageError
 
-__all__ = ["INSTRUCTION", "QUERY_MODES", "USAGE_NAMES", "QueryText", "document_text",
-           "mode_label", "parse_modes", "query_text"]
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["INSTRUCTION", "QUERY_MODES", "USAGE_NAMES", "QueryText", "check_table",
+           "document_text", "mode_label", "parse_modes", "query_text"]
 
 #: The query modes, in the order of the paper's table.
 QUERY_MODES: tuple[str, ...] = ("sentence", "span", "instruction_sentence", "instruction_span")
@@ -150,3 +158,24 @@ def parse_modes(modes: str | Sequence[str]) -> tuple[str, ...]:
                                  + (" (all names every mode)" if "all" in names else ""))
             out.append(mode)
     return tuple(out)
+
+
+def check_table(df, name: str, columns: Sequence[str]) -> pd.DataFrame:
+    """``df`` when it is a DataFrame with ``columns`` whose query modes (if it has a ``mode``
+    column) are known; else a UsageError naming what is wrong (figures and report tables
+    check their input with it)."""
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise UsageError(f"tables[{name!r}]: give a pandas DataFrame (the {name} table of a "
+                         f"retrieval run), not a {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise UsageError(f"tables[{name!r}]: columns missing: {', '.join(missing)}; give the "
+                         f"{name} table of a retrieval run")
+    if "mode" in df.columns:
+        unknown = sorted({str(m) for m in df["mode"]} - set(QUERY_MODES))
+        if unknown:
+            raise UsageError(f"tables[{name!r}]: unknown query mode(s) {', '.join(unknown)}; "
+                             f"the modes are {', '.join(QUERY_MODES)}")
+    return df

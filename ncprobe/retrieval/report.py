@@ -32,7 +32,7 @@ import pandas as pd
 from .._version import VERSION as __version__
 from ..errors import NoData, UsageError
 from ..significance import CORRECTION_NAMES, STARS_NOTE, p_text, stars
-from .queries import QUERY_MODES, USAGE_NAMES, mode_label
+from .queries import QUERY_MODES, USAGE_NAMES, check_table, mode_label
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -71,24 +71,8 @@ _TABLES = ("table_retrieval", "table_retrieval_tests")
 # input checks
 
 
-def _check_frame(df: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
-    """``df`` when it is a DataFrame with ``columns``; else a UsageError naming what is wrong."""
-    if not isinstance(df, pd.DataFrame):
-        raise UsageError(f"tables[{name!r}]: give a pandas DataFrame (the {name} table of a "
-                         f"retrieval run), not a {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise UsageError(f"tables[{name!r}]: columns missing: {', '.join(missing)}; give the "
-                         f"{name} table of a retrieval run")
-    return df
-
-
 def _check_overall(overall: Any) -> pd.DataFrame:
-    overall = _check_frame(overall, "overall", _OVERALL)
-    unknown = sorted({str(m) for m in overall["mode"]} - set(MODES))
-    if unknown:
-        raise UsageError(f"tables['overall']: unknown query mode(s) {', '.join(unknown)}; the "
-                         f"modes are {', '.join(MODES)}")
+    overall = check_table(overall, "overall", _OVERALL)
     usages = sorted({str(u) for u in overall["usage"]} - set(USAGES))
     if usages:
         raise UsageError(f"tables['overall']: unknown usage(s) {', '.join(usages)}; the usages "
@@ -318,7 +302,7 @@ def _check_tests(tests: Any) -> pd.DataFrame:
     if tests is None or (isinstance(tests, pd.DataFrame) and tests.empty
                          and not len(tests.columns)):
         return pd.DataFrame(columns=list(_TESTS + _TEST_NAMES))
-    return _check_frame(tests, "tests", _TESTS)
+    return check_table(tests, "tests", _TESTS)
 
 
 def _signed(x: Any) -> str:
@@ -591,7 +575,7 @@ def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str
                          "retrieval run (overall, per_idiom, tests)")
     meta = _check_meta(meta)
     overall = _check_overall(tables["overall"])
-    per_idiom = _check_frame(tables["per_idiom"], "per_idiom", _PER_IDIOM)
+    per_idiom = check_table(tables["per_idiom"], "per_idiom", _PER_IDIOM)
     tests = _check_tests(tables.get("tests"))
     split = str(meta["split"])
     # every table built before any file is touched: bad input writes nothing
