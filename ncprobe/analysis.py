@@ -4,6 +4,11 @@ Each probe is paired with the original sentence of its context and compared by c
 the raw vector space and, z-scored per language and context group, in the standardised one;
 the measures and statistics (Spearman's rho with the gold score, bootstrap intervals, class
 distributions, rogue dimensions) follow from that long table.
+
+A layer-wise run is analysed one level and one layer view at a time: the vectors of that
+view are read (:meth:`~ncprobe.embed.Embeddings.part`), turned into its cosines and rogue
+dimensions, and let go before the next view is read, so memory holds one view's vectors
+whatever the number of layers.
 """
 
 from __future__ import annotations
@@ -38,13 +43,17 @@ from .stats import ALPHA, bootstrap_mean, bootstrap_spearman, spearman
 def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
             view_names: Sequence[str], levels: Sequence[Level], meta: dict | None = None
             ) -> Results:
-    """Cosines, measures and statistics from stimuli and their vectors (no model code)."""
+    """Cosines, measures and statistics from stimuli and their vectors (no model code).
+
+    The vectors are read one level and layer view at a time (``emb.part``), never all
+    views at once.
+    """
     meta = dict(meta or {"config": cfg.to_dict()})
     notes = list(meta.get("notes", []))
     probe_rows, orig_rows = _pair_rows(stimuli)
     ncs = ncs_table(stimuli)
     groups = _context_groups(stimuli)
-    vectors = {"sent": emb.sent, "nc": emb.span}
+    part_of = {"sent": "sent", "nc": "span"}  # the vectors of each level
 
     base = _probe_frame(stimuli, probe_rows, orig_rows, ncs)
     syn_pos = np.flatnonzero(base["probe"].to_numpy() == "syn")
@@ -65,7 +74,8 @@ def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
         for v, layers in enumerate(view_names):
             # the rogue table's columns, in this order
             keys = dict(model=model, lang=cfg.lang, space=None, layers=layers, level=level)
-            raw = np.asarray(vectors[level][:, v, :], dtype=np.float64)
+            # this view's vectors only, read now and let go at the end of the iteration
+            raw = np.asarray(emb.part(part_of[level], v), dtype=np.float64)
             raw_cos = _pair_cosines(raw, probe_rows, orig_rows)
             parts.append(base.assign(model=model, space="raw", layers=layers, level=level,
                                      cosine=raw_cos))
@@ -84,6 +94,7 @@ def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
                                      {**keys, "space": "standardised"})
             syn_check += _syn_before_after(base, raw_cos, std_cos,
                                            dict(model=model, layers=layers, level=level))
+            del raw, std
     cosines = pd.concat(parts, ignore_index=True)[list(RESULT_COLUMNS["cosines"])]
     sentences = sentence_measures(cosines)
     measures = nc_measures(sentences).merge(ncs[["lang", "nc", "cls", GOLD]],

@@ -7,9 +7,31 @@ Tagging Specification, so backup tools skip it), ``fingerprint.json`` and shards
 the span), sentence and span vectors and the missing-word counts. A shard is
 written to a unique temporary file and renamed into place, so an interrupted
 run keeps every shard it finished and the rerun encodes only what is missing.
-Shards are read with ``allow_pickle=False``; a shard that cannot be read, or
-whose arrays are missing or of inconsistent shapes, is logged by path, deleted
-and its items encoded again.
+
+A run reads only what it needs. Shards are uncompressed ``.npz`` files whose vectors
+are stored *views first* (``sent`` and ``span`` of shape ``(views, items, dim)``, and
+an array ``layout`` that says so and names the storage dtype), so one layer view of
+some items is a few contiguous byte ranges of the file: opening an entry reads the
+item keys and the array headers of its shards, never their vectors, and
+:meth:`EmbeddingStore.vectors` reads the rows of the keys asked for, one view at a
+time (:class:`StoredVectors`). Other items of the entry (another language's, another
+run's) are never read. Shards written by earlier versions (``(items, views, dim)``,
+no ``layout``) are read in place, row by row, with the same guarantees; new shards in
+the same entry get the new layout.
+
+Vectors are stored as float32 (exact), or, with ``dtype="float16"`` / ``"bfloat16"``
+(``--store-dtype``), in half precision: half the disk and the reading. The storage
+dtype is part of the entry's fingerprint (key ``store_dtype``, present only when it is
+not float32, so float32 entries keep their names), so entries of different dtypes
+never mix; vectors come back as float32 either way. float16 keeps 11 significant
+bits within +-65504 (a vector beyond that is refused, naming bfloat16); bfloat16 keeps
+8 bits over float32's range (rounded to nearest even).
+
+Shards are read with ``allow_pickle=False``; a shard that cannot be read, or whose
+arrays are missing, of inconsistent shapes, or that end before their headers say, is
+logged by path, deleted and its items encoded again. The keys and missing-word counts
+are read whole (their zip CRC is checked); vector bytes are checked for presence, not
+checksummed (that would read every vector of the entry on every run).
 
 The shape of an entry's vectors (views, sentence dimension, span dimension) comes
 from its fingerprint, never from whichever shard is read first: the encoder says
@@ -32,7 +54,10 @@ reported, as is an entry holding one in ``cache info``.
 Concurrent runs: :func:`ncprobe.embed.embed` holds an exclusive lock on the
 entry directory (:func:`ncprobe._io.dir_lock`) while it looks up, encodes and
 stores, and reloads what another process stored before it got the lock, so two
-runs sharing a cache encode and store every item once.
+runs sharing a cache encode and store every item once. Before the lock is released,
+the shards a run will read are opened (:meth:`EmbeddingStore.vectors`): a ``cache
+clear`` while the run analyses its vectors removes the files, and the run still
+reads them through its open handles.
 
 ``cache clear`` deletes only entries that ncprobe wrote: a real directory (never
 a symbolic link) named ``<name>-<16 hex digits>`` whose ``fingerprint.json``
@@ -51,17 +76,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import io
 import json
 import logging
 import os
 import re
 import stat
+import struct
 import time
 import uuid
+import weakref
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import IO, Iterator, Sequence
 
 import numpy as np
 
@@ -97,14 +125,27 @@ _TEMP_RE = re.compile(r"^(\.tmp-[A-Za-z0-9_.-]*"
 _ROOT_FILES_RE = re.compile(r"^(CACHEDIR\.TAG|file-sha256\.json"
                             r"|\.(CACHEDIR\.TAG|file-sha256\.json)\.[^/]+\.tmp)$")
 _ARRAYS = ("keys", "sent", "span", "missing", "missing_span")
+#: the array of a shard that names its layout and storage dtype (absent: the layout of
+#: ncprobe <= 0.1, ``(items, views, dim)`` in the encoder's dtype)
+_LAYOUT = "layout"
+_VIEWS_FIRST = "views-first"
 #: the key of ``fingerprint.json`` that records the entry's vector shape (not hashed)
 SHAPE_KEY = "vector_shape"
+#: the fingerprint key of an entry's storage dtype (present when it is not float32)
+DTYPE_KEY = "store_dtype"
+#: How vectors can be stored (``--store-dtype``); float32 is exact, the default.
+STORE_DTYPES = ("float32", "float16", "bfloat16")
+# what each storage dtype is on disk (bfloat16: the upper 16 bits of the float32)
+_DISK_DTYPE: dict[str, np.dtype] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2"),
+               "bfloat16": np.dtype("<u2")}
 _SHAPE_PARTS = ("views", "sent_dim", "span_dim")
 #: ``(views, sentence dimension, span dimension)``; ``None`` where not known
 Shape = tuple[int | None, int | None, int | None]
 _CACHE_TODO = ("choose a writable cache with --cache-dir DIR (or $NCPROBE_CACHE), free space, or "
                "run with --no-cache (nothing is stored), and run the command again")
-
+# a zip local file header: signature ... file name length, extra field length (APPNOTE 4.3.7)
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+_LOCAL_SIGNATURE = b"PK\x03\x04"
 
 def cache_root(path: str | os.PathLike | None = None) -> Path:
     """The cache root: ``path``, else ``$NCPROBE_CACHE``, else the user cache directory."""
@@ -211,10 +252,64 @@ def _majority(expected: Shape, shapes: Sequence[tuple[tuple[int, int, int], int]
     return _merge(expected, best)
 
 
-def _structure(specs: dict[str, tuple[tuple[int, ...], np.dtype]]
+def check_store_dtype(dtype: str) -> str:
+    """``dtype`` when it is a storage dtype (:data:`STORE_DTYPES`).
+
+    Raises:
+        UsageError: another value, naming the choices.
+    """
+    if dtype not in STORE_DTYPES:
+        raise UsageError(f"store dtype {dtype!r} is not one of {', '.join(STORE_DTYPES)}")
+    return dtype
+
+
+def encode_vectors(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Vectors as stored in ``dtype`` (:data:`STORE_DTYPES`): float32, float16, or the
+    bfloat16 bit patterns as uint16 (rounded to nearest even; NaN stays NaN).
+
+    Raises:
+        NcprobeError: float16 and a finite value beyond its range (+-65504); nothing is
+            rounded to infinity without saying so.
+    """
+    x32 = np.asarray(x, dtype=np.float32)
+    if dtype == "float32":
+        return x32
+    if dtype == "float16":
+        with np.errstate(over="ignore"):  # said below, with what to do
+            half = x32.astype(np.float16)
+        over = np.isinf(half) & np.isfinite(x32)
+        if over.any():
+            raise NcprobeError(
+                f"vectors hold values up to {float(np.max(np.abs(x32[over]))):.4g}, beyond "
+                "float16's largest (65504); store them with --store-dtype bfloat16 (float32's "
+                "range) or float32")
+        return half
+    bits = np.ascontiguousarray(x32).view(np.uint32)
+    # round to nearest, ties to even: add 0x7FFF plus the lowest bit that is kept
+    kept = ((bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))))
+            >> np.uint32(16)).astype(np.uint16)
+    kept[np.isnan(x32)] = 0x7FC0  # a quiet NaN (rounding could carry a NaN to infinity)
+    return kept
+
+
+def decode_vectors(x: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 vectors from what :func:`encode_vectors` stored in ``dtype``."""
+    if dtype == "bfloat16":
+        return (np.asarray(x, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(
+            np.float32)
+    return np.asarray(x, dtype=np.float32)
+
+
+def _structure(specs: dict[str, tuple[tuple[int, ...], np.dtype]],
+               layout: tuple[str, str] | None = None
                ) -> tuple[str | None, tuple[int, int, int] | None, int]:
     """``(why not usable, (views, sent dim, span dim), items)`` of a shard's arrays, given
-    as name -> (shape, dtype): read from the file's headers or from loaded arrays."""
+    as name -> (shape, dtype): read from the file's headers or from loaded arrays.
+
+    ``layout`` is ``(order, storage dtype)`` of a shard that has a ``layout`` array
+    (vectors ``(views, items, dim)``), ``None`` for the layout of ncprobe <= 0.1
+    (``(items, views, dim)``, any floating dtype).
+    """
     missing = [k for k in _ARRAYS if k not in specs]
     if missing:
         return f"arrays {', '.join(missing)} are missing", None, 0
@@ -222,11 +317,19 @@ def _structure(specs: dict[str, tuple[tuple[int, ...], np.dtype]]
     if kdt != np.uint8 or len(kshape) != 2 or kshape[1] != 20:
         return f"keys have shape {kshape} and dtype {kdt}, not (n, 20) uint8", None, 0
     n = kshape[0]
+    if layout is not None and len(sshape) == 3 and len(pshape) == 3:
+        # views first: checked as (items, views, dim) below
+        sshape, pshape = (sshape[1], sshape[0], sshape[2]), (pshape[1], pshape[0], pshape[2])
     # sentence and span vectors may differ in size (a sentence-transformers Dense layer
     # maps the sentence embedding to another dimension), never in items or views
     if len(sshape) != 3 or len(pshape) != 3 or sshape[:2] != pshape[:2] or sshape[0] != n:
         return f"sent {sshape} and span {pshape} do not match {n} keys", None, n
-    if not (np.issubdtype(sdt, np.floating) and np.issubdtype(pdt, np.floating)):
+    if layout is not None:
+        want = _DISK_DTYPE[layout[1]]
+        if sdt != want or pdt != want:
+            return (f"vectors are {sdt}/{pdt}, not {want} as its layout ({layout[1]}) "
+                    "says"), None, n
+    elif not (np.issubdtype(sdt, np.floating) and np.issubdtype(pdt, np.floating)):
         return f"vectors are {sdt}/{pdt}, not floating point", None, n
     for k in ("missing", "missing_span"):
         shape, dt = specs[k]
@@ -235,24 +338,102 @@ def _structure(specs: dict[str, tuple[tuple[int, ...], np.dtype]]
     return None, (int(sshape[1]), int(sshape[2]), int(pshape[2])), n
 
 
-def _npz_specs(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """Shape and dtype of each array of a shard, read from the headers only (no data)."""
-    out = {}
-    with zipfile.ZipFile(path) as zf:
-        for info in zf.infolist():
-            name = info.filename.removesuffix(".npy")
-            if name not in _ARRAYS:
-                continue
-            with zf.open(info) as fh:
-                version = np.lib.format.read_magic(fh)
-                if version == (1, 0):
-                    shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
-                elif version == (2, 0):
-                    shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
-                else:
-                    raise ValueError(f"array {name!r} has .npy format {version}")
-            out[name] = (tuple(shape), np.dtype(dtype))
-    return out
+def _layout_of(value: np.ndarray) -> tuple[str, str]:
+    """``(order, storage dtype)`` from a shard's ``layout`` array.
+
+    Raises:
+        ValueError: not a layout ncprobe writes.
+    """
+    items = value.tolist() if value.dtype.kind == "U" and value.shape == (2,) else None
+    if items is None or items[0] != _VIEWS_FIRST or items[1] not in STORE_DTYPES:
+        raise ValueError(f"its layout array {value!r} is not one ncprobe writes (a newer "
+                         "ncprobe's?)")
+    return items[0], items[1]
+
+
+@dataclass
+class _Member:
+    """One array of a shard file: shape, dtype and where its data starts in the file
+    (``None``: compressed or Fortran-ordered, read whole with numpy)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    offset: int | None
+
+
+def _member(fh: IO[bytes], zf: zipfile.ZipFile, info: zipfile.ZipInfo, size: int) -> _Member:
+    """An array's header, and the file offset of its data when it is stored uncompressed."""
+    def header(f) -> tuple[tuple[int, ...], bool, np.dtype]:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(f)
+        if version == (2, 0):
+            return np.lib.format.read_array_header_2_0(f)
+        raise ValueError(f"array {info.filename!r} has .npy format {version}")
+
+    if info.compress_type != zipfile.ZIP_STORED:
+        with zf.open(info) as m:
+            shape, _, dtype = header(m)
+        return _Member(tuple(shape), np.dtype(dtype), None)
+    fh.seek(info.header_offset)
+    local = fh.read(_LOCAL_HEADER.size)
+    if len(local) != _LOCAL_HEADER.size or local[:4] != _LOCAL_SIGNATURE:
+        raise ValueError(f"the zip entry of {info.filename!r} has no local header")
+    fields_ = _LOCAL_HEADER.unpack(local)
+    start = info.header_offset + _LOCAL_HEADER.size + fields_[10] + fields_[11]
+    fh.seek(start)
+    shape, fortran, dtype = header(fh)
+    dtype = np.dtype(dtype)
+    data = fh.tell()
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if data - start + nbytes > info.file_size or data + nbytes > size:
+        raise ValueError(f"array {info.filename!r} ends before its {nbytes} bytes of data")
+    return _Member(tuple(shape), dtype, None if fortran or dtype.hasobject else data)
+
+
+@dataclass
+class _ShardFile:
+    """What opening a shard file tells: its arrays' headers, layout and small arrays."""
+
+    members: dict[str, _Member]
+    layout: tuple[str, str] | None
+    small: dict[str, np.ndarray]
+
+    @property
+    def specs(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        return {k: (m.shape, m.dtype) for k, m in self.members.items()}
+
+
+def _open_shard(path: Path, *, small: bool) -> _ShardFile:
+    """Read a shard's directory, array headers and layout; with ``small``, also its keys
+    and missing-word counts (whole, CRC checked). No vector is read.
+
+    Raises:
+        Exception: of many types (zipfile, numpy, OSError) on a damaged file.
+    """
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        with zipfile.ZipFile(fh) as zf:
+            infos = {i.filename.removesuffix(".npy"): i for i in zf.infolist()}
+            layout = None
+            if _LAYOUT in infos:
+                with zf.open(infos[_LAYOUT]) as m:
+                    layout = _layout_of(np.lib.format.read_array(m, allow_pickle=False))
+            members = {k: _member(fh, zf, infos[k], size) for k in _ARRAYS if k in infos}
+            arrays: dict[str, np.ndarray] = {}
+            if small:
+                for k in ("keys", "missing", "missing_span"):
+                    if k in infos:
+                        with zf.open(infos[k]) as m:
+                            arrays[k] = np.lib.format.read_array(m, allow_pickle=False)
+    return _ShardFile(members, layout, arrays)
+
+
+def _npz_specs(path: Path) -> tuple[dict[str, tuple[tuple[int, ...], np.dtype]],
+                                    tuple[str, str] | None]:
+    """Shape and dtype of each array of a shard, and its layout, from the headers only."""
+    got = _open_shard(path, small=False)
+    return got.specs, got.layout
 
 
 def _root_problem(root: Path) -> str | None:
@@ -292,6 +473,199 @@ def _is_ncprobe_tag(path: Path) -> bool:
     return text.startswith(_TAG_SIGNATURE) and "ncprobe" in text
 
 
+def _dtype_mismatch(layout: tuple[str, str] | None, entry_dtype: str) -> str | None:
+    """Why a shard of ``layout`` does not belong in an entry storing ``entry_dtype``."""
+    if layout is None:  # ncprobe <= 0.1 stored the encoder's float32 only
+        return None if entry_dtype == "float32" else (
+            f"vectors in the layout of ncprobe <= 0.1, while the entry stores {entry_dtype}")
+    if layout[1] != entry_dtype:
+        return f"vectors stored as {layout[1]}, while the entry stores {entry_dtype}"
+    return None
+
+
+@dataclass
+class _Shard:
+    """An indexed shard: its arrays' places in the file and its missing-word counts; no
+    vector is held in memory."""
+
+    name: str
+    path: Path
+    n: int
+    shape: tuple[int, int, int]
+    layout: tuple[str, str] | None
+    members: dict[str, _Member]
+    missing: np.ndarray
+    missing_span: np.ndarray
+
+
+def _raise_open_files_limit(wanted: int) -> int:
+    """Raise the soft limit of open files towards ``wanted`` (within the hard limit);
+    the number of descriptors that may be opened now, leaving room for the rest of the run."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return 0
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted + 256:
+        new = wanted + 256 if hard == resource.RLIM_INFINITY else min(hard, wanted + 256)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+            soft = new
+    return wanted if soft == resource.RLIM_INFINITY else max(0, min(wanted, soft - 256))
+
+
+class StoredVectors:
+    """Stored vectors of some keys, read one layer view at a time (see
+    :meth:`EmbeddingStore.vectors`).
+
+    Only the rows of the keys asked for are read, each contiguous run of rows in one
+    read; the shards are opened when this object is made (under the entry's lock, in
+    :func:`~ncprobe.embed.embed`) and stay open until :meth:`close`, so a ``cache clear``
+    meanwhile does not take them away.
+
+    Attributes:
+        n: rows that :meth:`read` returns (one per position of ``order``).
+        views: layer views.
+        dims: vector size per part, ``{"sent": ..., "span": ...}``.
+        dtype: the storage dtype (vectors are returned as float32).
+        missing_words, missing_span_words: ``(n,)`` int32, per row.
+        rows_read, bytes_read: what :meth:`read` has read from disk so far.
+    """
+
+    def __init__(self, shards: Sequence[_Shard], where: np.ndarray, rows: np.ndarray,
+                 shape: tuple[int, int, int], dtype: str) -> None:
+        self.n = len(where)
+        self.views, self.dims = shape[0], {"sent": shape[1], "span": shape[2]}
+        self.dtype = dtype
+        self.rows_read = self.bytes_read = 0
+        self.missing_words = np.zeros(self.n, dtype=np.int32)
+        self.missing_span_words = np.zeros(self.n, dtype=np.int32)
+        # per shard: the output rows it fills, the sorted distinct rows it reads, and for
+        # each output row the position of its row among those
+        self._groups: list[tuple[_Shard, np.ndarray, np.ndarray, np.ndarray]] = []
+        order = np.argsort(where, kind="stable")
+        bounds = np.searchsorted(where[order], np.arange(len(shards) + 1))
+        for i, shard in enumerate(shards):
+            out = order[bounds[i]:bounds[i + 1]]
+            if not len(out):
+                continue
+            distinct, inverse = np.unique(rows[out], return_inverse=True)
+            self._groups.append((shard, out, distinct, inverse.reshape(-1)))
+            self.missing_words[out] = shard.missing[rows[out]]
+            self.missing_span_words[out] = shard.missing_span[rows[out]]
+        self._files: dict[str, io.FileIO] = {}
+        pin = _raise_open_files_limit(len(self._groups))
+        try:
+            for shard, *_ in self._groups[:pin]:
+                self._files[shard.name] = open(shard.path, "rb", buffering=0)  # noqa: SIM115
+        except FileNotFoundError as e:
+            self.close()
+            raise NcprobeError(f"cache shard {e.filename} was removed while this run opened "
+                               "it (`ncprobe cache clear`?); run the command again") from None
+        self._finalizer = weakref.finalize(self, _close_all, list(self._files.values()))
+
+    def __enter__(self) -> "StoredVectors":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the shard files (reading again reopens them by path)."""
+        files, self._files = getattr(self, "_files", {}), {}
+        _close_all(list(files.values()))
+
+    @contextlib.contextmanager
+    def _file(self, shard: _Shard) -> Iterator[io.FileIO]:
+        pinned = self._files.get(shard.name)
+        if pinned is not None:
+            yield pinned
+            return
+        try:
+            fh = open(shard.path, "rb", buffering=0)  # noqa: SIM115
+        except FileNotFoundError:
+            raise NcprobeError(f"cache shard {shard.path} was removed while this run read it "
+                               "(`ncprobe cache clear`?); run the command again") from None
+        with fh:
+            yield fh
+
+    def read(self, part: str, view: int) -> np.ndarray:
+        """``(n, dim)`` float32 vectors of one part (``"sent"`` or ``"span"``) and view.
+
+        Raises:
+            NcprobeError: a shard ends before its vectors (damaged after it was indexed).
+        """
+        if part not in self.dims:
+            raise ValueError(f"part must be 'sent' or 'span', not {part!r}")
+        if not 0 <= view < self.views:
+            raise IndexError(f"view {view} of {self.views}")
+        out = np.empty((self.n, self.dims[part]), dtype=np.float32)
+        for shard, rows_out, distinct, inverse in self._groups:
+            with self._file(shard) as fh:
+                got = self._rows(fh, shard, part, view, distinct)
+            out[rows_out] = decode_vectors(got, shard.layout[1] if shard.layout else
+                                           "float32")[inverse]
+        return out
+
+    def _rows(self, fh: io.FileIO, shard: _Shard, part: str, view: int, rows: np.ndarray
+              ) -> np.ndarray:
+        """Rows ``rows`` (sorted, distinct) of one view of a shard, as stored."""
+        m = shard.members[part]
+        views_first = shard.layout is not None
+        if m.offset is None:  # compressed or Fortran-ordered (not written by ncprobe)
+            fh.seek(0)
+            with np.load(fh, allow_pickle=False) as z:
+                whole = z[part]
+            self.rows_read += len(rows)
+            self.bytes_read += whole.nbytes
+            return (whole[view] if views_first else whole[:, view])[rows]
+        dim, size = m.shape[2], m.dtype.itemsize
+        row_bytes = dim * size
+        if views_first:
+            base, stride = m.offset + view * m.shape[1] * row_bytes, row_bytes
+        else:
+            base, stride = m.offset + view * row_bytes, m.shape[1] * row_bytes
+        got = np.empty((len(rows), dim), dtype=m.dtype)
+        if not got.size:
+            return got
+        buf = got.data.cast("B")
+        if stride == row_bytes:  # consecutive rows are adjacent: one read per run
+            cuts = np.flatnonzero(np.diff(rows) != 1) + 1
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)], strict=True):
+                _read_at(fh, buf[a * row_bytes:b * row_bytes], base + int(rows[a]) * stride,
+                         shard.path)
+        else:
+            for i, r in enumerate(rows.tolist()):
+                _read_at(fh, buf[i * row_bytes:(i + 1) * row_bytes], base + r * stride,
+                         shard.path)
+        self.rows_read += len(rows)
+        self.bytes_read += got.nbytes
+        return got
+
+
+def _close_all(files: list) -> None:
+    for fh in files:
+        with contextlib.suppress(OSError):
+            fh.close()
+
+
+def _read_at(fh: io.FileIO, buf: memoryview, pos: int, path: Path) -> None:
+    """Fill ``buf`` from ``pos`` of the file."""
+    done = 0
+    fd = fh.fileno()
+    while done < len(buf):
+        if hasattr(os, "preadv"):
+            got = os.preadv(fd, [buf[done:]], pos + done)
+        else:  # pragma: no cover - platforms without preadv
+            fh.seek(pos + done)
+            got = fh.readinto(buf[done:]) or 0
+        if not got:
+            raise NcprobeError(f"cache shard {path} ends before its vectors (damaged after "
+                               "this run opened it); delete it (or run `ncprobe cache clear "
+                               "--model ...`) and run the command again")
+        done += got
+
+
 class EmbeddingStore:
     """Vectors of one encoder fingerprint.
 
@@ -301,22 +675,34 @@ class EmbeddingStore:
         shape: ``(views, sentence dim, span dim)`` of the encoder's vectors, ``None`` for
             a part not known (see :func:`vector_shape`); with the shape ``fingerprint.json``
             records, what every shard must hold.
+        dtype: how the vectors are stored (:data:`STORE_DTYPES`; default float32, exact).
+            Part of the entry's fingerprint when it is not float32.
 
     Attributes:
         dir: the store entry directory.
+        dtype: the storage dtype.
         problems: one line per shard found unreadable and discarded (for the run's notes).
 
     Raises:
         OutputError: the root is a file, a link loop or a dangling link, or the entry
             cannot be created (read-only file system, full disk, no permission).
+        UsageError: ``dtype`` is not a storage dtype, or differs from the one the
+            fingerprint names.
     """
 
     def __init__(self, fingerprint: dict, root: str | os.PathLike | None = None, *,
-                 shape: Shape | None = None) -> None:
+                 shape: Shape | None = None, dtype: str | None = None) -> None:
+        named = fingerprint.get(DTYPE_KEY)
+        if dtype is not None and named is not None and named != dtype:
+            raise UsageError(f"the fingerprint names store dtype {named!r}, not {dtype!r}")
+        self.dtype = check_store_dtype(dtype or named or "float32")
         safe = safe_name(str(fingerprint.get("name") or fingerprint.get("model", "model")))[-60:]
-        self.fingerprint = {k: v for k, v in fingerprint.items() if k != SHAPE_KEY}
+        self.fingerprint = {k: v for k, v in fingerprint.items()
+                            if k not in (SHAPE_KEY, DTYPE_KEY)}
+        if self.dtype != "float32":  # float32 entries keep the names they always had
+            self.fingerprint[DTYPE_KEY] = self.dtype
         self.root = cache_root(root)
-        self.dir = self.root / f"{safe}-{fingerprint_id(fingerprint)}"
+        self.dir = self.root / f"{safe}-{fingerprint_id(self.fingerprint)}"
         why = _root_problem(self.root)
         if why:
             raise OutputError(f"the embedding cache root is {why}; point --cache-dir DIR (or "
@@ -349,7 +735,7 @@ class EmbeddingStore:
 
     def _reset(self) -> None:
         self._index: dict[bytes, tuple[int, int]] = {}
-        self._shards: list[dict[str, np.ndarray]] = []
+        self._shards: list[_Shard] = []
         self._loaded: list[str] = []
         self._shape: Shape = self._expected
 
@@ -445,7 +831,9 @@ class EmbeddingStore:
                 self._lock_depth = 0
 
     def refresh(self) -> None:
-        """Index the shards on disk that are not indexed yet (all again if some vanished)."""
+        """Index the shards on disk that are not indexed yet (all again if some vanished).
+
+        Only each shard's keys, missing-word counts and array headers are read."""
         try:
             names = sorted(n for n in os.listdir(self.dir) if _SHARD_RE.match(n))
         except FileNotFoundError:
@@ -458,22 +846,20 @@ class EmbeddingStore:
             if name not in loaded:
                 got = self._read(name)
                 if got is not None:
-                    new.append((name, *got))
+                    new.append(got)
         # the parts of the shape that neither the encoder nor fingerprint.json says (an
         # entry written before the shape was recorded): from the shape of most items
-        known = [(s, len(d["keys"])) for d in self._shards
-                 for s in [_structure({k: (v.shape, v.dtype) for k, v in d.items()})[1]]
-                 if s is not None]
-        self._shape = _majority(self._shape, known + [(s, len(d["keys"])) for _, d, s in new])
-        for name, data, shape in new:
-            why = _mismatch(shape, self._shape)
+        known = [(s.shape, s.n) for s in self._shards]
+        self._shape = _majority(self._shape, known + [(s.shape, s.n) for s, _ in new])
+        for shard, keys in new:
+            why = _mismatch(shard.shape, self._shape)
             if why:
-                self._discard(self.dir / name, why)
+                self._discard(shard.path, why)
             else:
-                self._add(name, data)
+                self._add(shard, keys)
 
-    def _read(self, name: str) -> tuple[dict[str, np.ndarray], tuple[int, int, int]] | None:
-        """A shard's arrays and shape; None when it is gone, not a file, or was discarded."""
+    def _read(self, name: str) -> tuple[_Shard, np.ndarray] | None:
+        """A shard's index entry and keys; None when it is gone, not a file, or was discarded."""
         path = self.dir / name
         try:
             if not stat.S_ISREG(os.lstat(path).st_mode):
@@ -486,9 +872,10 @@ class EmbeddingStore:
                     log.warning("%s", msg)
                     self.problems.append(msg)
                 return None
-            with np.load(path, allow_pickle=False) as z:
-                data = {k: z[k] for k in _ARRAYS if k in z.files}
-            why, shape, _ = _structure({k: (v.shape, v.dtype) for k, v in data.items()})
+            got = _open_shard(path, small=True)
+            why, shape, n = _structure(got.specs, got.layout)
+            if not why:
+                why = _dtype_mismatch(got.layout, self.dtype)
         except FileNotFoundError:
             return None  # removed meanwhile by another process (a clear, or its own discard)
         except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types on corrupt files
@@ -496,14 +883,16 @@ class EmbeddingStore:
         if why or shape is None:
             self._discard(path, why or "unusable")
             return None
-        return data, shape
+        shard = _Shard(name, path, n, shape, got.layout, got.members,
+                       got.small["missing"], got.small["missing_span"])
+        return shard, got.small["keys"]
 
-    def _add(self, name: str, data: dict[str, np.ndarray]) -> None:
+    def _add(self, shard: _Shard, keys: np.ndarray) -> None:
         n = len(self._shards)
-        self._shards.append(data)
-        self._loaded.append(name)
+        self._shards.append(shard)
+        self._loaded.append(shard.name)
         # keys are stored as (n, 20) uint8: a bytes dtype would strip trailing NUL bytes
-        for row, key in enumerate(data["keys"]):
+        for row, key in enumerate(keys):
             self._index[key.tobytes()] = (n, row)
 
     def _discard(self, path: Path, why: str) -> None:
@@ -522,48 +911,84 @@ class EmbeddingStore:
     def __contains__(self, key: bytes) -> bool:
         return key in self._index
 
-    def get(self, keys: Sequence[bytes]) -> Encoded:
-        """Vectors of stored keys (every key must be present)."""
+    def vectors(self, keys: Sequence[bytes], order: Sequence[int] | np.ndarray | None = None
+                ) -> StoredVectors:
+        """The stored vectors of ``keys`` (every key must be present), to read one view at a
+        time; nothing is read yet.
+
+        Args:
+            keys: stored item keys.
+            order: for each row the reader returns, the position in ``keys`` of its item
+                (rows may repeat an item); default: one row per key, in order.
+        """
         locs = np.array([self._index[k] for k in keys], dtype=np.intp).reshape(len(keys), 2)
-        shards = np.unique(locs[:, 0])
+        pick = np.arange(len(keys)) if order is None else np.asarray(order, dtype=np.intp)
+        used, where = np.unique(locs[pick, 0], return_inverse=True)
+        shards = [self._shards[int(i)] for i in used]
+        shape = shards[0].shape if shards else tuple(
+            0 if s is None else s for s in self._shape)
+        return StoredVectors(shards, where.reshape(-1), locs[pick, 1], shape,  # type: ignore[arg-type]
+                             self.dtype)
 
-        def take(name: str) -> np.ndarray:  # one fancy-indexing copy per shard
-            like = self._shards[int(shards[0])][name] if len(shards) else np.zeros((0,))
-            out = np.empty((len(keys), *like.shape[1:]), dtype=like.dtype)
-            for s in shards:
-                sel = locs[:, 0] == s
-                out[sel] = self._shards[int(s)][name][locs[sel, 1]]
-            return out
+    def get(self, keys: Sequence[bytes]) -> Encoded:
+        """Vectors of stored keys (every key must be present), every view, as float32."""
+        with self.vectors(keys) as got:
+            parts = [np.stack([got.read(p, v) for v in range(got.views)], axis=1)
+                     if got.views else np.zeros((got.n, 0, got.dims[p]), np.float32)
+                     for p in ("sent", "span")]
+            return Encoded(parts[0], parts[1], got.missing_words, got.missing_span_words)
 
-        return Encoded(take("sent"), take("span"), take("missing"), take("missing_span"))
-
-    def put(self, keys: Sequence[bytes], enc: Encoded) -> None:
+    def put(self, keys: Sequence[bytes], enc: Encoded | Sequence[Encoded]) -> None:
         """Write one shard atomically (under the entry's lock) and index it.
+
+        Args:
+            keys: the items' keys.
+            enc: their vectors, ``(items, views, dim)`` each, in one :class:`Encoded` or in
+                several (batches, in the order of ``keys``); stored views first in the
+                entry's dtype.
 
         Raises:
             NcprobeError: the vectors are not of the shape the entry's fingerprint says
-                (the encoder returned what it did not declare; nothing is stored).
+                (the encoder returned what it did not declare; nothing is stored), or
+                beyond float16's range in a float16 entry.
             OutputError: the shard cannot be written (full disk, read-only, no permission).
         """
         if not keys:
             return
-        data = {"keys": np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 20),
-                "sent": enc.sent, "span": enc.span,
-                "missing": enc.missing_words, "missing_span": enc.missing_span_words}
-        why, shape, _ = _structure({k: (np.shape(v), np.asarray(v).dtype)
-                                    for k, v in data.items()})
+        parts = [enc] if isinstance(enc, Encoded) else list(enc)
+        model = self.fingerprint.get("name") or self.fingerprint.get("model")
+        sent_shapes = {np.shape(p.sent)[1:] for p in parts}
+        span_shapes = {np.shape(p.span)[1:] for p in parts}
+        if len(sent_shapes) > 1 or len(span_shapes) > 1:
+            raise NcprobeError(f"{model}: the encoder returned batches of different shapes "
+                               f"({sorted(sent_shapes | span_shapes)}); nothing was stored")
+        n_sent = sum(len(p.sent) for p in parts)
+        n_span = sum(len(p.span) for p in parts)
+        specs = {"keys": ((len(keys), 20), np.dtype(np.uint8)),
+                 "sent": ((n_sent, *sent_shapes.pop()), np.asarray(parts[0].sent).dtype),
+                 "span": ((n_span, *span_shapes.pop()), np.asarray(parts[0].span).dtype),
+                 "missing": ((sum(len(p.missing_words) for p in parts),),
+                             np.asarray(parts[0].missing_words).dtype),
+                 "missing_span": ((sum(len(p.missing_span_words) for p in parts),),
+                                  np.asarray(parts[0].missing_span_words).dtype)}
+        why, shape, _ = _structure(specs)
         if why or shape is None:
-            raise NcprobeError(f"{self.fingerprint.get('name') or self.fingerprint.get('model')}"
-                               f": the encoder returned unusable vectors ({why}); nothing was "
-                               "stored")
+            raise NcprobeError(f"{model}: the encoder returned unusable vectors ({why}); nothing "
+                               "was stored")
         with self.lock():
             wrong = _mismatch(shape, self._expected)
             if wrong:
                 raise NcprobeError(
-                    f"{self.fingerprint.get('name') or self.fingerprint.get('model')}: the "
-                    f"encoder returned {wrong.replace('vectors of another shape: ', '')}; not "
+                    f"{model}: the encoder returned "
+                    f"{wrong.replace('vectors of another shape: ', '')}; not "
                     f"stored in {self.dir}. Its vectors must keep one shape: run with "
                     "--no-cache, and report this")
+            data = {"keys": np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 20),
+                    "sent": self._views_first(parts, "sent", shape[1]),
+                    "span": self._views_first(parts, "span", shape[2]),
+                    "missing": np.concatenate([p.missing_words for p in parts]),
+                    "missing_span": np.concatenate([p.missing_span_words for p in parts]),
+                    _LAYOUT: np.array([_VIEWS_FIRST, self.dtype])}
             # time first, so shards sort in the order they were written; the random part
             # keeps names unique across processes and threads
             name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.npz"
@@ -581,11 +1006,24 @@ class EmbeddingStore:
                     np.savez(fh, allow_pickle=False, **data)
             except OSError as e:
                 raise self._unwritable(e, self.dir / name) from e
+            del data
             self._shape = _merge(self._expected, self._shape)
             self.refresh()
             if name not in self._loaded:
                 raise NcprobeError(f"{self.dir / name}: the shard just written could not be "
                                    "read back (see the warning above)")
+
+    def _views_first(self, parts: Sequence[Encoded], part: str, dim: int) -> np.ndarray:
+        """``(views, items, dim)`` in the storage dtype, from batches of ``(items, views,
+        dim)``: one copy, no concatenation first."""
+        arrays = [getattr(p, part) for p in parts]
+        views = np.shape(arrays[0])[1]
+        out = np.empty((views, sum(len(a) for a in arrays), dim), dtype=_DISK_DTYPE[self.dtype])
+        at = 0
+        for a in arrays:
+            out[:, at:at + len(a)] = encode_vectors(a, self.dtype).transpose(1, 0, 2)
+            at += len(a)
+        return out
 
 
 @dataclass
@@ -711,23 +1149,29 @@ def scan(root: str | os.PathLike | None = None) -> CacheScan:
     return CacheScan(base, entries, refused, foreign, _is_ncprobe_tag(base / MARKER))
 
 
-def _shard_check(path: Path) -> tuple[str | None, tuple[int, int, int] | None, int]:
-    """:func:`_structure` of a shard file, from its array headers (no vectors are read)."""
+def _shard_check(path: Path, entry_dtype: str = "float32"
+                 ) -> tuple[str | None, tuple[int, int, int] | None, int]:
+    """:func:`_structure` of a shard file, from its array headers (no vectors are read),
+    and whether its storage dtype is the entry's."""
     try:
-        return _structure(_npz_specs(path))
+        specs, layout = _npz_specs(path)
+        why, shape, n = _structure(specs, layout)
+        return (why or _dtype_mismatch(layout, entry_dtype)), shape, n
     except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types on corrupt files
         return (f"{type(e).__name__}: {e}" if str(e) else type(e).__name__), None, 0
 
 
 def cache_info(root: str | os.PathLike | None = None) -> list[dict]:
-    """One dict per ncprobe store entry: ``dir, model, fingerprint, shape, items, bytes,
-    corrupt``.
+    """One dict per ncprobe store entry: ``dir, model, fingerprint, shape, store_dtype,
+    items, bytes, corrupt``.
 
     Only entries that :func:`check_entry` accepts are listed (:func:`scan` gives the
     others). ``shape`` is ``{views, sent_dim, span_dim}`` as the entry's fingerprint says
-    (``None`` for a part not known). ``corrupt`` names each shard that ``compute`` will
-    discard, with why: unreadable, arrays missing or inconsistent, or vectors of another
-    shape than the fingerprint says; their items are not counted.
+    (``None`` for a part not known); ``store_dtype`` how its vectors are stored. ``corrupt``
+    names each shard that ``compute`` will discard, with why: unreadable, arrays missing or
+    inconsistent, vectors of another shape than the fingerprint says or stored in another
+    dtype; their items are not counted. Shards of both layouts (views first, and that of
+    ncprobe <= 0.1) are counted; only their headers are read.
 
     Raises:
         UsageError: the root is a file, a symbolic-link loop or a dangling link.
@@ -736,10 +1180,11 @@ def cache_info(root: str | os.PathLike | None = None) -> list[dict]:
     for e in scan(root).entries:
         items, corrupt, size = 0, [], 0
         checked = []
+        dtype = e.fingerprint.get(DTYPE_KEY, "float32")
         for f in sorted(e.path.iterdir()):
             size += f.lstat().st_size
             if _SHARD_RE.match(f.name):
-                why, shape, n = _shard_check(f)
+                why, shape, n = _shard_check(f, dtype)
                 if why or shape is None:
                     corrupt.append(f"{f}: {why}")
                 else:
@@ -752,8 +1197,9 @@ def cache_info(root: str | os.PathLike | None = None) -> list[dict]:
             else:
                 items += n
         out.append({"dir": str(e.path), "model": e.model, "fingerprint": e.fingerprint,
-                    "shape": dict(zip(_SHAPE_PARTS, expected, strict=True)), "items": items,
-                    "bytes": size, "corrupt": corrupt})
+                    "shape": dict(zip(_SHAPE_PARTS, expected, strict=True)),
+                    "store_dtype": dtype, "items": items, "bytes": size,
+                    "corrupt": corrupt})
     return out
 
 

@@ -10,6 +10,7 @@ from .data.stimuli import expand_contexts
 # The languages, levels and the choices of RunConfig's options are the schema's vocabularies:
 # their types (an editor completes them) and the values checked at run time (check_choice).
 from .schema import (
+    DTYPE_CHOICES,
     EN_NATURALISTIC_CHOICES,
     GOLD_CHOICES,
     LANGS,
@@ -54,6 +55,10 @@ class RunConfig:
             ``float16`` or ``bfloat16``; the encoders also take ``fp32``, ``fp16``, ``half``,
             ``bf16``).
         batch_size: sentences per forward pass.
+        store_dtype: how vectors are kept in the embedding cache (and in memory):
+            ``float32`` (exact, default), ``float16`` or ``bfloat16`` (half the disk and
+            the reading; results move slightly: see the encoders guide). Part of the cache
+            entry's fingerprint; recorded in ``run.json`` when it is not float32.
         standardise: also compute every measure on z-scored vectors (space ``standardised``).
         wordssyn: ``first`` (the paper's single P_WordsSyn) or ``all`` (every alternative).
         gold: ``comp`` (Eq. 1, token-level) or ``type`` (type-level score).
@@ -94,6 +99,9 @@ class RunConfig:
         "help": "float32 (CPU default), float16, bfloat16"})
     batch_size: int = field(default=32, metadata={
         "help": "sentences per forward pass (default %(default)s)"})
+    store_dtype: Dtype = field(default="float32", metadata={
+        "help": "how vectors are kept in the embedding cache: float32 (default, exact), "
+                "float16 or bfloat16 (half the disk; results move slightly)"})
     standardise: bool = field(default=False, metadata={
         "help": "also compute every measure on z-scored vectors (rogue dimensions)"})
     wordssyn: WordsSyn = field(default="first", metadata={
@@ -128,13 +136,19 @@ class RunConfig:
             raise ValueError("batch_size must be at least 1")
         if self.n_boot < 0:
             raise ValueError("n_boot must be 0 (no intervals) or more")
+        check_choice("store_dtype", self.store_dtype, DTYPE_CHOICES)
         check_choice("wordssyn", self.wordssyn, WORDSSYN_CHOICES)
         check_choice("gold", self.gold, GOLD_CHOICES)
         check_choice("en_naturalistic", self.en_naturalistic, EN_NATURALISTIC_CHOICES)
 
     def to_dict(self) -> dict:
+        """The fields as a dict (``run.json``'s ``config``); the fields of
+        :data:`OMITTED_AT_DEFAULT` only when they differ from their default."""
         d = asdict(self)
         d["levels"] = list(self.levels) if self.levels else None
+        for name in OMITTED_AT_DEFAULT:
+            if d[name] == _FIELDS[name].default:
+                del d[name]
         return d
 
     @classmethod
@@ -144,3 +158,10 @@ class RunConfig:
         if kw.get("levels"):
             kw["levels"] = tuple(kw["levels"])
         return cls(**kw)
+
+
+_FIELDS = {f.name: f for f in fields(RunConfig)}
+#: Fields added after results existed, left out of :meth:`RunConfig.to_dict` at their
+#: default: a run that does not use them keeps the ``run.json`` and run id it had before
+#: (a missing field reads as its default everywhere: ``from_dict``, run identity).
+OMITTED_AT_DEFAULT = ("store_dtype",)

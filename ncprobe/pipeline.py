@@ -1,7 +1,8 @@
 """compute(config) -> Results: stimuli -> vectors -> cosines -> measures -> statistics.
 
 One stimulus can be followed through: :func:`compute` loads the stimuli and the
-encoder, :func:`ncprobe.embed.embed` gives one vector per stimulus and level, and
+encoder, :func:`ncprobe.embed.embed` gives one vector per stimulus, level and layer view
+(read from the embedding cache one view at a time), and
 :func:`ncprobe.analysis.analyse` pairs each probe with the original of its context,
 takes the cosine, and computes the measures and statistics from that long table.
 :func:`run_dir` names the directory a run's results go to by default.
@@ -42,6 +43,7 @@ def compute(config: RunConfig | None = None, *,
             device: str | None = None,
             dtype: Dtype | None = None,
             batch_size: int | None = None,
+            store_dtype: Dtype | None = None,
             standardise: bool | None = None,
             wordssyn: WordsSyn | None = None,
             gold: Gold | None = None,
@@ -76,6 +78,8 @@ def compute(config: RunConfig | None = None, *,
         device, dtype: where and in which precision the model runs (``float32``,
             ``float16``, ``bfloat16``).
         batch_size: sentences per forward pass.
+        store_dtype: how vectors are kept in the embedding cache and in memory (``float32``,
+            exact; ``float16`` or ``bfloat16``: half the disk, results move slightly).
         standardise: also compute every measure on z-scored vectors (space ``standardised``).
         wordssyn: ``first`` (the paper's single P_WordsSyn) or ``all`` (every alternative).
         gold: ``comp`` (Eq. 1, token level) or ``type`` (type-level score).
@@ -107,7 +111,8 @@ def compute(config: RunConfig | None = None, *,
     # the RunConfig fields, one keyword each (a test holds these names to RunConfig's fields)
     keywords: dict[str, Any] = {
         "model": model, "lang": lang, "contexts": contexts, "levels": levels, "layers": layers,
-        "device": device, "dtype": dtype, "batch_size": batch_size, "standardise": standardise,
+        "device": device, "dtype": dtype, "batch_size": batch_size, "store_dtype": store_dtype,
+        "standardise": standardise,
         "wordssyn": wordssyn, "gold": gold, "per_sentence": per_sentence, "n_boot": n_boot,
         "seed": seed, "top_k": top_k, "en_naturalistic": en_naturalistic,
         "accept_modified_data": accept_modified_data}
@@ -159,8 +164,11 @@ def compute(config: RunConfig | None = None, *,
     notes += stimuli.notes + check_coverage(stimuli, **asked)
     run_levels = _levels(cfg, encoder)
     store = EmbeddingStore(encoder.fingerprint(), root=cache_root(cache_dir),
-                           shape=vector_shape(encoder)) if cache else None
-    emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size, progress=progress)
+                           shape=vector_shape(encoder), dtype=cfg.store_dtype) if cache else None
+    # read one layer view at a time by analyse(), from the store's files (held open until
+    # the analysis is done)
+    emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size, progress=progress,
+                store_dtype=cfg.store_dtype)
     log.info("%d stimuli, %d unique items, %d encoded now", len(stimuli), emb.unique, emb.encoded)
     # every table names the encoder that ran (encoder.name). How this computation went (items
     # encoded now, cache shards found unusable: RUN_LOG_KEYS) is kept in memory only, never
@@ -172,8 +180,9 @@ def compute(config: RunConfig | None = None, *,
             "unique": emb.unique, "notes": notes,
             "encoded": emb.encoded,
             "cache_problems": list(store.problems) if store is not None else []}
-    return analyse(stimuli, emb, cfg, model=encoder.name, view_names=_view_names(encoder),
-                   levels=run_levels, meta=meta)
+    with emb:
+        return analyse(stimuli, emb, cfg, model=encoder.name, view_names=_view_names(encoder),
+                       levels=run_levels, meta=meta)
 
 
 def _levels(cfg: RunConfig, encoder) -> tuple[Level, ...]:

@@ -1,17 +1,22 @@
 """reproduce(models, langs): compute every model x language that can run here, skip the rest.
 
 Which models exist, and whether each can run here, is the registry's knowledge
-(:mod:`ncprobe.encoders.registry`); this module only runs them and joins the results.
+(:mod:`ncprobe.encoders.registry`); where each run computes (here, one after the other, or as
+job arrays on a SLURM cluster) is the executor's (:mod:`ncprobe.executors`). This module only
+plans the runs, keeps the finished ones when resuming, and joins the results in the order the
+models and languages were given.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 from .config import RunConfig, is_lang
 from .encoders.registry import MODELS, availability, offline_models, study_models
 from .errors import UsageError
+from .executors import Executor, Task
 from .pipeline import compute, run_dir
 from .results import Results
 from .schema import LANGS
@@ -28,17 +33,28 @@ class Reproduction:
     """What :func:`reproduce` did: the joined results, the runs made, and the runs skipped."""
 
     results: Results | None
-    ran: list[tuple[str, str, str]]       # (model, lang, results directory)
+    #: (model, lang, results directory) of every run in :attr:`results`, in the order given,
+    #: those kept from an earlier reproduction (:attr:`resumed`) included
+    ran: list[tuple[str, str, str]]
     skipped: list[tuple[str, str, str]]   # (model, lang, why)
     #: what was run otherwise than asked: ``layers`` left out for models without layers,
     #: ``device`` for models that run on no device (or only on another)
     notes: list[str] = field(default_factory=list)
+    #: (model, lang, why, log file or None) of the runs that failed on the executor (raised,
+    #: killed, timed out); their results are not in :attr:`results`, and running the same
+    #: reproduction again computes them
+    failed: list[tuple[str, str, str, str | None]] = field(default_factory=list)
+    #: (model, lang, results directory) of the runs of :attr:`ran` found finished (a results
+    #: directory of the same run) and not computed again
+    resumed: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en", "pt"), *,
               results_dir="results", data_dir=None, cache: bool = True, cache_dir=None,
               progress: bool = True, on_skip=None, overwrite: bool = False,
-              **options) -> Reproduction:
+              executor: str | Executor = "local",
+              executor_options: Mapping[str, Any] | None = None,
+              resume: bool | None = None, **options) -> Reproduction:
     """``compute`` for every model × language that can run here; skip the others with a reason.
 
     A model is skipped (never silently: ``on_skip(model, lang, why)`` is called and the reason
@@ -64,8 +80,25 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
             ``cpu`` only; :func:`takes_option`); the others run without it, and
             :attr:`Reproduction.notes` says so. The availability of a model that needs a GPU
             takes the ``device`` given: ``device="cpu"`` runs it on the CPU.
+        executor: where the runs compute (:mod:`ncprobe.executors`): ``local`` (here, one
+            after the other, as always), ``slurm`` (job arrays on a SLURM cluster: each run
+            one array task, with the resources the registry gives its model), or an
+            executor object. Whatever the executor, the results are joined in the order of
+            ``models`` and ``langs``, and a run that fails on it (raised, was killed, timed
+            out) is listed in :attr:`Reproduction.failed` with its log while the others are
+            kept; the local executor lets an error propagate, as before.
+        executor_options: the named executor's options (``slurm``: ``partition``, ``gpus``,
+            ``mem``, ``time``, ``sbatch``, ``wait``; see
+            :class:`~ncprobe.executors.slurm.SlurmExecutor`).
+        resume: keep the runs already finished, a results directory holding the same run
+            (the same config, read and verified, made from data files with the same
+            content), instead of computing them again; they are listed in
+            :attr:`Reproduction.resumed`. ``None``: the executor's default (``local``: no,
+            ``slurm``: yes). A model whose weights changed under the same name is not
+            noticed: pass ``resume=False`` then.
     """
-    from .errors import ModelUnavailableError
+    from .cache import cache_root
+    from .executors import Outcome, make_executor
     from .results import check_target, check_writable
 
     models = list(models) if models else default_models()
@@ -95,31 +128,100 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
                 check_target(out, cfg.to_dict(), overwrite=overwrite)
                 check_writable(out)  # a read-only or unwritable results_dir: exit 6 now
 
+    runner = make_executor(executor, executor_options)
+    keep = runner.resume_default if resume is None else resume
+    runner.prepare(results_dir=Path(results_dir),
+                   cache_dir=cache_root(cache_dir) if cache else None)
+    order: dict[tuple[str, str], int] = {}
+    outcomes: dict[int, Outcome] = {}
+    skips: list[tuple[int, tuple[str, str, str]]] = []
+
     def skip(model, lang, why):
         skipped.append((model, lang, why))
+        skips.append((order[(model, lang)], (model, lang, why)))
         if on_skip is not None:
             on_skip(model, lang, why)
 
+    def done(outcome: Outcome) -> None:
+        task = outcome.task
+        outcomes[task.index] = outcome
+        if outcome.status == "unavailable":
+            skip(task.model, task.lang, outcome.why)
+
     for model in models:
         for lang in langs:
+            index = order[(model, lang)] = len(order)
             device = options.get("device")
             if device is not None and not takes_option(model, lang, "device", device):
                 device = None  # not passed to this model (a note says so)
-            why = availability(model, lang, device=device)
+            why = availability(model, lang,
+                               device=runner.assumed_device(model, lang, device))
             if why:
                 skip(model, lang, why)
                 continue
-            try:
-                res = compute(_run_config(model, lang, options), data_dir=data_dir,
-                              cache=cache, cache_dir=cache_dir, progress=progress)
-            except ModelUnavailableError as e:
-                skip(model, lang, str(e))
+            cfg = _run_config(model, lang, options)
+            task = Task(index, model, lang, cfg, str(run_dir(results_dir, model, lang, cfg)),
+                        data_dir=data_dir, cache=cache, cache_dir=cache_dir,
+                        overwrite=overwrite, progress=progress, compute=_compute)
+            found = _finished(task) if keep else None
+            if found is not None:
+                outcomes[index] = Outcome(task, "resumed", path=str(Path(task.out).resolve()),
+                                          results=found)
                 continue
-            out = res.to_parquet(run_dir(results_dir, model, lang,
-                                         _run_config(model, lang, options)), overwrite=overwrite)
-            ran.append((model, lang, str(out)))
-            parts.append(res)
-    return Reproduction(Results.concat(parts) if parts else None, ran, skipped, notes)
+            runner.submit(task, done)
+    runner.wait(done)
+
+    failed, resumed = [], []
+    for index in sorted(outcomes):
+        outcome = outcomes[index]
+        task = outcome.task
+        if outcome.status in ("ran", "resumed"):
+            assert outcome.path is not None
+            ran.append((task.model, task.lang, outcome.path))
+            parts.append(outcome.results if outcome.results is not None
+                         else Results.from_parquet(outcome.path))
+            if outcome.status == "resumed":
+                resumed.append((task.model, task.lang, outcome.path))
+        elif outcome.status == "failed":
+            failed.append((task.model, task.lang, outcome.why, outcome.log))
+    # the skips in the order of the runs, wherever the executor learnt them
+    skipped[:] = [entry for _, entry in sorted(skips, key=lambda s: s[0])]
+    return Reproduction(Results.concat(parts) if parts else None, ran, skipped, notes,
+                        failed, resumed)
+
+
+def _compute(config: RunConfig, **kwargs) -> Results:
+    """:func:`~ncprobe.pipeline.compute`, looked up when called (a task names this function,
+    which travels to a cluster node by reference)."""
+    return compute(config, **kwargs)
+
+
+def _finished(task: Task) -> Results | None:
+    """The results of ``task`` when its results directory holds that run, finished: the
+    same config (what :func:`~ncprobe.results.check_target` compares before computing), its
+    tables as written (verified while read), and every data file it was made from unchanged
+    (the same git blob id); else None (it is computed again)."""
+    from ._io import git_blob_sha1
+    from .data.sources import resolve_data_dir
+    from .errors import NcprobeError
+    from .results import inspect_dir, run_identity
+
+    kind, _, runs = inspect_dir(task.out)
+    if kind != "results" or len(runs) != 1:
+        return None
+    if run_identity(runs)[0]["config"] != run_identity(task.config.to_dict())[0]["config"]:
+        return None
+    root = resolve_data_dir(task.data_dir)
+    for name, blob in (runs[0].get("data_sources") or {}).items():
+        try:
+            if git_blob_sha1((root / name).read_bytes()) != blob:
+                return None
+        except OSError:
+            return None
+    try:
+        return Results.from_parquet(task.out)
+    except (NcprobeError, OSError):
+        return None
 
 
 def takes_layers(model: str, lang: str) -> bool:

@@ -33,8 +33,10 @@ def _info(args: argparse.Namespace) -> int:
     entries = cache_info(args.cache_dir)
     print(f"cache: {cache_root(args.cache_dir)}")
     for e in entries:
+        # vectors kept in half precision (--store-dtype) are named; float32 is the default
+        dtype = "" if e["store_dtype"] == "float32" else f"{e['store_dtype']}  "
         print(f"  {e['model']!s:<40} {e['items']:>8} items {e['bytes'] / 1e6:>9.1f} MB  "
-              f"{e['dir']}")
+              f"{dtype}{e['dir']}")
         for bad in e["corrupt"]:
             print(f"    corrupt shard (discarded by the next compute): {bad}")
     if not entries:

@@ -163,13 +163,17 @@ def _retrieval_report(args: argparse.Namespace, formats) -> int:
 
 
 def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
+    from ..executors import executor_class, executor_names
+
     p = sub.add_parser(
         "reproduce", help="compute every available model x language, then the report",
         description="Run `ncprobe compute` for every model and language that can run here "
         "(models whose weights, package, GPU, key or network are missing are skipped with one "
         "line saying why), save each run under --results-dir, then write every figure and "
         "table of the study into --out. --layers and --device go to the models they apply to "
-        "(transformers; --device to ELMo too); the others run without them, with a note.")
+        "(transformers; --device to ELMo too); the others run without them, with a note. "
+        "With --executor slurm each run is one task of a SLURM job array, and the report is "
+        "drawn once every task has ended.")
     p.add_argument("--models", default=None, metavar="M1,M2",
                    help="comma list (default: glove-6b-50d, minilm and every alias of the "
                    "study)")
@@ -187,6 +191,15 @@ def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
                    help="no progress bars, no progress of the report on stderr")
     table_options(p)
     jobs_option(p)
+    p.add_argument("--executor", choices=executor_names(), default="local",
+                   help="where the runs compute: local (here, one after the other; the "
+                   "default) or slurm (one SLURM array task per run, through submitit)")
+    p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=None,
+                   help="keep the runs already finished (a results directory holding the "
+                   "same run, from unchanged data) instead of computing them again (default: "
+                   "yes with --executor slurm, no with local)")
+    for name in executor_names():
+        executor_class(name).add_arguments(p)
     return p
 
 
@@ -194,11 +207,13 @@ def run_reproduce(args: argparse.Namespace, config: type) -> int:
     import time
 
     from ..encoders.registry import study_models
+    from ..executors import RunsFailed
     from ..report import FigureWorkers, check_out, reproduce_provenance, write_report
     from ..reproduce import reproduce
 
     options = {name: getattr(args, name) for name in REPRODUCE_OPTIONS}
     config_from_args(args, config)  # the run options together, before any work
+    executor = _executor(args)
     check_out(args.out)  # a report directory it may not write: refused before computing
     t0 = time.perf_counter()
     langs = comma_list(args.langs)
@@ -214,19 +229,55 @@ def run_reproduce(args: argparse.Namespace, config: type) -> int:
                             results_dir=args.results_dir, data_dir=args.data_dir,
                             cache=not args.no_cache, cache_dir=args.cache_dir,
                             progress=not args.quiet, on_skip=on_skip,
-                            overwrite=args.overwrite, **options)
+                            overwrite=args.overwrite, **options, **executor)
         for note in rep.notes:
             print(f"note: {note}", file=sys.stderr)
+        resumed = set(rep.resumed)
         for model, lang, path in rep.ran:
-            print(f"computed {model} ({lang}) -> {path}")
+            if (model, lang, path) in resumed:
+                print(f"kept {model} ({lang}) -> {path} (finished earlier; not computed again)")
+            else:
+                print(f"computed {model} ({lang}) -> {path}")
+        for model, lang, why, log in rep.failed:
+            print(f"failed {model} ({lang}): {why}" + (f"; log: {log}" if log else ""),
+                  file=sys.stderr)
+        again = ("run the same command again to compute them: the runs that finished are "
+                 "kept")
         if rep.results is None:
+            if rep.failed:
+                raise RunsFailed(f"every run that could start failed ({len(rep.failed)}; "
+                                 f"see above); nothing to report. {again}")
             raise ModelUnavailableError("no model could run here; nothing to report")
         ran = list(dict.fromkeys(model for model, _, _ in rep.ran))
-        provenance = reproduce_provenance(ran, langs, rep.skipped,
+        lost = [(model, lang, f"failed: {why}" + (f" (log: {log})" if log else ""))
+                for model, lang, why, log in rep.failed]
+        provenance = reproduce_provenance(ran, langs, rep.skipped + lost,
                                           [m for m in study_models() if m not in ran])
         written = write_report(rep.results, args.out, jobs=workers, provenance=provenance,
                                correct=args.correct, intervals=not args.compact_tables,
                                progress=None if args.quiet else say)
     print(f"{len(written)} figures and tables written to {args.out} "
           f"({time.perf_counter() - t0:.0f} s)")
+    if rep.failed:
+        raise RunsFailed(f"{len(rep.failed)} run(s) failed (see above); the report shows the "
+                         f"others. To complete it, {again}")
     return 0
+
+
+def _executor(args: argparse.Namespace) -> dict:
+    """``reproduce``'s executor keywords from the options; options of another executor than
+    the one chosen are refused (exit 2)."""
+    from ..executors import executor_class, executor_names
+
+    chosen = executor_class(args.executor)
+    for name in executor_names():
+        other = executor_class(name)
+        given = other.options_from_args(args)
+        if other is not chosen and given:
+            flags = ", ".join(other.cli_options[k] for k in given)
+            raise UsageError(f"{flags}: option(s) of --executor {name}, not of "
+                             f"--executor {args.executor}")
+    options = chosen.options_from_args(args)
+    if not args.quiet:
+        options["on_event"] = say
+    return {"executor": args.executor, "executor_options": options, "resume": args.resume}
