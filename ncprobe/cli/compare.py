@@ -66,7 +66,10 @@ def run_compare(args: argparse.Namespace, config: type) -> int:
     out = Path(args.out) if args.out else None
     if out is not None:  # refused before any work
         check_comparison_out(out, args.overwrite)
-    if _probe(args.results_a, args.results_b) == "idiolink":
+    from ..results.store import probe_of_all
+
+    sides = [p for p in (args.results_a, args.results_b) if p]
+    if probe_of_all(sides, args.exclude, advice="compare results of one probe") == "idiolink":
         return _compare_retrieval(args, out)
     select_a, select_b = _selection(args.select_a, "a"), _selection(args.select_b, "b")
     if args.exclude:  # each --exclude leaves out a directory of one side or the other
@@ -101,24 +104,9 @@ def run_compare(args: argparse.Namespace, config: type) -> int:
     return 0
 
 
-def _probe(*paths: str | None) -> str:
-    """The probe whose results the sides hold (``ncimp`` or ``idiolink``); mixed sides are
-    a usage error."""
-    from ..results import find_results
-    from ..results.store import probe_of
-
-    found = find_results([p for p in paths if p])
-    probes = {probe_of(d) for d in found}
-    if len(probes) > 1:
-        raise UsageError("the sides hold results of different probes ("
-                         + ", ".join(sorted(probes)) + "): compare results of one probe")
-    return probes.pop() if probes else "ncimp"
-
-
 def _compare_retrieval(args: argparse.Namespace, out) -> int:
     """``ncprobe compare A B`` of retrieval results: the models of A against those of B, on
     the same queries, mode by mode (paired tests over idioms, corrected across the rows)."""
-    from ..results import drop_excluded, find_results
     from ..retrieval.report import paired_tests_latex, paired_tests_markdown
     from ..retrieval.results import RetrievalResults
     from ..retrieval.stats import paired_tests
@@ -129,19 +117,12 @@ def _compare_retrieval(args: argparse.Namespace, out) -> int:
     if not args.results_b:
         raise UsageError("retrieval results: give two sides (RESULTS_A RESULTS_B); the modes "
                          "within one run are already tested in its own results (table tests)")
-    sides = []
-    for side in (args.results_a, args.results_b):
-        found = drop_excluded(find_results([side]), args.exclude, require_match=False)
-        loaded = [RetrievalResults.load(d, accept_edited=args.accept_edited_results)
-                  for d in found]
-        sides.append(RetrievalResults.concat(loaded, [str(d) for d in found]))
-    both = RetrievalResults.concat(sides, [args.results_a, args.results_b])
-    cells_b = list(dict.fromkeys(zip(sides[1].per_query["model"], sides[1].per_query["mode"],
-                                     strict=True)))
-    pairs = [((ma, mode), (mb, mode_b))
-             for ma, mode in dict.fromkeys(zip(sides[0].per_query["model"],
-                                               sides[0].per_query["mode"], strict=True))
-             for mb, mode_b in cells_b if mode_b == mode]
+    a, b = (RetrievalResults.load_many([side], exclude=args.exclude,
+                                       accept_edited=args.accept_edited_results)
+            for side in (args.results_a, args.results_b))
+    both = RetrievalResults.concat([a, b], [args.results_a, args.results_b])
+    pairs = [(cell_a, cell_b) for cell_a in a.cells for cell_b in b.cells
+             if cell_a[1] == cell_b[1]]
     if not pairs:
         raise UsageError("the two sides share no query mode: nothing to compare")
     df = paired_tests(both.per_query, pairs, n_boot=args.n_boot, seed=args.seed,

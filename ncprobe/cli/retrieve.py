@@ -70,12 +70,13 @@ def add_retrieve_parser(sub, config: type) -> argparse.ArgumentParser:
 
 
 def run_retrieve(args: argparse.Namespace, config: type) -> int:
+    from .._io import safe_name
     from ..retrieval.probe import retrieve
     from ..retrieval.queries import parse_modes
 
     models = [m for group in (args.models or [["minilm"]]) for m in group if m]
     modes = parse_modes(args.modes)
-    out = args.out or f"results/idiolink-{args.split}-{'+'.join(_safe(m) for m in models)}"
+    out = args.out or f"results/idiolink-{args.split}-{'+'.join(safe_name(m) for m in models)}"
     # retrieve refuses, before any work, an --out that is not ncprobe's, holds another run
     # (without --overwrite) or cannot be written
     res = retrieve(models, modes, args.split, idioms=args.idioms, data_dir=args.data_dir,
@@ -96,8 +97,3 @@ def run_retrieve(args: argparse.Namespace, config: type) -> int:
               + ", ".join(encoded), file=sys.stderr)
     print(f"results written to {out}", file=sys.stderr)
     return 0
-
-
-def _safe(name: str) -> str:
-    """A model name as part of a directory name (a hub id's slash as ``_``)."""
-    return "".join(c if c.isalnum() or c in "-._" else "_" for c in name)

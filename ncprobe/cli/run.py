@@ -111,9 +111,11 @@ def add_report_parser(sub, config: type) -> argparse.ArgumentParser:
 def run_report(args: argparse.Namespace, config: type) -> int:
     from ..report import check_formats, write_report
     from ..results import load_results
+    from ..results.store import probe_of_all
 
     formats = check_formats(args.format)  # before any results are read
-    if _probe_of_all(args.results, args.exclude) == "idiolink":
+    if probe_of_all(args.results, args.exclude, advice="one report shows one probe; give "
+                    "each its own --out") == "idiolink":
         return _retrieval_report(args, formats)
     res = load_results(args.results, exclude=args.exclude,  # never two runs of one cell
                        accept_edited=args.accept_edited_results)
@@ -126,26 +128,8 @@ def run_report(args: argparse.Namespace, config: type) -> int:
     return 0
 
 
-def _probe_of_all(paths, exclude) -> str:
-    """The probe of every results directory found (``ncimp`` or ``idiolink``); a mix is a
-    usage error (one report shows one probe)."""
-    from ..results import drop_excluded, find_results
-    from ..results.store import probe_of
-
-    found = find_results(paths)
-    if exclude:
-        found = drop_excluded(found, exclude, require_match=False)
-    probes = {probe_of(d) for d in found}
-    if len(probes) > 1:
-        raise UsageError("these directories hold results of different probes ("
-                         + ", ".join(sorted(probes)) + "): one report shows one probe; "
-                         "give each its own --out")
-    return probes.pop() if probes else "ncimp"
-
-
 def _retrieval_report(args: argparse.Namespace, formats) -> int:
     """``ncprobe report`` of retrieval results: the Table 2 layout, the tests, the figures."""
-    from ..results import drop_excluded, find_results
     from ..retrieval.results import RetrievalResults
 
     given = [opt for opt, value in (("--examples", args.examples), ("--space", args.space),
@@ -153,10 +137,8 @@ def _retrieval_report(args: argparse.Namespace, formats) -> int:
     if given:
         raise UsageError(f"{', '.join(given)}: options of the NCIMP report; retrieval results "
                          "have no such choice")
-    found = drop_excluded(find_results(args.results), args.exclude, require_match=False) \
-        if args.exclude else find_results(args.results)
-    loaded = [RetrievalResults.load(d, accept_edited=args.accept_edited_results) for d in found]
-    res = RetrievalResults.concat(loaded, [str(d) for d in found])  # never one model twice
+    res = RetrievalResults.load_many(args.results, exclude=args.exclude,
+                                     accept_edited=args.accept_edited_results)
     written = res.report(args.out, formats=formats)
     print(f"{len(written)} files written to {args.out}")
     return 0

@@ -139,6 +139,23 @@ def probe_of(path: str | Path) -> str:
     return probe
 
 
+def probe_of_all(paths, exclude: Iterable[str | os.PathLike] = (), *, advice: str) -> str:
+    """The one probe whose results every results directory at or below ``paths`` (less
+    ``exclude``) holds: ``ncimp`` when none is found.
+
+    Raises:
+        UsageError: directories of different probes, with ``advice`` (what to do).
+    """
+    found = find_results(paths)
+    if exclude:
+        found = drop_excluded(found, exclude, require_match=False)
+    probes = {probe_of(d) for d in found}
+    if len(probes) > 1:
+        raise UsageError("these directories hold results of different probes ("
+                         + ", ".join(sorted(probes)) + f"): {advice}")
+    return probes.pop() if probes else NCIMP_LAYOUT.probe
+
+
 def table_entries(frames: Frames, layout: Layout = NCIMP_LAYOUT) -> dict[str, dict]:
     """Per table, what the run id is made of: its rows and its content digest."""
     return {name: {"rows": len(frames[name]), "content": _table_digest(frames[name])}
@@ -522,8 +539,9 @@ def inspect_dir(path: str | Path) -> tuple[str, str, list[dict]]:
     children = sorted(os.scandir(path), key=lambda c: c.name)
     if not children:
         return "empty", "", []
+    files = _result_files()
     others = [c.name for c in children if not c.is_file(follow_symlinks=False)
-              or not (c.name in _result_files() or _OLD_TEMP_RE.match(c.name))]
+              or not (c.name in files or _OLD_TEMP_RE.match(c.name))]
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         return "foreign", f"it holds {shown}, which ncprobe does not write there", []
@@ -599,8 +617,9 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
 
 def _only_results_files(path: str) -> bool:
     """Whether a directory holds nothing but files a results directory holds (or nothing)."""
+    files = _result_files()
     return all(c.is_file(follow_symlinks=False)
-               and (c.name in _result_files() or _OLD_TEMP_RE.match(c.name))
+               and (c.name in files or _OLD_TEMP_RE.match(c.name))
                for c in os.scandir(path))
 
 

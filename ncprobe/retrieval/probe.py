@@ -31,8 +31,9 @@ import pandas as pd
 
 from ..errors import DataError, UsageError
 from .bm25 import EPSILON, K1, TOKEN_RE, B, bm25_scores
+from .bm25 import MODES as BM25_MODES
 from .metrics import evaluate
-from .queries import QUERY_MODES, document_text, parse_modes, query_text
+from .queries import document_text, parse_modes, query_text
 from .results import RetrievalResults, check_models, grouped_means
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,8 +45,6 @@ __all__ = ["BM25_MODES", "LEXICAL", "planned_runs", "retrieve"]
 
 #: The model name of the lexical control.
 LEXICAL = "bm25"
-#: The query modes of the lexical control.
-BM25_MODES = ("sentence", "span")
 #: What ``span_fallback`` may be.
 SPAN_FALLBACKS = (None, "sentence")
 
@@ -99,7 +98,7 @@ def retrieve(models: str | Sequence[str] = ("minilm",), modes: str | Sequence[st
     """
     from ..data.idiolink import load_idiolink
 
-    names = check_models([models] if isinstance(models, str) else models)
+    names = [models] if isinstance(models, str) else list(models)
     configs = planned_runs(names, modes, idiolink.split if idiolink is not None else split,
                            idioms=idioms, out=out, overwrite=overwrite, k1=k1, b=b,
                            n_boot=n_boot, seed=seed, correction=correction,
@@ -317,5 +316,3 @@ def _cosine(queries: np.ndarray, docs: np.ndarray, name: str, mode: str) -> np.n
                         "similarity is undefined for it")
     return (q / qn) @ (d / dn).T
 
-
-assert set(BM25_MODES) <= set(QUERY_MODES)

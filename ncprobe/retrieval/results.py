@@ -90,6 +90,12 @@ class RetrievalResults:
         return list(dict.fromkeys(self.per_query["model"]))
 
     @property
+    def cells(self) -> list[tuple[str, str]]:
+        """The (model, mode) pairs, in run order."""
+        return list(dict.fromkeys(zip(self.per_query["model"], self.per_query["mode"],
+                                      strict=True)))
+
+    @property
     def split(self) -> str:
         splits = {m["config"].get("split") for m in self.meta}
         return ", ".join(sorted(map(str, splits))) if splits else "?"
@@ -218,6 +224,17 @@ class RetrievalResults:
     from_parquet = load
 
     @classmethod
+    def load_many(cls, paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = (),
+                  accept_edited: bool = False) -> "RetrievalResults":
+        """Every results directory at or below ``paths`` (less those at or below ``exclude``),
+        loaded (:meth:`load`) and joined (:meth:`concat`: one model in two is refused)."""
+        found = store.find_results(paths)
+        if exclude:
+            found = store.drop_excluded(found, exclude, require_match=False)
+        return cls.concat([cls.load(d, accept_edited=accept_edited) for d in found],
+                          [str(d) for d in found])
+
+    @classmethod
     def concat(cls, results: Sequence["RetrievalResults"], names: Sequence[str] | None = None
                ) -> "RetrievalResults":
         """Several results as one (e.g. two directories to compare). The tables are stacked
@@ -254,8 +271,7 @@ def _cell(row: dict, metric: str) -> str:
 
 def json_rows(overall: pd.DataFrame) -> list[dict]:
     """Rows of an ``overall`` table as plain JSON values (NaN as null)."""
-    out = json.loads(overall.to_json(orient="records", double_precision=15))
-    return [{k: v for k, v in row.items()} for row in out]
+    return json.loads(overall.to_json(orient="records", double_precision=15))
 
 
 def grouped_means(per_query: pd.DataFrame, by: str) -> pd.DataFrame:
