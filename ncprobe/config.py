@@ -55,6 +55,10 @@ class RunConfig:
             ``float16`` or ``bfloat16``; the encoders also take ``fp32``, ``fp16``, ``half``,
             ``bf16``).
         batch_size: sentences per forward pass.
+        batch_tokens: transformer models: a token budget per forward pass instead of a
+            count; ``0``: a count; ``None``: automatic (see
+            :func:`ncprobe.batches.token_budget`). Not part of the run's identity;
+            recorded in ``run.json`` only when set.
         store_dtype: how vectors are kept in the embedding cache (and in memory):
             ``float32`` (exact, default), ``float16`` or ``bfloat16`` (half the disk and
             the reading; results move slightly: see the encoders guide). Part of the cache
@@ -99,6 +103,12 @@ class RunConfig:
         "help": "float32 (CPU default), float16, bfloat16"})
     batch_size: int = field(default=32, metadata={
         "help": "sentences per forward pass (default %(default)s)"})
+    batch_tokens: int | None = field(default=None, metadata={
+        "metavar": "N",
+        "help": "transformer models: instead of --batch-size sentences, as many per forward "
+                "pass as keep sentences x the longest one's sub-word tokens within N; 0: "
+                "--batch-size sentences; default: automatic (on a CUDA GPU, a budget from the "
+                "model's memory per token; elsewhere --batch-size sentences)"})
     store_dtype: Dtype = field(default="float32", metadata={
         "help": "how vectors are kept in the embedding cache: float32 (default, exact), "
                 "float16 or bfloat16 (half the disk; results move slightly)"})
@@ -134,6 +144,8 @@ class RunConfig:
                 raise ValueError(f"unknown level {bad or self.levels!r}; choose from sent, nc")
         if self.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if self.batch_tokens is not None and self.batch_tokens < 0:
+            raise ValueError("batch_tokens must be 0 (batches of batch_size) or more")
         if self.n_boot < 0:
             raise ValueError("n_boot must be 0 (no intervals) or more")
         check_choice("store_dtype", self.store_dtype, DTYPE_CHOICES)
@@ -164,4 +176,4 @@ _FIELDS = {f.name: f for f in fields(RunConfig)}
 #: Fields added after results existed, left out of :meth:`RunConfig.to_dict` at their
 #: default: a run that does not use them keeps the ``run.json`` and run id it had before
 #: (a missing field reads as its default everywhere: ``from_dict``, run identity).
-OMITTED_AT_DEFAULT = ("store_dtype",)
+OMITTED_AT_DEFAULT = ("store_dtype", "batch_tokens")

@@ -21,6 +21,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from .batches import BackgroundWriter, run_batches
 from .cache import EmbeddingStore, check_store_dtype, decode_vectors, encode_vectors, item_key
 from .data.stimuli import Stimulus
 from .encoders.base import Encoded, Encoder, SentenceTooLongError
@@ -146,8 +147,9 @@ class Embeddings:
 
 
 def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStore | None = None,
-          batch_size: int = 32, flush_every: int = 2048, flush_bytes: int = 1 << 27,
-          progress: bool = True, store_dtype: str | None = None) -> Embeddings:
+          batch_size: int = 32, batch_tokens: int | None = None, flush_every: int = 2048,
+          flush_bytes: int = 1 << 27, progress: bool = True, store_dtype: str | None = None
+          ) -> Embeddings:
     """Vectors for every stimulus, computing each unique item once.
 
     Args:
@@ -155,6 +157,11 @@ def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStor
         encoder: any :class:`~ncprobe.encoders.base.Encoder`.
         store: where vectors persist between runs (``None``: nothing stored).
         batch_size: sentences per forward pass.
+        batch_tokens: instead of ``batch_size`` sentences, as many as keep a batch's
+            padded size (sentences x the longest one's sub-word tokens) within this many
+            tokens (transformer encoders); ``0``: ``batch_size`` sentences; ``None``:
+            automatic (a budget on a CUDA device, else ``batch_size``: see
+            :func:`ncprobe.batches.token_budget`).
         flush_every: items per stored shard.
         flush_bytes: a shard is written sooner when the batches waiting hold this many
             bytes of vectors (large models: a shard's vectors stay within it in memory).
@@ -177,19 +184,19 @@ def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStor
     """
     if store is None:
         dtype = check_store_dtype(store_dtype or "float32")
-        return _embed(stimuli, encoder, None, batch_size, flush_every, flush_bytes, progress,
-                      dtype)
+        return _embed(stimuli, encoder, None, batch_size, batch_tokens, flush_every,
+                      flush_bytes, progress, dtype)
     if store_dtype is not None and store_dtype != store.dtype:
         raise UsageError(f"store_dtype {store_dtype!r} differs from the store's "
                          f"{store.dtype!r} (give it to EmbeddingStore)")
     with store.lock():  # also loads the shards other processes stored meanwhile
-        return _embed(stimuli, encoder, store, batch_size, flush_every, flush_bytes, progress,
-                      store.dtype)
+        return _embed(stimuli, encoder, store, batch_size, batch_tokens, flush_every,
+                      flush_bytes, progress, store.dtype)
 
 
 def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore | None,
-           batch_size: int, flush_every: int, flush_bytes: int, progress: bool, dtype: str
-           ) -> Embeddings:
+           batch_size: int, batch_tokens: int | None, flush_every: int, flush_bytes: int,
+           progress: bool, dtype: str) -> Embeddings:
     keys = [item_key(s.tokens, s.span) for s in stimuli]
     first: dict[bytes, int] = {}
     for i, k in enumerate(keys):
@@ -208,29 +215,36 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
     pending: list[Encoded] = []
     held = 0  # bytes of vectors in ``pending``
     memory = _Collector(len(todo), dtype) if store is None else None
+    items = [stimuli[first[k]] for k in todo]
+
+    def done(start: int, stop: int, enc: Encoded) -> None:
+        nonlocal pending_keys, pending, held
+        if memory is not None:
+            memory.add(enc)
+        else:
+            pending_keys += todo[start:stop]
+            pending.append(enc)
+            held += np.asarray(enc.sent).nbytes + np.asarray(enc.span).nbytes
+            if writer is not None and (len(pending_keys) >= flush_every or held >= flush_bytes):
+                writer.submit(store.put, pending_keys, pending)  # type: ignore[union-attr]
+                pending_keys, pending, held = [], [], 0
+        if bar is not None:
+            bar.update(stop - start)
+
+    writer = BackgroundWriter() if store is not None and todo else None
     try:
-        for b in range(0, len(todo), batch_size):
-            chunk = todo[b:b + batch_size]
-            items = [stimuli[first[k]] for k in chunk]
-            try:
-                enc = encoder.encode([s.tokens for s in items], [s.span for s in items])
-            except SentenceTooLongError as e:
-                raise _too_long(e, items[e.index], encoder) from None
-            if memory is not None:
-                memory.add(enc)
-            else:
-                pending_keys += chunk
-                pending.append(enc)
-                held += np.asarray(enc.sent).nbytes + np.asarray(enc.span).nbytes
-                if store is not None and (len(pending_keys) >= flush_every
-                                          or held >= flush_bytes):
-                    store.put(pending_keys, pending)
-                    pending_keys, pending, held = [], [], 0
-            if bar is not None:
-                bar.update(len(chunk))
+        run_batches(encoder, [s.tokens for s in items], [s.span for s in items], done,
+                    batch_size=batch_size, batch_tokens=batch_tokens)
+    except SentenceTooLongError as e:
+        raise _too_long(e, items[e.index], encoder) from None
     finally:
-        if store is not None and pending_keys:
-            store.put(pending_keys, pending)
+        # what was encoded is stored, also when the run stops (an error, an interrupt)
+        if writer is not None:
+            try:
+                if pending_keys:
+                    writer.submit(store.put, pending_keys, pending)  # type: ignore[union-attr]
+            finally:
+                writer.close()
         if bar is not None:
             bar.close()
     pending = []

@@ -43,6 +43,7 @@ def compute(config: RunConfig | None = None, *,
             device: str | None = None,
             dtype: Dtype | None = None,
             batch_size: int | None = None,
+            batch_tokens: int | None = None,
             store_dtype: Dtype | None = None,
             standardise: bool | None = None,
             wordssyn: WordsSyn | None = None,
@@ -78,6 +79,8 @@ def compute(config: RunConfig | None = None, *,
         device, dtype: where and in which precision the model runs (``float32``,
             ``float16``, ``bfloat16``).
         batch_size: sentences per forward pass.
+        batch_tokens: transformer models: as many sentences per forward pass as keep
+            sentences x the longest one's tokens within this budget (instead of a count).
         store_dtype: how vectors are kept in the embedding cache and in memory (``float32``,
             exact; ``float16`` or ``bfloat16``: half the disk, results move slightly).
         standardise: also compute every measure on z-scored vectors (space ``standardised``).
@@ -111,7 +114,8 @@ def compute(config: RunConfig | None = None, *,
     # the RunConfig fields, one keyword each (a test holds these names to RunConfig's fields)
     keywords: dict[str, Any] = {
         "model": model, "lang": lang, "contexts": contexts, "levels": levels, "layers": layers,
-        "device": device, "dtype": dtype, "batch_size": batch_size, "store_dtype": store_dtype,
+        "device": device, "dtype": dtype, "batch_size": batch_size,
+        "batch_tokens": batch_tokens, "store_dtype": store_dtype,
         "standardise": standardise,
         "wordssyn": wordssyn, "gold": gold, "per_sentence": per_sentence, "n_boot": n_boot,
         "seed": seed, "top_k": top_k, "en_naturalistic": en_naturalistic,
@@ -167,7 +171,8 @@ def compute(config: RunConfig | None = None, *,
                            shape=vector_shape(encoder), dtype=cfg.store_dtype) if cache else None
     # read one layer view at a time by analyse(), from the store's files (held open until
     # the analysis is done)
-    emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size, progress=progress,
+    emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size,
+                batch_tokens=cfg.batch_tokens, progress=progress,
                 store_dtype=cfg.store_dtype)
     log.info("%d stimuli, %d unique items, %d encoded now", len(stimuli), emb.unique, emb.encoded)
     # every table names the encoder that ran (encoder.name). How this computation went (items

@@ -39,7 +39,8 @@ def _code(argv: list[str]) -> int:
 # the option of each field, as the CLI reference (docs/cli.md) names them
 OPTION_OF = {"model": "--model", "lang": "--lang", "contexts": "--context", "levels": "--level",
              "layers": "--layers", "device": "--device", "dtype": "--dtype",
-             "batch_size": "--batch-size", "store_dtype": "--store-dtype",
+             "batch_size": "--batch-size", "batch_tokens": "--batch-tokens",
+             "store_dtype": "--store-dtype",
              "standardise": "--standardise",
              "wordssyn": "--wordssyn", "gold": "--gold", "per_sentence": "--per-sentence",
              "n_boot": "--n-boot", "seed": "--seed", "top_k": "--top-k",

@@ -187,3 +187,37 @@ def test_gpu_device_map_auto(llama_dir) -> None:
     ref = HFEncoder(str(llama_dir), device="cpu").encode(SENTS, SPANS)
     got = HFEncoder(str(llama_dir), device_map="auto", dtype="float16").encode(SENTS, SPANS)
     np.testing.assert_allclose(got.span, ref.span, atol=0.02 * np.abs(ref.span).max())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA device")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gpu_overlapped_batches_match_cpu(dtype, llama_dir, bert_dir) -> None:
+    """The overlapped stages on CUDA (pinned batches, pooling on the device, copies back
+    without waiting, token-budget batches) give the CPU's float32 vectors, sentence by
+    sentence, in half precision."""
+    from ncprobe.batches import run_batches
+
+    rng = np.random.default_rng(0)
+    words = [w for s in SENTS for w in s]
+    sents = [[words[j] for j in rng.integers(0, len(words), size=n)]
+             for n in rng.integers(1, 30, size=60)]
+    spans = [(int(a), int(a) + 1) for a in (rng.integers(0, len(s)) for s in sents)]
+    for path in (llama_dir, bert_dir):
+        cpu = HFEncoder(str(path), device="cpu")
+        gpu = HFEncoder(str(path), device="cuda", dtype=dtype)
+        assert gpu.collate(gpu.tokenize(sents[:3]), sents[:3], spans[:3]).grid.is_pinned()
+        got: dict[int, tuple] = {}
+
+        def done(start, stop, enc, got=got):
+            for i in range(start, stop):
+                got[i] = (enc.sent[i - start], enc.span[i - start],
+                          enc.missing_words[i - start])
+        run_batches(gpu, sents, spans, done, batch_tokens=96)
+        assert sorted(got) == list(range(len(sents)))
+        for i, (s, sp) in enumerate(zip(sents, spans, strict=True)):
+            ref = cpu.encode([s], [sp])
+            scale = np.abs(ref.span).max()
+            np.testing.assert_allclose(got[i][1], ref.span[0], atol=0.02 * scale)
+            np.testing.assert_allclose(got[i][0], ref.sent[0], atol=0.02 * scale)
+            assert got[i][2] == ref.missing_words[0]

@@ -83,6 +83,44 @@ class Encoder(Protocol):
         ...
 
 
+@runtime_checkable
+class StagedEncoder(Encoder, Protocol):
+    """An encoder whose batch runs in stages, which :func:`ncprobe.batches.run_batches`
+    overlaps: ``collect(launch(collate(tokenize(sentences), sentences, spans)))`` is
+    ``encode(sentences, spans)``, value for value.
+
+    ``tokenize`` and ``collate`` run on a worker thread and touch only the CPU (they may
+    raise :class:`SentenceTooLongError`); ``launch`` queues the batch's device work and
+    returns without waiting for it; ``collect`` waits and returns the vectors.
+    """
+
+    def load(self) -> None:
+        """Load the model now (before the stages run on two threads)."""
+        ...
+
+    def token_bytes(self) -> int | None:
+        """Device memory a batch holds per token (for an automatic token budget), or
+        ``None`` where batches should be of a count (a model on the CPU)."""
+        ...
+
+    def tokenize(self, sentences: Sequence[Sequence[str]]) -> list:
+        """One tokenised item per sentence; ``len(item)`` is its number of tokens."""
+        ...
+
+    def collate(self, tokens: Sequence, sentences: Sequence[Sequence[str]],
+                spans: Sequence[tuple[int, int]]):
+        """A batch of tokenised items, ready for :meth:`launch`."""
+        ...
+
+    def launch(self, batch):
+        """Start the batch on the device; returns what :meth:`collect` takes."""
+        ...
+
+    def collect(self, launched) -> Encoded:
+        """The batch's vectors (waits for the device)."""
+        ...
+
+
 class SentenceTooLongError(DataError):
     """A sentence of the batch has more tokens than the model takes.
 

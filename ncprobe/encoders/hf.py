@@ -26,11 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
+import numpy as np
+
 from .._io import tree_sha256
 from ..cache import hash_cache
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
 from ._env import hf_unavailable, parse_dtype, require_hf, torch_device, unreachable
-from ._pool import pool_batch
+from ._pool import pool_states
+from ._stages import Batch, HostCopy, Tokens, collate, to_device, tokenize_words
 from .base import LAST_FOUR, Encoded, SentenceTooLongError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -268,41 +271,75 @@ class HFEncoder:
                 "views": self.views, "dtype": self.dtype,
                 "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
 
-    def forward(self, sentences: Sequence[Sequence[str]]):
-        """Tokenise pre-split words and run the model: ``(batch encoding, word ids, output)``."""
+    # --- a batch, in stages (see StagedEncoder; ncprobe.batches overlaps them) ------------
+
+    def load(self) -> None:
+        """Load the tokenizer and the weights now (they load on first use otherwise)."""
+        if self._model is None:
+            self._load()
+
+    def token_bytes(self) -> int | None:
+        """On a CUDA device: the memory a batch holds per token, every layer's hidden state
+        (``output_hidden_states``) in the model's dtype and the views pooled in float32
+        (twice, for the pooling's intermediates); ``None`` elsewhere."""
+        if self.device_map is None and self.device.type != "cuda":
+            return None
+        width = {"float32": 4}.get(self.dtype, 2)
+        return self.dim * ((self.n_layers + 1) * width + 2 * 4 * len(self.views))
+
+    def tokenize(self, sentences: Sequence[Sequence[str]]) -> list[Tokens]:
+        """Tokenise pre-split words (no padding): one :class:`~._stages.Tokens` each."""
+        return tokenize_words(self.tokenizer, sentences)
+
+    def collate(self, tokens: Sequence[Tokens], sentences: Sequence[Sequence[str]],
+                spans: Sequence[tuple[int, int]]) -> Batch:
+        """Padded tensors of a batch (pinned for a CUDA model).
+
+        Raises:
+            SentenceTooLongError: a sentence has more tokens than the model takes.
+        """
+        limit = self.max_length
+        for i, t in enumerate(tokens):
+            if len(t) > limit:  # ncprobe.embed names the stimulus
+                raise SentenceTooLongError(self.name, i, len(t), limit)
+        tok = self.tokenizer
+        return collate(tokens, sentences, spans, pad_id=tok.pad_token_id,
+                       pad_type_id=tok.pad_token_type_id,
+                       pin=self.model.device.type == "cuda")
+
+    def run(self, batch: Batch):
+        """The forward pass and the pooling of a batch, queued on the model's device:
+        ``(model inputs, model output, (sent, span, missing, missing_span))`` as tensors
+        (the pooled ones on the device of the last hidden states)."""
         import torch
 
-        model, tokenizer, limit = self.model, self.tokenizer, self.max_length
-        batch = tokenizer([list(s) for s in sentences], is_split_into_words=True,
-                          padding=True, truncation=False, return_tensors="pt")
-        lengths = batch["attention_mask"].sum(1).tolist()
-        for i, n_tok in enumerate(lengths):
-            if n_tok > limit:  # ncprobe.embed names the stimulus
-                raise SentenceTooLongError(self.name, i, int(n_tok), limit)
-        word_ids = torch.tensor([[-1 if w is None else w for w in batch.word_ids(i)]
-                                 for i in range(len(sentences))])
-        inputs = {k: v.to(model.device) for k, v in batch.items()
-                  if k in ("input_ids", "attention_mask", "token_type_ids")}
+        inputs, (word_ids, n_words, starts, ends) = to_device(batch, self.model.device)
         with torch.inference_mode():
-            out = model(**inputs, output_hidden_states=True)
-        return inputs, word_ids, out
-
-    def pool(self, out, word_ids, sentences: Sequence[Sequence[str]],
-             spans: Sequence[tuple[int, int]]) -> Encoded:
-        """Average the configured layer views, then pool words, spans and sentences."""
-        import torch
-
-        with torch.inference_mode():
+            out = self.model(**inputs, output_hidden_states=True)
             hidden = out.hidden_states
             views = torch.stack([torch.stack([hidden[i] for i in v]).float().mean(0)
                                  for v in self.views], dim=1)  # (B, V, T, D)
-            return pool_batch(views, word_ids.to(views.device), [len(s) for s in sentences],
-                              spans)
+            at = views.device
+            pooled = pool_states(views, word_ids.to(at), n_words.to(at), starts.to(at),
+                                 ends.to(at), batch.max_words)
+        return inputs, out, pooled
+
+    def launch(self, batch: Batch) -> HostCopy:
+        """Queue the batch's forward pass, pooling and copy back (see :meth:`collect`)."""
+        _, _, (sent, span, missing, missing_span) = self.run(batch)
+        return HostCopy({"sent": sent, "span": span, "missing": missing,
+                         "missing_span": missing_span})
+
+    def collect(self, launched: HostCopy) -> Encoded:
+        """The vectors of a launched batch (waits for the device)."""
+        got = launched.get()
+        return Encoded(got["sent"], got["span"], got["missing"].astype(np.int32),
+                       got["missing_span"].astype(np.int32))
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:
-        _, word_ids, out = self.forward(sentences)
-        return self.pool(out, word_ids, sentences, spans)
+        return self.collect(self.launch(self.collate(self.tokenize(sentences), sentences,
+                                                     spans)))
 
 
 def attr_getter(config):

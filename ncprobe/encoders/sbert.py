@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import ModelUnavailableError, NcprobeError
 from ._env import hf_unavailable, parse_dtype, require_hf, torch_device
+from ._stages import Batch, HostCopy, Tokens
 from .base import Encoded
 from .hf import (
     FORMAT_VERSION,
@@ -170,23 +171,47 @@ class SBertEncoder:
                 "views": self.views, "dtype": self.dtype,
                 "pooling": "st-sentence/subtoken-mean-span", "format": FORMAT_VERSION}
 
-    def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
-               ) -> Encoded:
+    # --- a batch, in stages (see StagedEncoder): the transformer's, then the modules after it
+
+    def load(self) -> None:
+        """Load the model now (it loads on first use otherwise)."""
+        self.tokens.load()
+
+    def token_bytes(self) -> int | None:
+        return self.tokens.token_bytes()
+
+    def tokenize(self, sentences: Sequence[Sequence[str]]) -> list[Tokens]:
+        return self.tokens.tokenize(sentences)
+
+    def collate(self, tokens: Sequence[Tokens], sentences: Sequence[Sequence[str]],
+                spans: Sequence[tuple[int, int]]) -> Batch:
+        return self.tokens.collate(tokens, sentences, spans)
+
+    def launch(self, batch: Batch) -> HostCopy:
+        """Queue the transformer's pass and pooling, then the model's own modules after the
+        transformer (pooling, dense, normalise) on the same pass, as
+        ``SentenceTransformer.encode`` computes the sentence embedding."""
         import torch
 
-        st, tokens = self.st, self.tokens
-        inputs, word_ids, out = tokens.forward(sentences)
-        enc = tokens.pool(out, word_ids, sentences, spans)
-        # the sentence embedding: the model's own modules after the transformer (pooling,
-        # dense, normalise) on the same forward pass, as SentenceTransformer.encode computes it
+        inputs, out, (_, span, missing, missing_span) = self.tokens.run(batch)
         features = {"token_embeddings": out.last_hidden_state.float(),
                     "attention_mask": inputs["attention_mask"]}
         with torch.inference_mode():
-            for module in list(st)[1:]:
+            for module in list(self.st)[1:]:
                 features = module(features)
-        sent = features["sentence_embedding"].float().cpu().numpy()
-        sent = np.repeat(sent[:, None, :], len(self.views), axis=1)
-        return Encoded(sent, enc.span, enc.missing_words, enc.missing_span_words)
+        return HostCopy({"sent": features["sentence_embedding"].float(), "span": span,
+                         "missing": missing, "missing_span": missing_span})
+
+    def collect(self, launched: HostCopy) -> Encoded:
+        got = launched.get()
+        sent = np.repeat(got["sent"][:, None, :], len(self.views), axis=1)
+        return Encoded(sent, got["span"], got["missing"].astype(np.int32),
+                       got["missing_span"].astype(np.int32))
+
+    def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
+               ) -> Encoded:
+        return self.collect(self.launch(self.collate(self.tokenize(sentences), sentences,
+                                                     spans)))
 
     def encode_texts(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> Encoded:
         """Raw texts -> the model's own sentence embedding and a character span's vector.

@@ -77,7 +77,7 @@ RUN_ID_KEY = b"ncprobe.run_id"
 RUN_LOG_KEYS = ("encoded", "cache_problems")
 #: RunConfig fields that say where and how fast a run ran, not what it computed: they do not
 #: make a different run (nor a different default directory name).
-NOT_IDENTITY = ("batch_size", "device")
+NOT_IDENTITY = ("batch_size", "batch_tokens", "device")
 # temporary names of ncprobe <= 0.1 (NCIMP results only)
 _OLD_TEMP_RE = re.compile(r"^\.(" + "|".join(TABLES) + r")\.parquet\.tmp$|^\.run\.json\.tmp$")
 
