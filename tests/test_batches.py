@@ -677,3 +677,22 @@ def test_out_of_device_memory_names_the_batch_and_the_option() -> None:
     assert "batch of 4 sentences" in msg and "--batch-size 4" in msg and "20.00 GiB" in msg
     assert seen == [(0, 4)]
     assert isinstance(err.value.__cause__, OutOfMemoryError)
+
+
+def test_tokenize_ignores_the_state_an_earlier_call_left(minilm) -> None:
+    """The backend keeps truncation and padding between calls (sentence-transformers'
+    pipeline truncates with the same tokenizer): tokenising words must neither truncate nor
+    pad, whatever the call before it set."""
+    minilm.load()
+    tok = minilm.tokens.tokenizer
+    sents, _ = _sentences(7, seed=21)
+    expected = tok(sents, is_split_into_words=True)  # transformers' own call, no truncation
+    tok(["a longer sentence than four tokens, surely"], truncation=True, max_length=4,
+        padding="max_length")
+    assert tok.backend_tokenizer.truncation is not None  # the state the next call must undo
+    got = minilm.tokenize(sents)
+    assert [x.ids.tolist() for x in got] == expected["input_ids"]
+    assert [x.type_ids.tolist() for x in got] == expected["token_type_ids"]
+    assert [x.word_ids.tolist() for x in got] == [
+        [-1 if w is None else w for w in expected.word_ids(i)] for i in range(len(sents))]
+    assert max(len(x) for x in got) > 4
