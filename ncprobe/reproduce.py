@@ -107,6 +107,10 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
         if twice:  # two runs of one model and language would be one cell twice
             raise UsageError(f"{what} {', '.join(map(repr, twice))} given twice; name each "
                              f"{what} once")
+    unknown = [lang for lang in langs if not is_lang(lang)]
+    if unknown:
+        raise UsageError(f"unknown language(s) {', '.join(map(repr, unknown))}; NCIMP has "
+                         f"{', '.join(LANGS)}")
     ran, skipped, parts = [], [], []
     notes = []
     for model in models:
@@ -256,7 +260,7 @@ def _run_config(model: str, lang: str, options: dict) -> RunConfig:
     left out for a model without layers (:func:`takes_layers`), ``device`` for one it does not
     apply to (:func:`takes_option`)."""
     if not is_lang(lang):
-        raise ValueError(f"unknown language {lang!r}; NCIMP has {', '.join(LANGS)}")
+        raise UsageError(f"unknown language {lang!r}; NCIMP has {', '.join(LANGS)}")
     if options.get("layers") is not None and not takes_layers(model, lang):
         options = {k: v for k, v in options.items() if k != "layers"}
     if options.get("device") is not None and not takes_option(model, lang, "device",

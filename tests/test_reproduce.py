@@ -46,3 +46,36 @@ def test_reproduce_with_nothing_available_exits_5(raw_dir, tmp_path, capsys, off
                "--results-dir", str(tmp_path / "r"), "--quiet", "--data-dir", str(raw_dir)])
     assert rc == 5
     assert "no model could run here" in capsys.readouterr().err
+
+
+def test_reproduce_refuses_an_unknown_language_before_computing(tmp_path, monkeypatch,
+                                                                capsys) -> None:
+    import ncprobe.reproduce as rp
+    from ncprobe.errors import UsageError
+
+    def never(*a, **k):
+        raise AssertionError("computed before the language was refused")
+
+    monkeypatch.setattr(rp, "compute", never)
+    with pytest.raises(UsageError, match="unknown language.*'xx'.*NCIMP has en, pt"):
+        rp.reproduce(["glove-6b-50d"], ["en", "xx"], results_dir=tmp_path, progress=False)
+    rc = main(["reproduce", "--models", "glove-6b-50d", "--langs", "xx", "--out",
+               str(tmp_path / "o"), "--results-dir", str(tmp_path / "r"), "--quiet"])
+    assert rc == 2 and "'xx'" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_reproduce_passes_the_storage_dtype_and_the_token_budget(raw_dir, tmp_path,
+                                                                 offline_hub) -> None:
+    res_dir = tmp_path / "results"
+    rc = main(["reproduce", "--models", "glove-6b-50d", "--langs", "en", "--out",
+               str(tmp_path / "figs"), "--results-dir", str(res_dir), "--n-boot", "0",
+               "--store-dtype", "float16", "--batch-tokens", "0", "--quiet", "--jobs", "1",
+               "--data-dir", str(raw_dir), "--context", "neut"])
+    assert rc == 0
+    (run,) = [p for p in res_dir.iterdir() if p.is_dir()]
+    (meta,) = Results.from_parquet(run).meta
+    config = meta["config"]
+    assert config["store_dtype"] == "float16" and config["batch_tokens"] == 0
+    assert "float16" in run.name  # part of the run's identity, unlike the token budget

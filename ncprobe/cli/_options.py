@@ -21,7 +21,8 @@ from ..schema import CORRECTIONS
 from ._argtypes import positive_int
 
 #: The RunConfig fields that ``reproduce`` passes to every run.
-REPRODUCE_OPTIONS = ("contexts", "layers", "device", "standardise", "n_boot", "seed")
+REPRODUCE_OPTIONS = ("contexts", "layers", "device", "batch_tokens", "store_dtype", "standardise",
+                     "n_boot", "seed")
 
 
 def config_options(parser, config: type | None = None,
