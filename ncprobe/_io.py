@@ -115,6 +115,38 @@ def output_error(err: OSError, path: str | os.PathLike | None = None, *,
     return OutputError(f"cannot write the {what}: {cause}; {todo}", path=where)
 
 
+def check_can_write(where: str | os.PathLike, *, target: str | os.PathLike | None = None,
+                    what: str = "output", todo: str | None = None, prefix: str | None = None
+                    ) -> None:
+    """Refuse now, before any work, a place where nothing can be written: a temporary file is
+    created and removed in ``where``, or in the nearest directory above it that exists when
+    it does not exist yet (a read-only file system, no permission, a file where a directory
+    is needed, a link loop; a full disk may show only when the real file is written).
+
+    Args:
+        where: the directory the output will be written into.
+        target: the output named in the error (default: ``where``).
+        what, todo: as in :func:`output_error`.
+        prefix: the temporary file's name starts with it (default: ``.<target name>.``), and
+            it ends in ``.tmp``, as ncprobe's temporary files do.
+
+    Raises:
+        OutputError: naming ``target`` and the cause (exit 6).
+    """
+    import tempfile
+
+    named = Path(target if target is not None else where)
+    probe = Path(where).absolute()
+    while not os.path.lexists(probe) and probe != probe.parent:
+        probe = probe.parent
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=prefix or f".{named.name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:  # whatever the cause, nothing can be written there
+        raise output_error(e, named, what=what, todo=todo) from e
+
+
 def current_umask() -> int:
     """The process umask, read without changing it where the system allows."""
     try:

@@ -99,6 +99,7 @@ from ._io import (
     LockBusy,
     atomic_open,
     atomic_write_text,
+    check_can_write,
     dir_lock,
     json_sha256,
     output_error,
@@ -780,15 +781,8 @@ class EmbeddingStore:
         A file is created and removed under the name ncprobe's temporary files have. A
         full disk may still show only when a shard is written; that is named the same way.
         """
-        import tempfile
-
-        try:
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".shard-writable.npz.",
-                                       suffix=".tmp")
-            os.close(fd)
-            os.unlink(tmp)
-        except OSError as e:
-            raise self._unwritable(e, self.dir) from e
+        check_can_write(self.dir, what="embedding cache", todo=_CACHE_TODO,
+                        prefix=".shard-writable.npz.")
 
     @contextlib.contextmanager
     def lock(self) -> Iterator["EmbeddingStore"]:

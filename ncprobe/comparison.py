@@ -301,9 +301,8 @@ def check_comparison_out(out: Path, overwrite: bool) -> None:
         OutputError: ``out``'s directory cannot be written (read-only, full, no permission).
     """
     import os
-    import tempfile
 
-    from ._io import output_error
+    from ._io import check_can_write
 
     if out.suffix.lower() not in COMPARE_FORMATS:
         raise UsageError(f"--out {out}: write a {', '.join(COMPARE_FORMATS)} file")
@@ -319,12 +318,8 @@ def check_comparison_out(out: Path, overwrite: bool) -> None:
     if os.path.lexists(out) and not overwrite:
         raise UsageError(f"--out {out} exists; choose another --out, or pass --overwrite to "
                          "replace it")
-    try:  # writable here? (a read-only or full disk, no permission): before 30 s of tests
-        fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise output_error(e, out, what="comparison table") from None
+    # writable here? (a read-only or full disk, no permission): before 30 s of tests
+    check_can_write(out.parent, target=out, what="comparison table")
 
 
 def write_comparison(out: Path, df: pd.DataFrame, *, markdown: str, latex: str,

@@ -40,7 +40,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence
 
-from ._io import UNWRITABLE_ERRNOS, atomic_write_bytes, dir_lock, file_sha256, output_error
+from ._io import (
+    UNWRITABLE_ERRNOS,
+    atomic_write_bytes,
+    check_can_write,
+    dir_lock,
+    file_sha256,
+    output_error,
+)
 from ._version import VERSION as __version__
 from .errors import NcprobeError, OutputError, UsageError
 from .significance import CORRECTION_NAMES, check_correction
@@ -291,27 +298,10 @@ def check_report_dir(out_dir, planned: Callable[[], Sequence[str]]) -> None:
                              "report there would stop `ncprobe compute` from writing it again, "
                              "and nothing was written; choose an --out outside every results "
                              "directory")
-    _check_writable(out)
+    # a report directory that cannot be written: refused before any figure is drawn
+    check_can_write(out, what="report directory")
     if out.is_dir():
         _refuse_foreign(out, list(planned()), _own_files(out))
-
-
-def _check_writable(out: Path) -> None:
-    """Refuse early a report directory that cannot be written: ``out`` if it exists, else the
-    nearest directory above it, must be writable (``os.access``; a full disk shows only when
-    a file is written, and is named then)."""
-    probe = out.absolute()
-    while not os.path.lexists(probe) and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir() or os.access(probe, os.W_OK | os.X_OK):
-        return  # a file on the way: mkdir names it (ENOTDIR)
-    try:
-        read_only = bool(os.statvfs(probe).f_flag & getattr(os, "ST_RDONLY", 1))
-    except (OSError, AttributeError):  # no statvfs (Windows): say "permission denied"
-        read_only = False
-    code = errno.EROFS if read_only else errno.EACCES
-    raise output_error(OSError(code, os.strerror(code), str(probe)), out,
-                       what="report directory")
 
 
 def _unwritable(err: OSError, path: Path, what: str) -> OSError | OutputError:

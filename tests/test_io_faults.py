@@ -471,3 +471,35 @@ def test_the_default_deadline_follows_the_pinned_size():
     assert sources.file_deadline(small) == 60  # at least a minute
     assert sources.file_deadline(big) == 10_000_000 / 50_000  # 50 kB/s: 200 s
     assert sources.file_deadline(unpinned) == 64 * 2**20 / 50_000
+
+
+def test_check_can_write_probes_the_nearest_existing_directory(tmp_path, monkeypatch) -> None:
+    """The one writability check of every output (report, results, comparison, cache): a
+    temporary file in the directory, or in the nearest one above it that exists; the error
+    names the output, not the directory probed; nothing is left behind."""
+    from ncprobe._io import check_can_write
+
+    made: list[str] = []
+    real = tempfile.mkstemp
+
+    def spy(*a, **kw):
+        made.append(kw["dir"])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(tempfile, "mkstemp", spy)
+    check_can_write(tmp_path / "not" / "yet", target=tmp_path / "not" / "yet" / "t.md")
+    assert made == [tmp_path] and list(tmp_path.iterdir()) == []
+
+    def refuse(*a, **kw):
+        raise OSError(errno.EROFS, "Read-only file system", kw["dir"])
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(errors.OutputError) as err:
+        check_can_write(tmp_path, target=tmp_path / "out.md", what="comparison table")
+    assert "comparison table" in str(err.value) and "read-only" in str(err.value)
+    assert str(tmp_path / "out.md") in str(err.value)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    monkeypatch.setattr(tempfile, "mkstemp", real)
+    with pytest.raises(errors.OutputError, match="a part of the path is a file"):
+        check_can_write(blocker / "below", what="report directory")

@@ -565,20 +565,14 @@ def check_writable(path: str | Path) -> None:
         OutputError: naming ``path`` and the cause (a read-only file system, no permission,
             a file where a directory is needed, a link loop).
     """
-    from .._io import output_error
+    from .._io import check_can_write, output_error
 
     try:
         target = Path(path).expanduser().resolve()
     except RuntimeError as e:  # Python < 3.13: a symbolic-link loop
         raise output_error(OSError(errno.ELOOP, str(e)), path,
                            what="results directory") from None
-    where = target.parent
-    while not os.path.lexists(where) and where != where.parent:
-        where = where.parent
-    try:
-        os.rmdir(tempfile.mkdtemp(dir=where, prefix=f".{target.name}.", suffix=".probe"))
-    except OSError as e:  # whatever the cause, nothing can be written there
-        raise output_error(e, path, what="results directory") from e
+    check_can_write(target.parent, target=path, what="results directory")
 
 
 def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool = False) -> None:
