@@ -8,6 +8,8 @@
 #   MINILM_FILES: minilm's files without its weights (config, tokenizer, pooling modules)
 #   rows: this tree, batches of a count and ncprobe's automatic token budget;
 #   baseline: $BASELINE's code, batches of a count
+# On a machine without network, benchmarks/offline_bundle.sh gathers MINILM_FILES, the data,
+# the wheels and a baseline beforehand.
 set -euo pipefail
 files=$1; shift
 work=${WORK:-/tmp/ncprobe-gpu}
