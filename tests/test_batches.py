@@ -696,3 +696,19 @@ def test_tokenize_ignores_the_state_an_earlier_call_left(minilm) -> None:
     assert [x.word_ids.tolist() for x in got] == [
         [-1 if w is None else w for w in expected.word_ids(i)] for i in range(len(sents))]
     assert max(len(x) for x in got) > 4
+
+
+def test_no_automatic_budget_for_a_device_map_without_gpus(tiny_bert_dir, monkeypatch) -> None:
+    """device_map="auto" on a machine without CUDA runs on the CPU: batches stay a count (and
+    the vectors what they were), as for any model on the CPU."""
+    import torch
+
+    from ncprobe.encoders.hf import HFEncoder
+
+    enc = HFEncoder(str(tiny_bert_dir), device_map="auto")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert enc.token_bytes() is None and token_budget(enc, None) is None
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    per_token = enc.dim * ((enc.n_layers + 1) * 4 + 2 * 4 * len(enc.views))  # float32 weights
+    assert enc.token_bytes() == per_token
+    assert token_budget(enc, None) == max(256, min(16384, (1 << 30) // per_token))

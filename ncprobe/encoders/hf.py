@@ -282,7 +282,13 @@ class HFEncoder:
         """On a CUDA device: the memory a batch holds per token, every layer's hidden state
         (``output_hidden_states``) in the model's dtype and the views pooled in float32
         (twice, for the pooling's intermediates); ``None`` elsewhere."""
-        if self.device_map is None and self.device.type != "cuda":
+        if self.device_map is None:
+            on_cuda = self.device.type == "cuda"
+        else:  # spread by accelerate: on GPUs when there are any
+            import torch
+
+            on_cuda = torch.cuda.is_available()
+        if not on_cuda:
             return None
         width = {"float32": 4}.get(self.dtype, 2)
         return self.dim * ((self.n_layers + 1) * width + 2 * 4 * len(self.views))
