@@ -38,7 +38,10 @@ PREFETCH = 2
 #: this many bytes, and the budget within :data:`AUTO_TOKENS`.
 AUTO_BYTES = 1 << 30
 AUTO_TOKENS = (256, 16384)
-#: Sentences tokenised in one call of the tokenizer (batches are cut from them in order).
+#: Sentences tokenised in one call of the tokenizer (batches are cut from them in order):
+#: the first call takes :data:`FIRST_CHUNK`, each next one twice as many, up to
+#: :data:`TOKENIZE_CHUNK`, so that the first batch reaches the model soon.
+FIRST_CHUNK = 64
 TOKENIZE_CHUNK = 1024
 
 
@@ -212,8 +215,7 @@ def _prepared(encoder: StagedEncoder, sentences: Sequence[Sequence[str]],
         tokens, offset = tokens[stop - offset:], stop
         return start, stop, batch
 
-    for lo in range(0, len(sentences), TOKENIZE_CHUNK):
-        chunk = encoder.tokenize(sentences[lo:lo + TOKENIZE_CHUNK])
+    for chunk in _tokenized_ahead(encoder, sentences):
         tokens += chunk
         for item in chunk:
             closed = cut.add(len(item))
@@ -222,6 +224,32 @@ def _prepared(encoder: StagedEncoder, sentences: Sequence[Sequence[str]],
     last = cut.finish()
     if last is not None:
         yield collate(*last)
+
+
+def _tokenized_ahead(encoder: StagedEncoder, sentences: Sequence[Sequence[str]]
+                     ) -> Iterator[list]:
+    """The sentences tokenised, chunk by chunk (:data:`FIRST_CHUNK` sentences, then twice as
+    many each time, up to :data:`TOKENIZE_CHUNK`), each next chunk tokenised on a thread of
+    its own while this one's batches are collated and wait for the model: the worker's
+    queue holds only :data:`PREFETCH` batches, and without this the device would wait for
+    every chunk's tokenising (the two would take turns instead of overlapping)."""
+    bounds, lo, size = [], 0, min(FIRST_CHUNK, TOKENIZE_CHUNK)
+    while lo < len(sentences):
+        bounds.append((lo, lo + size))
+        lo, size = lo + size, min(2 * size, TOKENIZE_CHUNK)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ncprobe-tokenize") as pool:
+        ahead: deque[Future] = deque()
+        try:
+            for i, (a, b) in enumerate(bounds):
+                if not ahead:
+                    ahead.append(pool.submit(encoder.tokenize, sentences[a:b]))
+                if i + 1 < len(bounds):  # the next chunk, while this one is used
+                    c, d = bounds[i + 1]
+                    ahead.append(pool.submit(encoder.tokenize, sentences[c:d]))
+                yield ahead.popleft().result()
+        finally:
+            for f in ahead:  # stopped early: nothing more is tokenised
+                f.cancel()
 
 
 class Prefetch:
@@ -265,6 +293,10 @@ class Prefetch:
             self._put(("end", None))
         except BaseException as e:  # noqa: BLE001 - handed to the consuming thread
             self._put(("error", e))
+        finally:  # stopped early: the generator's own clean-up runs here, not when collected
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
 
     def __iter__(self) -> Iterator:
         while True:

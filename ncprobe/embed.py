@@ -4,8 +4,9 @@ Identical (sentence, span) items — the original sentence that every probe of
 a context is compared with, or sentences shared between contexts — are
 encoded once. Missing items are sorted by length (less padding), encoded in
 batches, and written to the :class:`~ncprobe.cache.EmbeddingStore` every
-``flush_every`` items (or sooner, when the batches waiting hold ``flush_bytes`` of
-vectors), so an interrupted run loses at most that much work.
+``flush_every`` items (or sooner: when the batches waiting hold ``flush_bytes`` of
+vectors, and in halving shards near the end, see :func:`_shard_full`), so an interrupted
+run loses at most that much work.
 
 What :func:`embed` returns is addressed by layer view: :meth:`Embeddings.part` gives
 the vectors of one part (sentence or span) and one view, read from the store when
@@ -225,7 +226,8 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
             pending_keys += todo[start:stop]
             pending.append(enc)
             held += np.asarray(enc.sent).nbytes + np.asarray(enc.span).nbytes
-            if writer is not None and (len(pending_keys) >= flush_every or held >= flush_bytes):
+            if writer is not None and _shard_full(len(pending_keys), held, len(todo) - stop,
+                                                  flush_every, flush_bytes):
                 writer.submit(store.put, pending_keys, pending)  # type: ignore[union-attr]
                 pending_keys, pending, held = [], [], 0
         if bar is not None:
@@ -262,6 +264,23 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
     return Embeddings.from_source(memory.source(idx), memory.missing[idx].astype(np.int32),
                                   memory.missing_span[idx].astype(np.int32), len(todo),
                                   len(first))
+
+
+def _shard_full(items: int, held: int, remaining: int, flush_every: int, flush_bytes: int
+                ) -> bool:
+    """Whether the batches waiting (``items`` items, ``held`` bytes of vectors) are written
+    now as one shard, with ``remaining`` items still to encode after them.
+
+    A shard is written when it holds ``flush_every`` items or ``flush_bytes`` bytes. Near
+    the end of a run it is also written when it holds as many items as are still to come
+    (and at least an eighth of either limit): shards halve towards the end, so the write
+    left after the last batch, which the run waits for, is small, while the earlier ones
+    run beside the encoding (a GPU's run is not held up by writing a whole shard at its
+    end). The rule depends on counts only, so a run's shards are the same every time.
+    """
+    if items >= flush_every or held >= flush_bytes:
+        return True
+    return items >= remaining and (items >= flush_every // 8 or held >= flush_bytes // 8)
 
 
 def _positions(keys: Sequence[bytes], order: Sequence[bytes]) -> np.ndarray:

@@ -18,6 +18,7 @@ from ncprobe.batches import (
     BackgroundWriter,
     Batcher,
     Prefetch,
+    is_staged,
     plan_batches,
     run_batches,
     token_budget,
@@ -712,3 +713,125 @@ def test_no_automatic_budget_for_a_device_map_without_gpus(tiny_bert_dir, monkey
     per_token = enc.dim * ((enc.n_layers + 1) * 4 + 2 * 4 * len(enc.views))  # float32 weights
     assert enc.token_bytes() == per_token
     assert token_budget(enc, None) == max(256, min(16384, (1 << 30) // per_token))
+
+
+# --- 9. the shards of a run and the first tokenised chunk --------------------------------------
+
+@pytest.mark.parametrize("flush_every, flush_bytes", [(64, 1 << 40), (10**6, 64 * 24)])
+def test_shards_halve_towards_the_end_of_a_run(flush_every, flush_bytes, tmp_path,
+                                               monkeypatch) -> None:
+    # 200 items in batches of 4; Fake's vectors are 2 x 3 float32 = 24 bytes an item, so
+    # both limits are 64 items and an eighth of them 8. By hand: full shards of 64 up to
+    # item 128 (72 to come); then a shard is written once it holds as many items as are
+    # still to come: 36 (36 to come), 20 (16), 8 (8), and the last 8 (4 items would do,
+    # but are fewer than 8)
+    store = EmbeddingStore(Fake().fingerprint(), root=tmp_path)
+    real_put, sizes = store.put, []
+
+    def put(keys, vectors):
+        sizes.append(len(keys))
+        return real_put(keys, vectors)
+
+    monkeypatch.setattr(store, "put", put)
+    stim = _stimuli(200, seed=14)
+    out = embed(stim, Fake(), store=store, batch_size=4, flush_every=flush_every,
+                flush_bytes=flush_bytes, progress=False)
+    assert sizes == [64, 64, 36, 20, 8, 8]
+    sent, span = _fake_expected([s.tokens for s in stim], [s.span for s in stim])
+    np.testing.assert_array_equal(out.sent, sent)
+    np.testing.assert_array_equal(out.span, span)
+
+
+class ChunkCountingHF(HFEncoder):
+    """The tiny BERT, counting the sentences of each call of its tokenizer."""
+
+    def tokenize(self, sentences):
+        self.chunks.append(len(sentences))
+        return super().tokenize(sentences)
+
+
+@pytest.mark.parametrize("chunk, calls", [(1024, [64, 128, 108]), (100, [64, 100, 100, 36]),
+                                          (7, [7] * 42 + [6])])
+def test_first_tokenised_chunk_is_small_and_the_next_ones_double(chunk, calls, tiny_bert_dir,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setattr("ncprobe.batches.TOKENIZE_CHUNK", chunk)
+    enc = ChunkCountingHF(str(tiny_bert_dir), device="cpu")
+    enc.chunks = []
+    sents, spans = _sentences(300, seed=15)
+    got = _run(enc, sents, spans, batch_size=32)
+    assert enc.chunks == calls
+    assert [(a, b) for a, b, _ in got] == _cut(300, 32)
+
+
+class SlowTokenizer:
+    """A staged encoder's first stages with a tokenizer that records its calls (thread and
+    size) and can be made to fail at one of them; no model."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.calls: list[tuple[int, threading.Thread]] = []
+        self.second = threading.Event()
+        self.fail_at = fail_at
+
+    def tokenize(self, sentences):
+        self.calls.append((len(sentences), threading.current_thread()))
+        if len(self.calls) == 2:
+            self.second.set()
+        if self.fail_at == len(self.calls):
+            raise ValueError(f"tokenizer failed at call {self.fail_at}")
+        return [[0] * (len(s) + 2) for s in sentences]
+
+    def collate(self, tokens, sentences, spans):
+        return len(tokens)
+
+
+def test_next_chunk_is_tokenised_while_this_ones_batches_wait() -> None:
+    from ncprobe.batches import _prepared
+
+    enc = SlowTokenizer()
+    sents = [["w"] * 3] * 300
+    gen = _prepared(enc, sents, [(0, 1)] * 300, 8, None)  # type: ignore[arg-type]
+    assert next(gen) == (0, 8, 8)  # one batch of the first chunk (64) taken, 7 left waiting
+    assert enc.second.wait(5)  # the second chunk is tokenised meanwhile, on another thread
+    assert enc.calls[1][0] == 128 and enc.calls[1][1] is not threading.current_thread()
+    thread = enc.calls[0][1]
+    gen.close()  # stopped: the chunk after the second is never tokenised
+    assert len(enc.calls) == 2 and not thread.is_alive()
+    full = list(_prepared(SlowTokenizer(), sents, [(0, 1)] * 300, 8, None))  # type: ignore
+    assert [(a, b) for a, b, _ in full] == _cut(300, 8)
+
+
+class StagedSlow(SlowTokenizer):
+    """:class:`SlowTokenizer` with the rest of the staged protocol: vectors of zeros."""
+
+    name, dim, views, levels = "slow", 3, ((0,),), ("sent", "nc")
+
+    def fingerprint(self) -> dict:
+        return {"family": "slow"}
+
+    def load(self) -> None:
+        pass
+
+    def token_bytes(self) -> None:
+        return None
+
+    def launch(self, batch):
+        return batch
+
+    def collect(self, n) -> Encoded:
+        zero = np.zeros((n, 1, 3), np.float32)
+        return Encoded(zero, zero, np.zeros(n, np.int32), np.zeros(n, np.int32))
+
+    def encode(self, sentences, spans) -> Encoded:
+        return self.collect(self.collate(self.tokenize(sentences), sentences, spans))
+
+
+def test_a_tokenizer_error_reaches_the_run_and_stops_the_threads() -> None:
+    enc = StagedSlow(fail_at=2)
+    sents = [["w"] * 3] * 300
+    got: list = []
+    with pytest.raises(ValueError, match="tokenizer failed at call 2"):
+        run_batches(enc, sents, [(0, 1)] * 300, lambda a, b, e: got.append(b), batch_size=8)
+    assert is_staged(enc)
+    # the first chunk's batches but the last (closed by the next chunk's first item): 7
+    assert got == list(range(8, 57, 8))
+    assert not enc.calls[0][1].is_alive()

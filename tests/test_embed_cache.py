@@ -259,3 +259,52 @@ def test_get_gathers_rows_from_several_shards_in_the_order_asked(tmp_path) -> No
     np.testing.assert_array_equal(got.missing_words, [rows[k][2] for k in ask])
     np.testing.assert_array_equal(got.missing_span_words, [rows[k][2] + 1 for k in ask])
     assert got.sent.dtype == np.float32 and got.missing_words.dtype == np.int32
+
+
+@pytest.mark.parametrize("views", [1, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_shard_file_holds_what_numpy_savez_writes(views, dtype) -> None:
+    # the views-first vectors are streamed into the file batch by batch; every member must
+    # be the bytes np.savez writes for the array built whole
+    import io
+    import zipfile
+
+    from ncprobe.cache import _DISK_DTYPE, _ViewsFirst, _write_npz, encode_vectors
+
+    rng = np.random.default_rng(3)
+    batches = [rng.standard_normal((n, views, 8)).astype(np.float32) for n in (5, 1, 7)]
+    whole = np.concatenate([encode_vectors(b, dtype) for b in batches]).transpose(1, 0, 2)
+    small = {"keys": np.arange(13 * 20, dtype=np.uint8).reshape(13, 20),
+             "layout": np.array(["views-first", dtype])}
+    want, have = io.BytesIO(), io.BytesIO()
+    np.savez(want, allow_pickle=False, sent=np.ascontiguousarray(whole, _DISK_DTYPE[dtype]),
+             **small)
+    _write_npz(have, {"sent": _ViewsFirst(batches, dtype), **small})
+    with zipfile.ZipFile(want) as a, zipfile.ZipFile(have) as b:
+        assert a.namelist() == b.namelist() == ["sent.npy", "keys.npy", "layout.npy"]
+        for name in a.namelist():
+            assert a.read(name) == b.read(name), name  # read() also checks each CRC
+
+
+def test_item_key_is_sha1_of_the_json_of_tokens_and_span() -> None:
+    import hashlib
+    import json
+
+    from ncprobe.cache import item_key
+
+    def by_definition(tokens, span):
+        text = json.dumps([list(tokens), list(span)], ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha1(text.encode("utf-8")).digest()
+
+    rng = np.random.default_rng(4)
+    alphabet = list('ab"\\/\n\t\r\b\f\x00\x1f\x7f é—\u2028\u2029😀ção')
+    cases = [(("pão-duro", "vinho", "branco"), (0, 1)), ((), (0, 0)), (("",), (0, 1))]
+    for _ in range(300):
+        words = tuple("".join(rng.choice(alphabet, int(rng.integers(0, 6))))
+                      for _ in range(int(rng.integers(1, 6))))
+        cases.append((words, (int(rng.integers(0, 3)), int(rng.integers(3, 9)))))
+    for tokens, span in cases:
+        assert item_key(tokens, span) == by_definition(tokens, span), (tokens, span)
+        assert item_key(list(tokens), list(span)) == by_definition(tokens, span)
+    with pytest.raises(TypeError):  # as json.dumps: a span of numpy integers is no key
+        item_key(("a",), (np.int64(0), np.int64(1)))

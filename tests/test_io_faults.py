@@ -271,9 +271,10 @@ def test_a_full_disk_while_storing_a_shard_is_exit_6(tmp_path, glove, monkeypatc
     root = tmp_path / "cache"
     store = EmbeddingStore(glove.fingerprint(), root=root)  # the entry exists (warm root)
 
-    def full(*args, **kw):
+    def full(fh, arrays):  # part of the shard reaches the file, then the disk is full
+        fh.write(b"PK\x03\x04" + bytes(1000))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(ncprobe.cache.np, "savez", full)
+    monkeypatch.setattr(ncprobe.cache, "_write_npz", full)
     with pytest.raises(errors.OutputError) as e:
         embed(MANY, glove, store=store, progress=False)
     assert e.value.exit_code == 6 and "disk is full" in str(e.value)

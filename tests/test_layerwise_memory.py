@@ -218,7 +218,8 @@ def test_embed_reads_one_language_from_an_entry_holding_two(tmp_path):
 
     store = EmbeddingStore(enc.fingerprint(), root=tmp_path)
     en, pt = stimuli("en", 12), stimuli("pt", 300)
-    embed(pt[:150] + en + pt[150:], enc, store=store, progress=False)  # one shard, both
+    embed(pt[:150] + en + pt[150:], enc, store=store, flush_every=4096,
+          progress=False)  # one shard, both
     assert len(list(store.dir.glob("shard-*.npz"))) == 1
     with embed(en, enc, store=store, progress=False) as emb:
         sent, span = emb.view(1)
