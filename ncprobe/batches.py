@@ -19,6 +19,7 @@ The vectors do not depend on the overlap: each batch is the same computation as 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -146,11 +147,8 @@ def run_batches(encoder: Encoder, sentences: Sequence[Sequence[str]],
             log.warning("%s does not tokenise into sub-words: batches of %d sentences, not "
                         "by a token budget", encoder.name, batch_size)
         for start, stop in plan_batches([1] * len(sentences), batch_size):
-            try:
+            with _from(start):
                 enc = encoder.encode(sentences[start:stop], spans[start:stop])
-            except SentenceTooLongError as e:
-                e.index += start
-                raise
             done(start, stop, enc)
         return
     staged: StagedEncoder = encoder  # type: ignore[assignment]
@@ -196,6 +194,17 @@ def _keep(encoder: StagedEncoder, inflight: deque, done: Callable[[int, int, Enc
             return
 
 
+@contextlib.contextmanager
+def _from(start: int) -> Iterator[None]:
+    """A batch starting at position ``start``: a too-long sentence's index, which the
+    encoder gives within the batch, becomes its position among all the sentences."""
+    try:
+        yield
+    except SentenceTooLongError as e:
+        e.index += start
+        raise
+
+
 def _prepared(encoder: StagedEncoder, sentences: Sequence[Sequence[str]],
               spans: Sequence[tuple[int, int]], batch_size: int, batch_tokens: int | None
               ) -> Iterator[tuple[int, int, object]]:
@@ -206,21 +215,22 @@ def _prepared(encoder: StagedEncoder, sentences: Sequence[Sequence[str]],
 
     def collate(start: int, stop: int):
         nonlocal tokens, offset
-        try:
+        with _from(start):
             batch = encoder.collate(tokens[start - offset:stop - offset], sentences[start:stop],
                                     spans[start:stop])
-        except SentenceTooLongError as e:
-            e.index += start
-            raise
         tokens, offset = tokens[stop - offset:], stop
         return start, stop, batch
 
-    for chunk in _tokenized_ahead(encoder, sentences):
-        tokens += chunk
-        for item in chunk:
-            closed = cut.add(len(item))
-            if closed is not None:
-                yield collate(*closed)
+    chunks = _tokenized_ahead(encoder, sentences)
+    try:
+        for chunk in chunks:
+            tokens += chunk
+            for item in chunk:
+                closed = cut.add(len(item))
+                if closed is not None:
+                    yield collate(*closed)
+    finally:  # stopped early: its thread stops now
+        chunks.close()
     last = cut.finish()
     if last is not None:
         yield collate(*last)

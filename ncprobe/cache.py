@@ -142,6 +142,8 @@ _DISK_DTYPE: dict[str, np.dtype] = {"float32": np.dtype("<f4"), "float16": np.dt
 _SHAPE_PARTS = ("views", "sent_dim", "span_dim")
 #: ``(views, sentence dimension, span dimension)``; ``None`` where not known
 Shape = tuple[int | None, int | None, int | None]
+#: how errors name the cache, and what they tell to do
+_CACHE_WHAT = "embedding cache"
 _CACHE_TODO = ("choose a writable cache with --cache-dir DIR (or $NCPROBE_CACHE), free space, or "
                "run with --no-cache (nothing is stored), and run the command again")
 # a zip local file header: signature ... file name length, extra field length (APPNOTE 4.3.7)
@@ -788,7 +790,7 @@ class EmbeddingStore:
 
     def _unwritable(self, err: OSError, path: Path | None = None) -> OutputError:
         """The named error (exit 6) for a write into the cache that failed."""
-        return output_error(err, path or err.filename or self.dir, what="embedding cache",
+        return output_error(err, path or err.filename or self.dir, what=_CACHE_WHAT,
                             todo=_CACHE_TODO)
 
     def _reset(self) -> None:
@@ -838,7 +840,7 @@ class EmbeddingStore:
         A file is created and removed under the name ncprobe's temporary files have. A
         full disk may still show only when a shard is written; that is named the same way.
         """
-        check_can_write(self.dir, what="embedding cache", todo=_CACHE_TODO,
+        check_can_write(self.dir, what=_CACHE_WHAT, todo=_CACHE_TODO,
                         prefix=".shard-writable.npz.")
 
     @contextlib.contextmanager
