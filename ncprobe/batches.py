@@ -25,7 +25,7 @@ import queue
 import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Generator, Iterable, Iterator, Sequence
 
 from .encoders.base import Encoded, Encoder, SentenceTooLongError, StagedEncoder
 from .errors import NcprobeError
@@ -237,7 +237,7 @@ def _prepared(encoder: StagedEncoder, sentences: Sequence[Sequence[str]],
 
 
 def _tokenized_ahead(encoder: StagedEncoder, sentences: Sequence[Sequence[str]]
-                     ) -> Iterator[list]:
+                     ) -> Generator[list, None, None]:
     """The sentences tokenised, chunk by chunk (:data:`FIRST_CHUNK` sentences, then twice as
     many each time, up to :data:`TOKENIZE_CHUNK`), each next chunk tokenised on a thread of
     its own while this one's batches are collated and wait for the model: the worker's
