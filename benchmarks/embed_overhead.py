@@ -89,8 +89,9 @@ class NoModel:
         return Encoded(vectors, vectors, np.zeros(n, np.int32), np.zeros(n, np.int32))
 
     def encode(self, sentences, spans):
-        return self.collect(self.launch(self.collate(self.tokenize(sentences), sentences,
-                                                     spans)))
+        from ncprobe.encoders.base import encode_in_stages
+
+        return encode_in_stages(self, sentences, spans)
 
 
 def simulated_floor(tokenizer, sentences, plan, device: Device) -> float:

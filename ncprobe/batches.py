@@ -250,12 +250,11 @@ def _tokenized_ahead(encoder: StagedEncoder, sentences: Sequence[Sequence[str]]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ncprobe-tokenize") as pool:
         ahead: deque[Future] = deque()
         try:
-            for i, (a, b) in enumerate(bounds):
-                if not ahead:
-                    ahead.append(pool.submit(encoder.tokenize, sentences[a:b]))
-                if i + 1 < len(bounds):  # the next chunk, while this one is used
-                    c, d = bounds[i + 1]
-                    ahead.append(pool.submit(encoder.tokenize, sentences[c:d]))
+            for a, b in bounds:
+                ahead.append(pool.submit(encoder.tokenize, sentences[a:b]))
+                if len(ahead) > 1:  # the next chunk is under way: hand on the one before
+                    yield ahead.popleft().result()
+            while ahead:
                 yield ahead.popleft().result()
         finally:
             for f in ahead:  # stopped early: nothing more is tokenised

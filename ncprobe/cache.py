@@ -371,23 +371,22 @@ class _ViewsFirst:
     shard's vectors are not copied into one more array of their size before the write)."""
 
     def __init__(self, batches: Sequence, dtype: str) -> None:
-        # converted now (float32: no copy), so that a value beyond float16 is refused
-        # before anything is written
-        self.batches = [encode_vectors(b, dtype) for b in batches]
+        # converted now (float32 on a little-endian machine: no copy), so that a value
+        # beyond float16 is refused before anything is written
         self.dtype = _DISK_DTYPE[dtype]
+        self.batches = [np.asarray(encode_vectors(b, dtype), dtype=self.dtype) for b in batches]
         first = np.shape(self.batches[0])
         self.shape = (first[1], sum(len(b) for b in self.batches), first[2])
 
     def write(self, fh: IO[bytes]) -> None:
         """The array's bytes (C order), after its ``.npy`` header."""
-        encoded = self.batches
-        scratch = None  # one batch of one view, made contiguous when views > 1
+        scratch = None  # one view of the largest batch, for views that are not contiguous
         for v in range(self.shape[0]):
-            for b in encoded:
+            for b in self.batches:
                 rows = b[:, v, :]
                 if not rows.flags.c_contiguous:
-                    if scratch is None or len(scratch) < len(rows):
-                        scratch = np.empty((max(len(x) for x in encoded), self.shape[2]),
+                    if scratch is None:
+                        scratch = np.empty((max(map(len, self.batches)), self.shape[2]),
                                            dtype=self.dtype)
                     np.copyto(scratch[:len(rows)], rows)
                     rows = scratch[:len(rows)]

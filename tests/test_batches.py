@@ -28,7 +28,7 @@ from ncprobe.data.stimuli import Stimulus
 from ncprobe.embed import embed
 from ncprobe.encoders import load_encoder
 from ncprobe.encoders._stages import MODEL_INPUTS
-from ncprobe.encoders.base import Encoded, SentenceTooLongError
+from ncprobe.encoders.base import Encoded, SentenceTooLongError, encode_in_stages
 from ncprobe.encoders.hf import HFEncoder
 
 pytestmark = pytest.mark.usefixtures("own_cache")  # fingerprints write a hash cache
@@ -822,7 +822,7 @@ class StagedSlow(SlowTokenizer):
         return Encoded(zero, zero, np.zeros(n, np.int32), np.zeros(n, np.int32))
 
     def encode(self, sentences, spans) -> Encoded:
-        return self.collect(self.collate(self.tokenize(sentences), sentences, spans))
+        return encode_in_stages(self, sentences, spans)
 
 
 def test_a_tokenizer_error_reaches_the_run_and_stops_the_threads() -> None:

@@ -34,7 +34,7 @@ from ..errors import ModelUnavailableError, NcprobeError, UsageError
 from ._env import hf_unavailable, parse_dtype, require_hf, torch_device, unreachable
 from ._pool import pool_states
 from ._stages import Batch, HostCopy, Tokens, collate, to_device, tokenize_words
-from .base import LAST_FOUR, Encoded, SentenceTooLongError
+from .base import LAST_FOUR, Encoded, SentenceTooLongError, encode_in_stages
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -110,7 +110,7 @@ class HFEncoder:
         tokenizer, model: already loaded parts (sentence-transformers); loaded now.
     """
 
-    levels = ("sent", "nc")
+    levels: tuple[str, ...] = ("sent", "nc")
     #: the :func:`~ncprobe.encoders.load_encoder` options that change this family's vectors
     #: (``None``: any value; the encoder checks it); load_encoder refuses every other option
     OPTIONS: ClassVar[dict] = {"layers": None, "device": None, "dtype": None, "revision": None,
@@ -313,10 +313,11 @@ class HFEncoder:
                        pad_type_id=tok.pad_token_type_id,
                        pin=self.model.device.type == "cuda")
 
-    def run(self, batch: Batch):
+    def run(self, batch: Batch, *, sentences: bool = True):
         """The forward pass and the pooling of a batch, queued on the model's device:
         ``(model inputs, model output, (sent, span, missing, missing_span))`` as tensors
-        (the pooled ones on the device of the last hidden states)."""
+        (the pooled ones on the device of the last hidden states; ``sent`` ``None`` without
+        ``sentences``, see :func:`~._pool.pool_states`)."""
         import torch
 
         inputs, (word_ids, n_words, starts, ends) = to_device(batch, self.model.device)
@@ -327,7 +328,7 @@ class HFEncoder:
                                  for v in self.views], dim=1)  # (B, V, T, D)
             at = views.device
             pooled = pool_states(views, word_ids.to(at), n_words.to(at), starts.to(at),
-                                 ends.to(at), batch.max_words)
+                                 ends.to(at), batch.max_words, sentences=sentences)
         return inputs, out, pooled
 
     def launch(self, batch: Batch) -> HostCopy:
@@ -344,8 +345,7 @@ class HFEncoder:
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:
-        return self.collect(self.launch(self.collate(self.tokenize(sentences), sentences,
-                                                     spans)))
+        return encode_in_stages(self, sentences, spans)
 
 
 def attr_getter(config):

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import ModelUnavailableError, NcprobeError
 from ._env import hf_unavailable, parse_dtype, require_hf, torch_device
 from ._stages import Batch, HostCopy, Tokens
-from .base import Encoded
+from .base import Encoded, encode_in_stages
 from .hf import (
     FORMAT_VERSION,
     HFEncoder,
@@ -58,7 +58,7 @@ class SBertEncoder:
         layers, device, dtype, revision, name: as in :class:`~ncprobe.encoders.hf.HFEncoder`.
     """
 
-    levels = ("sent", "nc")
+    levels: tuple[str, ...] = ("sent", "nc")
     #: the load_encoder options that change the vectors (see HFEncoder.OPTIONS)
     OPTIONS: ClassVar[dict] = {"layers": None, "device": None, "dtype": None, "revision": None}
     OPTIONS_NOTE = "a sentence-transformers model runs on one device (no device_map)"
@@ -193,7 +193,8 @@ class SBertEncoder:
         ``SentenceTransformer.encode`` computes the sentence embedding."""
         import torch
 
-        inputs, out, (_, span, missing, missing_span) = self.tokens.run(batch)
+        # the sentence means of the word vectors are not needed: the modules give the sentence
+        inputs, out, (_, span, missing, missing_span) = self.tokens.run(batch, sentences=False)
         features = {"token_embeddings": out.last_hidden_state.float(),
                     "attention_mask": inputs["attention_mask"]}
         with torch.inference_mode():
@@ -210,8 +211,7 @@ class SBertEncoder:
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:
-        return self.collect(self.launch(self.collate(self.tokenize(sentences), sentences,
-                                                     spans)))
+        return encode_in_stages(self, sentences, spans)
 
     def encode_texts(self, texts: Sequence[str], spans: Sequence[tuple[int, int]]) -> Encoded:
         """Raw texts -> the model's own sentence embedding and a character span's vector.
