@@ -11,8 +11,15 @@ share:
   the difference, its percentile interval and a bootstrap p-value, which is the test;
 * Williams' t for dependent correlations sharing a variable (:func:`ncprobe.stats.williams_t`)
   as a classical cross-check;
-* the bootstrap p-values corrected for multiple comparisons across the whole output
-  (:func:`ncprobe.stats.correct`), and ``significant`` from the corrected p.
+* the bootstrap p-values corrected for multiple comparisons across the whole output, one
+  family (:func:`ncprobe.stats.correct_bounded`), and ``significant`` from the corrected p.
+  A bootstrap p is never below ``2/(n_boot+1)``; where no resample fell on the other side of
+  0 it is only that floor (``p_boot_bound``), the correction carries the bound on
+  (``p_corrected_bound``), and a bound that limits a decision is warned about
+  (:class:`ncprobe.significance.ResolutionWarning`, naming the ``n_boot`` that would resolve
+  it). The default 10,000 resamples are kept rather than chosen per family: each resample
+  is a pair of Spearman rhos over every NC of a cell, and the 88,000 a 44-cell Holm family
+  needs would hold ~200 MB per resample matrix per cell.
 
 Examples::
 
@@ -35,23 +42,27 @@ from .errors import UsageError
 from .results import CELL_KEYS, Results, refuse_repeated_cells
 from .results.query import filter_rows
 from .schema import GOLD, Correction
-from .significance import ALPHA, check_correction
-from .stats import correct as correct_pvalues
-from .stats import paired_bootstrap_rho_diff, spearman, williams_t
+from .significance import ALPHA, check_correction, warn_resolution
+from .stats import correct_bounded, paired_bootstrap_rho_diff, resamples_for, spearman, williams_t
 
 log = logging.getLogger(__name__)
 
 #: Resamples of a comparison: more than a run's intervals use (``N_BOOT``), because the least
 #: bootstrap p is 2 / (n_boot + 1) and Holm multiplies it by the number of tests (a table of
-#: 44 cells needs n_boot > 1760 for any cell to be significant after the correction).
+#: 44 cells needs n_boot > 1760 for any cell to be significant after the correction, and
+#: 88,000 for a floored p to reach ``***``: below that a floored p is a bound, said and
+#: warned about).
 COMPARE_N_BOOT = 10_000
+#: What every row of a comparison is corrected with (its ``family`` column).
+COMPARE_FAMILY = "this comparison: every cell tested"
 #: What a selection may filter on: the cell keys (:data:`ncprobe.results.CELL_KEYS`, in the
 #: order the output shows them), and ``nc`` / ``cls`` (which only filter).
 SELECT_KEYS: tuple[str, ...] = CELL_KEYS + ("nc", "cls")
 #: The statistics of each output row, after its key columns.
 STAT_COLUMNS: tuple[str, ...] = (
-    "n", "rho_a", "rho_b", "diff", "ci_low", "ci_high", "p_boot", "r_ab", "williams_t",
-    "p_williams", "p_corrected", "significant")
+    "n", "rho_a", "rho_b", "diff", "ci_low", "ci_high", "p_boot", "p_boot_bound", "r_ab",
+    "williams_t", "p_williams", "p_corrected", "p_corrected_bound", "significant", "family",
+    "family_size")
 
 #: One selection: column -> one value (which fixes the column on that side) or a list of
 #: values (which only filters).
@@ -77,7 +88,8 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
         n_boot, seed: the bootstrap resamples (``numpy.random.default_rng(seed)``): the same
             inputs give the same output.
         correct: the multiple-comparison correction of the bootstrap p-values, the family
-            being every row of the output: ``holm`` (default), ``fdr_bh`` or ``none``.
+            being every row of the output (:data:`COMPARE_FAMILY`): ``holm`` (default),
+            ``fdr_bh`` or ``none``.
         progress: called before each cell is tested as ``progress(k, total, cell)``, ``k``
             from 1, ``cell`` the cell in words (``ncprobe compare`` shows it on stderr).
 
@@ -100,15 +112,25 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
           differ from the ``correlations`` table, which uses every NC of one run);
         * ``diff = rho_a - rho_b``, ``ci_low``, ``ci_high``: its paired percentile bootstrap
           interval (95%), ``p_boot`` its two-sided bootstrap p-value (the definition is
-          in :func:`ncprobe.stats.paired_bootstrap_rho_diff`);
+          in :func:`ncprobe.stats.paired_bootstrap_rho_diff`), ``p_boot_bound`` whether it
+          is only the floor ``2/(n_boot+1)`` (no resample on the other side of 0; the true
+          p is smaller);
         * ``r_ab``: Spearman's rho between the two sides' values; ``williams_t``,
           ``p_williams``: Williams' t (``n - 3`` df) on ``rho_a``, ``rho_b``, ``r_ab``;
-        * ``p_corrected``: ``p_boot`` corrected across the output (``correct``);
-          ``significant``: ``p_corrected <= ALPHA`` (0.05).
+        * ``p_corrected``: ``p_boot`` corrected across the output (``correct``),
+          ``p_corrected_bound`` whether it is a bound in turn
+          (:func:`ncprobe.stats.correct_bounded`); ``significant``: ``p_corrected <= ALPHA``
+          (0.05); ``family`` (:data:`COMPARE_FAMILY`) and ``family_size`` (the rows with a
+          p, corrected together).
 
         The least ``p_boot`` is ``2 / (n_boot + 1)``: after Holm's correction of ``m`` tests
         it is ``2 m / (n_boot + 1)``, so ``n_boot`` must exceed ``40 m`` for any test to be
-        significant under Holm (a warning is logged when it does not).
+        significant under Holm, and reach ``2,000 m`` for a floored p to earn ``***``.
+
+    Warns:
+        ResolutionWarning: some corrected p's are bounds above 0.001 (they might deserve
+            more stars, or be significant); the message names how many and the ``n_boot``
+            that would resolve them.
 
     Raises:
         UsageError: a selection names an unknown column or a value the results do not hold
@@ -119,6 +141,10 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
             cell pooled by other means than :meth:`Results.concat`, which refuses them).
     """
     check_correction(correct)
+    if b is not None and b is not a:  # two runs of different data: never one test
+        from .results.core import check_same_data
+
+        check_same_data([a, b], ["side A", "side B"])
     if b is None:
         if select_b is None or dict(select_b) == dict(select_a or {}):
             raise UsageError("comparing a Results with itself needs two different selections "
@@ -170,8 +196,8 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
         t, p_t = williams_t(d.rho_a, d.rho_b, r_ab, d.n)
         rows.append({**dict(zip(cell_cols, key, strict=True)), "n": d.n, "rho_a": d.rho_a,
                      "rho_b": d.rho_b, "diff": d.diff, "ci_low": d.ci_low,
-                     "ci_high": d.ci_high, "p_boot": d.p, "r_ab": r_ab, "williams_t": t,
-                     "p_williams": p_t})
+                     "ci_high": d.ci_high, "p_boot": d.p, "p_boot_bound": d.p_bound,
+                     "r_ab": r_ab, "williams_t": t, "p_williams": p_t})
     out = pd.DataFrame(rows)
     if not (out["n"] > 0).any():
         raise UsageError("the two sides share no NC with a value on both sides and a gold "
@@ -182,9 +208,18 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
                     "least bootstrap p is 2/(n_boot+1), so no test can be significant after "
                     "the correction; use n_boot >= %d", family, n_boot,
                     math.ceil(2.0 * family / ALPHA))
-    out["p_corrected"] = correct_pvalues(out["p_boot"].to_numpy(), correct)
+    corrected, bound = correct_bounded(out["p_boot"].to_numpy(dtype=np.float64),
+                                       out["p_boot_bound"].to_numpy(dtype=bool), correct)
+    out["p_boot_bound"] = out["p_boot_bound"].astype(bool)
+    out["p_corrected"] = corrected
+    out["p_corrected_bound"] = bound
     out["significant"] = (out["p_corrected"] <= ALPHA).to_numpy()
+    out["family"] = COMPARE_FAMILY
+    out["family_size"] = family
     out["n"] = out["n"].astype("int64")
+    warn_resolution(corrected, bound, rows="compared cells",
+                    resamples=f"{n_boot:,} bootstrap resamples", option="n_boot",
+                    needed=resamples_for(family, correct, per=2))
     return out[cell_cols + list(STAT_COLUMNS)].reset_index(drop=True)
 
 
@@ -298,7 +333,8 @@ def check_comparison_out(out: Path, overwrite: bool) -> None:
         UsageError: not a :data:`COMPARE_FORMATS` suffix, a directory, no parent
             directory, inside a results directory, or an existing file without
             ``overwrite``; the message names the option ``--out``.
-        OutputError: ``out``'s directory cannot be written (read-only, full, no permission).
+        OutputError: ``out``'s directory cannot be written (read-only, full, no permission,
+            a file where a directory is needed, a link loop), named with the cause.
     """
     import os
 
@@ -310,7 +346,12 @@ def check_comparison_out(out: Path, overwrite: bool) -> None:
         raise UsageError(f"--out {out} is a directory; name a file, e.g. {out / 'compare.md'}"
                          " (even --overwrite never replaces a directory)")
     if not out.parent.is_dir():
-        raise UsageError(f"--out {out}: no directory {out.parent}")
+        # a file (or a link loop) where a directory is needed cannot be written: the one
+        # writability check names the part in the way (exit 6); a folder that is merely not
+        # there is the user's to create
+        check_can_write(out.parent, target=out, what="comparison table")
+        raise UsageError(f"--out {out}: no directory {out.parent}; create it, or choose "
+                         "another --out")
     if (out.parent / "run.json").is_file():
         raise UsageError(f"--out {out}: {out.parent} is a results directory; a file written "
                          "into it would stop `ncprobe compute` from rewriting it: choose "
@@ -360,3 +401,60 @@ def write_comparison(out: Path, df: pd.DataFrame, *, markdown: str, latex: str,
         raise UsageError(f"--out {out} is now a directory; nothing written") from None
     except OSError as e:
         raise output_error(e, out, what="comparison table") from None
+
+
+def differing_options(a: Results, b: Results | None) -> str | None:
+    """The run options in which side A's runs differ from side B's, in words, or None.
+
+    Everything a run was computed with counts (its ``config`` in ``run.json``: store dtype,
+    dtype, device, batch size, resamples ...), except the model (each side's is shown) and
+    the cell keys that pair the rows (language, contexts, levels, layers). An option that a
+    run's ``run.json`` leaves out had its default. So a float16 run against a float32 run
+    of one model says which side is which. Two runs of one model name with different
+    weights (fingerprints) say so too.
+    """
+    if b is None or b is a:  # one Results under two selections: the same runs
+        return None
+    import json
+    from dataclasses import MISSING, fields
+
+    from .cache import LOSS_KEY
+    from .config import RunConfig
+
+    order = [f.name for f in fields(RunConfig)]
+    defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+    paired = {"model", "lang", "contexts", "levels", "layers"}
+
+    def shown(v: object) -> str:
+        return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
+    def options(res: Results) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for m in res.meta:
+            cfg = {**defaults, **(m.get("config") or {})}
+            if m.get(LOSS_KEY) is not None:  # how far half precision moved its cosines
+                cfg["store_dtype"] = (f"{cfg.get('store_dtype')} (cosines within "
+                                      f"{m[LOSS_KEY]:.2g})")
+            for k, v in cfg.items():
+                if k not in paired and shown(v) not in out.setdefault(k, []):
+                    out[k].append(shown(v))
+        return out
+
+    oa, ob = options(a), options(b)
+    keys = sorted(set(oa) | set(ob), key=lambda k: (order.index(k) if k in order
+                                                      else len(order), k))
+    differ = [k for k in keys if oa.get(k) != ob.get(k)]
+    prints = [{json.dumps(m.get("fingerprint"), sort_keys=True, default=str) for m in r.meta}
+              for r in (a, b)]
+    if not differ and prints[0] == prints[1]:
+        return None
+
+    def side(opts: dict[str, list[str]]) -> str:
+        return ", ".join(f"{k} {'/'.join(opts.get(k, ['-']))}" for k in differ)
+    text = (f"The sides' runs differ in options other than those compared: A {side(oa)}; "
+            f"B {side(ob)}." if differ else "")
+    models = {str(m["config"].get("model")) for r in (a, b) for m in r.meta}
+    if prints[0] != prints[1] and len(models) == 1:
+        text += (" " if text else "") + ("The sides' model has one name and other weights "
+                                         "(its fingerprints differ).")
+    return text

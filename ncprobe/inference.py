@@ -43,6 +43,10 @@ if TYPE_CHECKING:  # pragma: no cover
 CLASS_PAIRS: tuple[tuple[str, str], ...] = (("I", "PC"), ("I", "C"), ("PC", "C"))
 #: The columns that identify a cell of :func:`class_tests` (one model, condition, measure).
 CLASS_TEST_KEYS: tuple[str, ...] = ("model", "lang", "layers", "level", "condition", "measure")
+#: The families of :func:`class_tests`' table: every test of one kind it holds.
+TABLE_FAMILIES = {"kruskal-wallis": "the Kruskal-Wallis tests of this table",
+                  "mann-whitney": "the Mann-Whitney pairs of this table",
+                  "none": "uncorrected: each test on its own"}
 #: How many answers of :func:`class_tests` the memo keeps.
 MEMO_SIZE = 16
 
@@ -95,7 +99,9 @@ def class_tests(results: Results, *, level: str = "nc", space: str = "raw", cont
         Tidy rows, one per test: :data:`CLASS_TEST_KEYS`, then the columns of
         :data:`ncprobe.stats.CLASS_TEST_COLUMNS` (``test`` ``kruskal-wallis`` or
         ``mann-whitney``, ``cls_a``, ``cls_b``, ``n_a``, ``n_b``, ``statistic`` H or U of
-        ``cls_a``, ``p``, ``p_corrected``, ``rank_biserial``, ``significant``).
+        ``cls_a``, ``p``, ``p_corrected``, ``rank_biserial``, ``significant``, ``family``
+        (:data:`TABLE_FAMILIES`: which tests ``p_corrected`` was corrected with) and
+        ``family_size``).
         ``df.attrs`` holds ``correct`` and the family sizes ``family_kw`` / ``family_mw``.
         :func:`ncprobe.tables.class_tests_table` is its display form. A copy of the
         memoised answer: the caller may change it.
@@ -139,11 +145,17 @@ def _class_tests(results: Results, level, space, contexts, layers, measures,
             parts.append(t.assign(**dict(zip(CLASS_TEST_KEYS, key, strict=True))))
     out = (pd.concat(parts, ignore_index=True)[columns] if parts
            else pd.DataFrame(columns=columns))
+    out["family"] = out["family"].astype(object)
     for kind, name in (("kruskal-wallis", "family_kw"), ("mann-whitney", "family_mw")):
         rows = (out["test"] == kind).to_numpy()
         p = out.loc[rows, "p"].to_numpy(dtype=float)
         out.loc[rows, "p_corrected"] = correct_p(p, correct)
         out.attrs[name] = int(np.count_nonzero(~np.isnan(p)))
+        # the family the table corrects with (stats.class_tests' own was "uncorrected")
+        out.loc[rows, "family"] = TABLE_FAMILIES["none" if correct == "none" else kind]
+        out.loc[rows, "family_size"] = (out.attrs[name] if correct != "none"
+                                        else (~np.isnan(p)).astype(np.int64))
+    out["family_size"] = out["family_size"].astype("int64")
     out["p_corrected"] = out["p_corrected"].astype(float)
     out["significant"] = (out["p_corrected"] <= ALPHA).to_numpy()
     out.attrs["correct"] = correct
@@ -285,6 +297,7 @@ def ratio_quartiles(results: Results, *, by_class: bool = False, level: str = "n
     return pd.DataFrame(rows, columns=list(QUARTILE_COLUMNS))
 
 
-__all__ = ["CLASS_PAIRS", "CLASS_TEST_KEYS", "MEMO_SIZE", "QUARTILE_COLUMNS", "class_tests",
+__all__ = ["CLASS_PAIRS", "CLASS_TEST_KEYS", "MEMO_SIZE", "QUARTILE_COLUMNS", "TABLE_FAMILIES",
+           "class_tests",
            "condition_ranks", "correct_correlogram", "correlogram_matrix", "fingerprint",
            "model_names", "quartiles", "ratio_quartiles", "significant_pairs"]

@@ -32,6 +32,23 @@ Tests (issue 12, "comparisons that are tests"):
   rank-biserial effect sizes, the pairs corrected as one family.
 
 :func:`ncprobe.comparison.compare` applies the difference tests to two runs' results.
+
+The resolution of resampling p-values (issue 28): a p-value from ``B`` resamples is never
+below ``1/(B+1)`` (a sign-flip or permutation test) or ``2/(B+1)`` (the two-sided bootstrap
+p of :func:`paired_bootstrap_rho_diff`), and a correction multiplies that floor by up to the
+family's size. So every resampling p here comes with a *bound* flag: true when no resample
+was as extreme as the data, i.e. the p-value is only the floor and the true p lies below it.
+
+* :func:`correct_bounded` corrects p-values some of which are bounds, and says which
+  corrected values are bounds in turn (those the unknown true p's could still lower);
+* :func:`resamples_for` and :func:`choose_flips`: how many resamples make the least
+  corrected p of a family reach :data:`~ncprobe.significance.FINEST` (0.001, ``***``), with
+  :data:`MAX_FLIPS` as the cap where that is cheap (sign flips);
+* :func:`sign_flip`: the two-sided sign-flip (randomisation) test of summed cluster
+  differences, exact over all ``2^k`` patterns when they are few enough, else over random
+  patterns drawn in chunks (memory bounded whatever ``B``), with the bound flags.
+
+:func:`ncprobe.significance.warn_resolution` warns where a bound limits a decision.
 """
 
 from __future__ import annotations
@@ -48,7 +65,7 @@ from numpy.typing import ArrayLike
 
 from .schema import CORRECTIONS as CORRECTIONS  # kept importable from here
 from .schema import Correction
-from .significance import ALPHA, check_correction
+from .significance import ALPHA, FINEST, check_correction
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -218,16 +235,229 @@ def correct(p: ArrayLike, method: Correction = "holm") -> np.ndarray:
     ok = ~np.isnan(values)
     if method == "none" or not ok.any():
         return values
+    if method == "holm":
+        values[ok] = _holm(values[ok])
+        return values
     from statsmodels.stats.multitest import multipletests
 
     values[ok] = multipletests(values[ok], method=method)[1]
     return values
 
 
+def _holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values: in ascending order, ``p_(i) (m - i + 1)``, made
+    non-decreasing by a running maximum, at most 1 (equal p-values keep their order, as
+    statsmodels' ``multipletests(method="holm")`` does; the tests compare the two).
+
+    Written here rather than called from statsmodels, whose Holm runs a full garbage
+    collection on every call: a report corrects a few hundred families, and in a process
+    holding large tables each collection took a noticeable fraction of a second.
+    """
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.minimum(np.maximum.accumulate(p[order] * np.arange(m, 0, -1)), 1.0)
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
+def correct_bounded(p: ArrayLike, bound: ArrayLike, method: Correction = "holm"
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`correct` of p-values some of which are only bounds, and which corrected values
+    are bounds in turn.
+
+    ``bound[i]`` true says the true ``p[i]`` lies somewhere in ``(0, p[i]]`` (a resampling
+    p-value at its floor). Holm's step-down and Benjamini-Hochberg's step-up adjusted
+    p-values never decrease when an input increases, so the corrected value of the true
+    p's lies between the correction of ``p`` with every bound set to 0 (``low``) and the
+    correction of ``p`` as given (``high``, what is returned). Where the two agree, the
+    corrected value is exact whatever the bounds hide; where they differ it is a bound
+    (``high`` is reached only if the bounds are the true p's). Under Holm that marks the
+    rows whose step-down maximum involves a bound, and also those whose rank a bound could
+    still change; ``none`` keeps each p's own flag.
+
+    >>> q, b = correct_bounded([0.001, 0.2, 0.04], [True, False, False], "holm")
+    >>> q.round(3).tolist(), b.tolist()
+    ([0.003, 0.2, 0.08], [True, False, False])
+
+    Returns:
+        ``(corrected, corrected_bound)``, in the order of ``p``; NaN stays NaN (and not a
+        bound).
+
+    Raises:
+        UsageError: an unknown ``method``.
+    """
+    high = correct(p, method)
+    flags = np.array(bound, dtype=bool, ndmin=1)
+    values = np.array(p, dtype=np.float64, ndmin=1)
+    if flags.shape != values.shape:
+        raise ValueError(f"correct_bounded needs one bound flag per p-value, got "
+                         f"{flags.shape} and {values.shape}")
+    flags &= ~np.isnan(values)
+    if method == "none" or not flags.any():
+        return high, flags
+    low = correct(np.where(flags, 0.0, values), method)
+    return high, ~np.isclose(low, high, rtol=1e-12, atol=0.0) & ~np.isnan(high)
+
+
+def _family_factor(m: int, method: str) -> int:
+    """How much a correction of ``m`` tests can multiply the least p: ``m`` for Holm (the
+    least p of the family times ``m``) and Benjamini-Hochberg (the same at rank 1), 1 for
+    none."""
+    return 1 if method == "none" else max(1, m)
+
+
+def resamples_for(m: int, method: str = "holm", *, per: int = 1, finest: float = FINEST
+                  ) -> int:
+    """The resamples ``B`` whose least p, ``per / (B + 1)`` (``per`` 1: a sign-flip or
+    permutation test; 2: a two-sided bootstrap p), stays at or below ``finest`` once a family
+    of ``m`` tests is corrected by ``method`` (``m * per / (B + 1) <= finest`` for Holm and
+    Benjamini-Hochberg): ``B = ceil(m * per / finest)``, 1,000 per test for a sign flip.
+
+    >>> resamples_for(42), resamples_for(42, per=2), resamples_for(42, "none")
+    (42000, 84000, 1000)
+    """
+    return math.ceil(_family_factor(m, method) * per / finest - 1e-9)
+
+
+#: The most random sign flips :func:`choose_flips` draws by itself (a family of 2,000 tests
+#: under Holm): beyond it a floored p is left as a bound and said (ResolutionWarning).
+MAX_FLIPS = 2_000_000
+
+
+def choose_flips(n_flips: int | str, m: int, method: str = "holm") -> tuple[int, bool]:
+    """The random sign patterns of a family of ``m`` sign-flip tests: ``n_flips`` when it is a
+    number, else (``"auto"``) :func:`resamples_for` ``(m, method)`` at most
+    :data:`MAX_FLIPS`. Returns ``(flips, capped)``, ``capped`` true when the cap kept
+    ``"auto"`` below what the family needs.
+
+    Raises:
+        UsageError: ``n_flips`` neither ``"auto"`` nor a whole number >= 0.
+    """
+    from .errors import UsageError
+
+    if isinstance(n_flips, str):
+        if n_flips != "auto":
+            raise UsageError(f"n_flips must be 'auto' or a whole number >= 0, not {n_flips!r}")
+        want = resamples_for(m, method)
+        return min(want, MAX_FLIPS), want > MAX_FLIPS
+    if isinstance(n_flips, bool) or not isinstance(n_flips, (int, np.integer)) or n_flips < 0:
+        raise UsageError(f"n_flips must be 'auto' or a whole number >= 0 (0: no test), not "
+                         f"{n_flips!r}")
+    return int(n_flips), False
+
+
+@dataclass(frozen=True)
+class SignFlip:
+    """One :func:`sign_flip` test: a p-value per column, whether it is a bound, and how.
+
+    Attributes:
+        p: two-sided p-value of each column of the summed differences.
+        bound: per column, no random pattern was as extreme as the data: ``p`` is the floor
+            ``1/(B+1)`` and the true p lies below it (never true when ``exact``).
+        exact: every one of the ``2^k`` patterns was enumerated.
+        patterns: how many patterns (``2^k`` when exact, else the random flips ``B``).
+    """
+
+    p: np.ndarray
+    bound: np.ndarray
+    exact: bool
+    patterns: int
+
+    def describe(self, clusters: str = "idioms") -> str:
+        """The test in words, as a tests table's ``test`` column records it: ``"sign-flip
+        over idioms (42,000 random flips)"``."""
+        if self.exact:
+            return f"sign-flip over {clusters} (exact, all {self.patterns:,} sign patterns)"
+        return f"sign-flip over {clusters} ({self.patterns:,} random flips)"
+
+
+#: Elements of one chunk of sign patterns (patterns x clusters): the memory of
+#: :func:`sign_flip` is bounded by it, whatever the number of flips.
+_CHUNK = 1 << 21
+
+
+def _pattern_chunks(k: int, n_flips: int, seed: int, exact: bool):
+    """``(rows, k)`` float sign matrices, every pattern of ``k`` signs (``exact``) or
+    ``n_flips`` random ones from ``default_rng([seed, 1])``, in chunks of at most
+    :data:`_CHUNK` elements (the chunking is fixed by ``k``: the same seed gives the same
+    patterns)."""
+    rows = max(1, _CHUNK // max(k, 1))
+    total = 2 ** k if exact else n_flips
+    shifts = np.arange(k, dtype=np.int64)
+    rng = None if exact else np.random.default_rng([seed, 1])
+    for start in range(0, total, rows):
+        size = min(rows, total - start)
+        if rng is None:
+            bits = (np.arange(start, start + size, dtype=np.int64)[:, None] >> shifts) & 1
+        else:
+            bits = rng.integers(0, 2, size=(size, k), dtype=np.int8)
+        yield 1.0 - 2.0 * bits.astype(np.float64)
+
+
+def sign_flip(sums: Sequence[ArrayLike], n_flips: int, *, seed: int = 0) -> list[SignFlip]:
+    """Two-sided sign-flip tests of summed differences over clusters (paired data, the
+    clusters exchangeable under the null hypothesis).
+
+    Each ``sums[i]`` holds one test's per-cluster sums of paired differences, shape ``(k,)``
+    or ``(k, c)`` (``c`` columns tested on the same clusters, e.g. two metrics). The
+    statistic is ``|sum over clusters|``; a sign pattern flips whole clusters. When
+    ``2^k <= n_flips`` every pattern is enumerated and ``p = #{|stat*| >= |stat|} / 2^k``
+    (exact: at least ``2 / 2^k``, the identity and its mirror); otherwise ``n_flips`` random
+    patterns give ``p = (1 + #{|stat*| >= |stat|}) / (1 + n_flips)``, a bound when the count
+    is 0. Tests with the same ``k`` share their patterns (common random numbers, and one pass
+    over them), drawn in chunks so that memory stays bounded.
+
+    Args:
+        sums: per test, the per-cluster sums (at least one cluster each).
+        n_flips: random patterns (>= 1; :func:`choose_flips` picks them for a family).
+        seed: the seed of the random patterns (``default_rng([seed, 1])``).
+
+    Returns:
+        One :class:`SignFlip` per test, in order; ``p`` and ``bound`` have one entry per
+        column (a 1-d ``sums[i]`` is one column).
+    """
+    arrays = []
+    for x in sums:
+        a = np.asarray(x, dtype=np.float64)
+        arrays.append(a[:, None] if a.ndim == 1 else a)
+    if n_flips < 1:
+        raise ValueError(f"sign_flip needs n_flips >= 1, not {n_flips}")
+    out: list[SignFlip | None] = [None] * len(arrays)
+    by_k: dict[int, list[int]] = {}
+    for i, a in enumerate(arrays):
+        if a.ndim != 2 or a.shape[0] < 1:
+            raise ValueError(f"sign_flip: test {i} needs (clusters,) or (clusters, columns) "
+                             f"sums with at least one cluster, got shape {a.shape}")
+        by_k.setdefault(a.shape[0], []).append(i)
+    for k, members in by_k.items():
+        d = np.concatenate([arrays[i] for i in members], axis=1)   # k x columns
+        observed = np.abs(d.sum(axis=0))
+        # a pattern's statistic equal to the observed one up to rounding counts as extreme
+        tol = 1e-9 * np.abs(d).sum(axis=0) + 1e-12
+        exact = 2 ** k <= n_flips
+        extreme = np.zeros(d.shape[1], dtype=np.int64)
+        for signs in _pattern_chunks(k, n_flips, seed, exact):
+            extreme += (np.abs(signs @ d) >= observed - tol).sum(axis=0)
+        # exact: the share of every pattern; random: with the observed sample counted once
+        p = np.asarray(extreme / 2.0 ** k if exact else (1.0 + extreme) / (1.0 + n_flips),
+                       dtype=np.float64)
+        bound = np.zeros(len(extreme), dtype=bool) if exact else extreme == 0
+        patterns = 2 ** k if exact else n_flips
+        at = 0
+        for i in members:
+            c = arrays[i].shape[1]
+            out[i] = SignFlip(p[at:at + c], bound[at:at + c], exact, patterns)
+            at += c
+    return [x for x in out if x is not None]
+
+
 @dataclass(frozen=True)
 class RhoDifference:
     """:func:`paired_bootstrap_rho_diff`: ``rho_a - rho_b`` on ``n`` items, its percentile
-    interval ``[ci_low, ci_high]`` and its two-sided bootstrap p-value."""
+    interval ``[ci_low, ci_high]`` and its two-sided bootstrap p-value; ``p_bound``: no
+    resample fell on the other side of 0, so ``p`` is the floor ``2/(B+1)`` of the
+    resamples and the true p lies below it."""
 
     rho_a: float
     rho_b: float
@@ -236,6 +466,7 @@ class RhoDifference:
     ci_high: float
     p: float
     n: int
+    p_bound: bool = False
 
 
 def _complete(*columns: ArrayLike) -> list[np.ndarray]:
@@ -267,6 +498,9 @@ def paired_bootstrap_rho_diff(a: ArrayLike, b: ArrayLike, gold: ArrayLike, *,
       It is the smallest ``1 - level`` at which the percentile interval leaves out 0, with
       the usual ``+1`` for the observed sample, so that it is never 0 (its least value is
       ``2 / (B + 1)``).
+    * ``p_bound``: ``min(k_le, k_ge) == 0`` (and ``p < 1``): no resample on the other side
+      of 0, so ``p = 2 / (B + 1)`` is only the floor of ``B`` resamples, a bound above the
+      true p (:func:`correct_bounded` carries it through a correction).
 
     Fewer than three items, a constant variable or ``n_boot < 1`` give NaN where the value
     is undefined (``n`` is always the number of complete items).
@@ -284,7 +518,7 @@ def paired_bootstrap_rho_diff(a: ArrayLike, b: ArrayLike, gold: ArrayLike, *,
     lo, hi = _percentiles(diffs, level)
     k = min(int(np.sum(diffs <= 0.0)), int(np.sum(diffs >= 0.0)))
     p = min(1.0, 2.0 * (k + 1) / (len(diffs) + 1))
-    return RhoDifference(rho_a, rho_b, diff, lo, hi, p, n)
+    return RhoDifference(rho_a, rho_b, diff, lo, hi, p, n, p_bound=k == 0 and p < 1.0)
 
 
 def _valid_correlations(n: int, *rs: float) -> bool:
@@ -353,7 +587,12 @@ def meng_z(r_ag: float, r_bg: float, r_ab: float, n: int) -> tuple[float, float]
 #: The columns of :func:`class_tests`.
 CLASS_TEST_COLUMNS: tuple[str, ...] = (
     "test", "cls_a", "cls_b", "n_a", "n_b", "statistic", "p", "p_corrected", "rank_biserial",
-    "significant")
+    "significant", "family", "family_size")
+#: The families of :func:`class_tests` (a Kruskal-Wallis test alone; the pairs of one
+#: measure), and what a test left uncorrected is said to be corrected with.
+CLASS_FAMILIES = {"kruskal-wallis": "this Kruskal-Wallis test alone",
+                  "mann-whitney": "the Mann-Whitney pairs of this measure",
+                  "none": "uncorrected: each test on its own"}
 
 
 def class_tests(values: ArrayLike, classes: ArrayLike | Sequence[str | None], *,
@@ -379,8 +618,11 @@ def class_tests(values: ArrayLike, classes: ArrayLike | Sequence[str | None], *,
       tend to be larger than those of ``cls_b``. ``p_corrected`` corrects the p-values of
       the pairs as one family (``correct_method``, :func:`correct`).
 
-    ``significant`` is ``p_corrected <= ALPHA``. A test that is undefined (fewer than two
-    classes, every value equal) has NaN ``statistic`` and ``p`` and is not significant.
+    ``significant`` is ``p_corrected <= ALPHA``; ``family`` and ``family_size`` name the
+    tests each ``p_corrected`` was corrected with (:data:`CLASS_FAMILIES`) and how many have a
+    p. A test that is undefined (fewer than two classes, every value equal) has NaN
+    ``statistic`` and ``p`` and is not significant. Every p-value here is scipy's exact or
+    asymptotic one: no resampling, no floor.
     """
     import pandas as pd
     from scipy.stats import kruskal, mannwhitneyu
@@ -420,10 +662,17 @@ def class_tests(values: ArrayLike, classes: ArrayLike | Sequence[str | None], *,
     for r, pc in zip(pairs, corrected, strict=True):
         r["p_corrected"] = float(pc)
     rows += pairs
-    out = pd.DataFrame(rows, columns=list(CLASS_TEST_COLUMNS[:-1]))
+    out = pd.DataFrame(rows, columns=list(CLASS_TEST_COLUMNS[:-3]))
     out["cls_a"] = out["cls_a"].astype("string")
     out["cls_b"] = out["cls_b"].astype("string")
     out["n_a"] = out["n_a"].astype("Int64")
     out["n_b"] = out["n_b"].astype("Int64")
     out["significant"] = (out["p_corrected"] <= ALPHA).to_numpy()
+    mw = (out["test"] == "mann-whitney").to_numpy()
+    out["family"] = np.where(mw, CLASS_FAMILIES["mann-whitney"] if correct_method != "none"
+                             else CLASS_FAMILIES["none"], CLASS_FAMILIES["kruskal-wallis"])
+    defined = out["p"].notna().to_numpy()
+    out["family_size"] = np.where(
+        mw & (correct_method != "none"), int(np.count_nonzero(mw & defined)),
+        defined.astype(np.int64)).astype(np.int64)
     return out

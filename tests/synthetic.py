@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 from pathlib import Path
 from typing import Sequence
 
@@ -26,6 +27,7 @@ from ncprobe.analysis import analyse
 from ncprobe.config import RunConfig
 from ncprobe.data import Stimuli, load_pairs
 from ncprobe.embed import Embeddings
+from ncprobe.encoders.base import Encoded
 from ncprobe.measures import MEASURES
 from ncprobe.results import Results
 
@@ -316,3 +318,48 @@ def analysed_random(stim: Stimuli, model: str, seed: int) -> Results:
     cfg = RunConfig(model=model, lang="en", n_boot=10, standardise=True)
     return analyse(stim, emb, cfg, model=model, view_names=["6", "12"], levels=("sent", "nc"),
                    meta={"config": cfg.to_dict()})
+
+
+class SeededEncoder:
+    """An encoder of ``views`` x ``dim`` random vectors, the same for an item every time
+    (seeded by the item's words and span): normal values times ``scale``, the sentence
+    vectors shifted by ``shift``; it counts the items it encodes (``calls``)."""
+
+    levels = ("sent", "nc")
+
+    def __init__(self, dim: int = 6, views: int = 3, name: str = "synthetic", *,
+                 scale: float = 1.0, shift: float = 0.0) -> None:
+        self.dim, self.name, self.calls = dim, name, 0
+        self.scale, self.shift = scale, shift
+        self.views = tuple((i,) for i in range(views))
+
+    def fingerprint(self) -> dict:
+        return {"family": "test", "name": self.name, "dim": self.dim, "scale": self.scale,
+                "shift": self.shift, "views": [list(v) for v in self.views]}
+
+    def vectors(self, tokens, span) -> tuple[np.ndarray, np.ndarray]:
+        seed = int.from_bytes(hashlib.sha1(repr((tuple(tokens), tuple(span))).encode())
+                              .digest()[:8], "little")
+        rng = np.random.default_rng(seed)
+        shape = (len(self.views), self.dim)
+        return ((rng.normal(size=shape) * self.scale + self.shift).astype(np.float32),
+                (rng.normal(size=shape) * self.scale).astype(np.float32))
+
+    def encode(self, sentences, spans) -> Encoded:
+        self.calls += len(sentences)
+        got = [self.vectors(s, sp) for s, sp in zip(sentences, spans, strict=True)]
+        n = len(got)
+        return Encoded(np.stack([g[0] for g in got]), np.stack([g[1] for g in got]),
+                       np.zeros(n, np.int32), np.zeros(n, np.int32))
+
+
+def only(res: Results, **wanted: str) -> Results:
+    """A copy of ``res`` keeping, in every table with those columns, the rows that match."""
+    def keep(df: pd.DataFrame) -> pd.Series:
+        mask = pd.Series(True, index=df.index)
+        for col, value in wanted.items():
+            if col in df.columns:
+                mask &= df[col].astype(str) == value
+        return mask
+
+    return subset(res, keep)

@@ -18,20 +18,11 @@ from ncprobe.results import Results
 from ncprobe.stats import paired_bootstrap_rho_diff, williams_t
 
 from . import synthetic
+from .synthetic import only
 
 N_BOOT = 200
 
 
-def _only(res: Results, **wanted: str) -> Results:
-    """A copy of ``res`` keeping, in every table with those columns, the rows that match."""
-    def keep(df: pd.DataFrame) -> pd.Series:
-        mask = pd.Series(True, index=df.index)
-        for col, value in wanted.items():
-            if col in df.columns:
-                mask &= df[col].astype(str) == value
-        return mask
-
-    return synthetic.subset(res, keep)
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +32,12 @@ def res() -> Results:
 
 @pytest.fixture(scope="module")
 def static(res) -> Results:
-    return _only(res, model="model-a")
+    return only(res, model="model-a")
 
 
 @pytest.fixture(scope="module")
 def layer12(res) -> Results:
-    return _only(res, model="model-b", layers="12")
+    return only(res, model="model-b", layers="12")
 
 
 def _side(res: Results, **where: str) -> pd.DataFrame:
@@ -144,7 +135,7 @@ def test_self_comparison_of_two_contexts(static):
 
 
 def test_two_layer_views_of_one_model(res):
-    model_b = _only(res, model="model-b")
+    model_b = only(res, model="model-b")
     got = compare(model_b, select_a={"layers": "9+10+11+12"}, select_b={"layers": "12"},
                   n_boot=N_BOOT)
     assert set(got["layers_a"]) == {"9+10+11+12"} and set(got["layers_b"]) == {"12"}
@@ -206,15 +197,23 @@ def test_bad_selections_and_nothing_shared(res, static, layer12):
         compare(static, layer12, select_a={"lang": "en"}, select_b={"lang": "pt"})
     # several layer views on one side, one on the other: the error says which to select
     with pytest.raises(UsageError, match="layers -.*on side A, 9\\+10\\+11\\+12, 12 on side B"):
-        compare(static, _only(res, model="model-b"))
+        compare(static, only(res, model="model-b"))
     with pytest.raises(UsageError, match="side B holds several: nat, neut.*select_b"):
         compare(static, select_a={"context": "nat"}, select_b={"measure": ["syn"]})
 
 
 def test_holm_with_too_few_resamples_warns(static, layer12, caplog):
-    with caplog.at_level(logging.WARNING, logger="ncprobe.compare"):
+    from ncprobe.significance import ResolutionWarning
+
+    with caplog.at_level(logging.WARNING, logger="ncprobe.compare"), \
+            pytest.warns(ResolutionWarning, match="n_boot=352,000"):  # 2,000 x 176 cells
         got = compare(static, layer12, n_boot=100)
     assert "no test can be significant" in caplog.text
+    # the cells no resample crossed: p at the floor 2/101, a bound, and so after Holm
+    floored = got["p_boot_bound"].to_numpy(dtype=bool)
+    np.testing.assert_allclose(got.loc[floored, "p_boot"], 2 / 101, rtol=1e-12)
+    assert got.loc[floored, "p_corrected_bound"].all()
+    assert (got["family_size"] == len(got)).all()
     assert not got["significant"].any()
     # Holm's least corrected p: the least p times the number of tests (at most 1)
     assert math.isclose(min(1.0, got["p_boot"].min() * len(got)), got["p_corrected"].min())

@@ -167,7 +167,7 @@ def test_out_formats_hold_the_table(dirs, tmp_path, capsys, correct):
     assert len(_parse(md)) == len(pq)
     tex = written[".tex"].read_text()
     assert tex.count(r" \\") == len(pq) + 1  # header and one line per row
-    assert r"\begin{tabular}" in tex and r"A\_Syn\textbar{}Rand" in tex
+    assert r"\begin{tabular}" in tex and r"$A_{\mathrm{Syn|Rand}}$" in tex
 
 
 def test_comparison_table_formats_every_row():

@@ -283,8 +283,10 @@ def test_plot_modes_has_a_panel_per_usage_with_percent_bars():
     overall = _overall()
     fig = plot_modes(overall, "r_precision")
     assert isinstance(fig, Figure)
-    assert [ax.get_title() for ax in fig.axes] == ["all queries", "literal queries",
-                                                   "idiomatic queries"]
+    # each panel says its n (the table's: 100 queries of 5 idioms in all, 50 per usage)
+    assert [ax.get_title() for ax in fig.axes] == [
+        "all queries\nn = 100 queries, 5 idioms", "literal queries\nn = 50 queries, 5 idioms",
+        "idiomatic queries\nn = 50 queries, 5 idioms"]
     assert fig.axes[0].get_ylabel() == "R-Precision"
     for ax in fig.axes:
         assert ax.get_ylim() == (0.0, 100.0)
@@ -303,7 +305,8 @@ def test_plot_modes_into_an_axes_and_bad_input():
     fig = Figure()
     ax = fig.add_subplot()
     assert plot_modes(_overall(), "ndcg@10", ax=ax) is fig
-    assert ax.get_title() == "all queries" and ax.get_ylabel() == "nDCG@10"
+    assert ax.get_title() == "all queries\nn = 100 queries, 5 idioms"
+    assert ax.get_ylabel() == "nDCG@10"
     with pytest.raises(UsageError, match="metric='map'"):
         plot_modes(_overall(), "map")
     with pytest.raises(NoData):
@@ -323,6 +326,9 @@ def test_plot_idioms_sorts_the_idioms_hardest_first():
     expected = sorted(IDIOMS, key=lambda i: means[i])
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == expected
     assert fig.axes[0].get_ylim()[0] > fig.axes[0].get_ylim()[1]  # the first row on top
+    # its n: the table's 20 queries of usage "all" per idiom, every idiom shown
+    assert fig.get_suptitle().splitlines()[1] == (
+        f"n = 20 queries per idiom, {len(IDIOMS)} idioms shown")
     assert all("nDCG@10" in ax.get_xlabel() for ax in fig.axes)
     # one dot per mode: four collections for minilm, two for bm25
     assert [len(ax.collections) - 1 for ax in fig.axes] == [4, 2, 4]

@@ -19,6 +19,8 @@ import pytest
 from ncprobe.errors import UsageError
 from ncprobe.retrieval.stats import USAGES, cluster_intervals, default_pairs, paired_tests
 
+from .by_hand import holm
+
 
 def frame(model: str, mode: str, per_idiom: dict[str, list[float]],
           ndcg_shift: float = 0.0) -> pd.DataFrame:
@@ -176,8 +178,9 @@ def test_exact_sign_flip_enumerated_by_hand() -> None:
                    ignore_index=True)
     out = paired_tests(df, [(("m", "span"), ("m", "sentence"))], n_boot=1000)
     assert list(out.columns) == ["model_a", "mode_a", "model_b", "mode_b", "usage", "metric",
-                                 "a", "b", "diff", "diff_lo", "diff_hi", "p", "p_corrected",
-                                 "significant", "n", "n_idioms", "test", "correction"]
+                                 "a", "b", "diff", "diff_lo", "diff_hi", "p", "p_bound",
+                                 "p_corrected", "p_corrected_bound", "significant", "n",
+                                 "n_idioms", "test", "correction", "family", "family_size"]
     assert len(out) == 6
     row = out[(out["usage"] == "all") & (out["metric"] == "r_precision")].iloc[0]
     want = exact_sign_flip([sum(v) for v in delta.values()])
@@ -218,26 +221,19 @@ def test_random_flips_when_patterns_outnumber_resamples() -> None:
     a_vals = {k: [v + rng.normal(0.03, 0.1) for v in vals] for k, vals in b_vals.items()}
     df = pd.concat([frame("m", "span", a_vals), frame("m", "sentence", b_vals)],
                    ignore_index=True)
-    exact = paired_tests(df, n_boot=1024)  # 2^10 patterns: enumerated
-    rand = paired_tests(df, n_boot=1023)
-    assert (exact["test"] == "sign-flip over idioms (exact)").all()
-    assert (rand["test"] == "sign-flip over idioms (1023 random flips)").all()
+    exact = paired_tests(df, n_flips=1024)  # 2^10 patterns: enumerated
+    rand = paired_tests(df, n_flips=1023)
+    assert (exact["test"] == "sign-flip over idioms (exact, all 1,024 sign patterns)").all()
+    assert (rand["test"] == "sign-flip over idioms (1,023 random flips)").all()
     diffs = [sum(a_vals[k]) - sum(b_vals[k]) for k in b_vals]
     assert exact["p"][0] == pytest.approx(exact_sign_flip(diffs))
     counts = rand["p"] * 1024 - 1  # p = (1 + hits) / (1 + 1023)
     np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
     assert (rand["p"] >= 1 / 1024).all()
     np.testing.assert_allclose(rand["p"], exact["p"], atol=0.06)
-    pd.testing.assert_frame_equal(rand, paired_tests(df, n_boot=1023))  # seeded
+    pd.testing.assert_frame_equal(rand, paired_tests(df, n_flips=1023))  # seeded
 
 
-def holm(p: list[float]) -> list[float]:
-    order = sorted(range(len(p)), key=lambda i: p[i])
-    out, running = [0.0] * len(p), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p) - rank) * p[i]))
-        out[i] = running
-    return out
 
 
 def test_strong_difference_is_significant_after_holm() -> None:
@@ -264,9 +260,13 @@ def test_strong_difference_is_significant_after_holm() -> None:
 def test_no_resamples_gives_nan_p_and_intervals() -> None:
     df = pd.concat([frame("m", "span", UNEVEN, 0.1), frame("m", "sentence", UNEVEN)],
                    ignore_index=True)
-    out = paired_tests(df, n_boot=0)
+    out = paired_tests(df, n_boot=0, n_flips=0)
     assert out[["p", "p_corrected", "diff_lo", "diff_hi"]].isna().all().all()
     assert not out["significant"].any()
+    assert not out["p_bound"].any() and (out["family_size"] == 0).all()
+    # no intervals (n_boot 0) need not mean no test: the flips are their own parameter
+    tested = paired_tests(df, n_boot=0)
+    assert tested[["diff_lo", "diff_hi"]].isna().all().all() and tested["p"].notna().all()
     assert out["diff"][1] == pytest.approx(
         out["a"][1] - out["b"][1]) and out["diff"][1] > 0
 
@@ -328,6 +328,7 @@ def test_on_three_idioms_of_the_val_split(raw_dir: Path) -> None:
     assert (ci["n_idioms"] == 3).all()
     assert (ci["r_precision_lo"] <= ci["r_precision_hi"]).all()
     out = paired_tests(df)
-    assert len(out) == 6 and (out["test"] == "sign-flip over idioms (exact)").all()
+    assert len(out) == 6 and (out["test"] == "sign-flip over idioms (exact, all 8 sign "
+                                                 "patterns)").all()
     assert ((out["p"] * 8).round(9) % 1 == 0).all()  # multiples of 1 / 2^3
     assert (out["p"] >= 0.25).all()  # the two all-equal patterns at least

@@ -37,7 +37,14 @@ def add_compare_parser(sub, config: type) -> argparse.ArgumentParser:
                        "(shown as KEY A / KEY B); a comma list only filters")
     p.add_argument("--n-boot", type=positive_int, default=COMPARE_N_BOOT, metavar="N",
                    help=f"bootstrap resamples (default {COMPARE_N_BOOT}; the least p is "
-                   "2/(N+1), so Holm over m rows needs N > 40 m)")
+                   "2/(N+1), so Holm over m rows needs N > 40 m for any row to be "
+                   "significant and N >= 2000 m for ***; a p at that floor is shown as a "
+                   "bound, '< 0.0002', and warned about). Retrieval results: the resamples "
+                   "of the intervals only")
+    p.add_argument("--n-flips", type=_flips, default="auto", metavar="N|auto",
+                   help="retrieval results: random sign flips of the paired test (default "
+                   "auto: 1,000 per test of the family, so that the least corrected p "
+                   "reaches 0.001; all 2^k patterns when there are fewer)")
     p.add_argument("--seed", type=count, default=0, metavar="S",
                    help="seed of the resamples (default 0): the same inputs give the same "
                    "table")
@@ -60,7 +67,13 @@ def run_compare(args: argparse.Namespace, config: type) -> int:
     from pathlib import Path
 
     from .. import tables
-    from ..comparison import check_comparison_out, compare, write_comparison
+    from ..comparison import (
+        COMPARE_FAMILY,
+        check_comparison_out,
+        compare,
+        differing_options,
+        write_comparison,
+    )
     from ..significance import CORRECTION_NAMES, STARS_NOTE
 
     out = Path(args.out) if args.out else None
@@ -80,6 +93,10 @@ def run_compare(args: argparse.Namespace, config: type) -> int:
     a = _load_results(args.results_a, args.exclude, args.accept_edited_results)
     b = (_load_results(args.results_b, args.exclude, args.accept_edited_results)
          if args.results_b else None)
+    if b is not None:  # never two sides of different data in one test
+        from ..results.core import check_same_data
+
+        check_same_data([a, b], [args.results_a, args.results_b])
 
     def progress(k: int, total: int, cell: str) -> None:
         print(f"test {k}/{total}: {cell}", file=sys.stderr, flush=True)
@@ -88,12 +105,17 @@ def run_compare(args: argparse.Namespace, config: type) -> int:
                  progress=None if args.quiet else progress)
     shown = tables.comparison_table(df)
     how = CORRECTION_NAMES.get(args.correct, args.correct)
+    bounds = bool(df["p_boot_bound"].any() or df["p_corrected_bound"].any())
     note = (f"diff = rho A - rho B on the n NCs both sides share, [95% paired bootstrap "
             f"interval] ({args.n_boot} resamples of the NCs, seed {args.seed}); p boot: its "
             f"two-sided bootstrap p; Williams t (n - 3 df) and p Williams: a classical "
             f"cross-check; p corrected: p boot {how} across the {int(df['p_boot'].notna().sum())}"
-            f" rows; sig.: {STARS_NOTE}")
+            f" rows, one family ({COMPARE_FAMILY}); sig.: {STARS_NOTE}"
+            + (f"; < x: a bound, no resample fell on the other side of 0 (the least bootstrap "
+               f"p of {args.n_boot} resamples is 2/{args.n_boot + 1}): the true p is smaller, "
+               "sig. credits only what the bound guarantees" if bounds else ""))
     text = tables.to_markdown(shown) + "\n" + note + "\n"
+    text += "".join(f"{line}\n" for line in [differing_options(a, b)] if line)  # which is which
     print(text, end="")
     if out is not None:
         title = "Differences of Spearman's rho with the gold score (ncprobe compare)"
@@ -118,25 +140,41 @@ def _compare_retrieval(args: argparse.Namespace, out) -> int:
         raise UsageError("retrieval results: give two sides (RESULTS_A RESULTS_B); the modes "
                          "within one run are already tested in its own results (table tests)")
     a, b = (RetrievalResults.load_many([side], exclude=args.exclude,
-                                       accept_edited=args.accept_edited_results)
+                                       accept_edited=args.accept_edited_results, across=False)
             for side in (args.results_a, args.results_b))
     both = RetrievalResults.concat([a, b], [args.results_a, args.results_b])
     pairs = [(cell_a, cell_b) for cell_a in a.cells for cell_b in b.cells
              if cell_a[1] == cell_b[1]]
     if not pairs:
         raise UsageError("the two sides share no query mode: nothing to compare")
+    # the models across the two sides: one family of their own, named as a report of the
+    # two directories names it (ncprobe.retrieval.results.tests_across_runs)
     df = paired_tests(both.per_query, pairs, n_boot=args.n_boot, seed=args.seed,
-                      correction=args.correct)
-    text = paired_tests_markdown(df)
+                      correction=args.correct, n_flips=args.n_flips,
+                      family=f"models across runs: {args.results_a}, {args.results_b}")
+    # results read although edited: said first, where it cannot be missed
+    text = "".join(f"{line}\n\n" for line in both.edited_lines()) + paired_tests_markdown(df)
     print(text, end="" if text.endswith("\n") else "\n")
     if out is not None:
         from ..comparison import write_comparison
 
         title = "IdioLink: paired differences between models (ncprobe compare)"
         write_comparison(out, df, markdown=f"{title}\n\n{text}",
-                         latex=paired_tests_latex(df, title), overwrite=args.overwrite)
+                         latex="".join(f"% {line}\n" for line in both.edited_lines())
+                         + paired_tests_latex(df, title), overwrite=args.overwrite)
         print(f"written to {out}", file=sys.stderr)
     return 0
+
+
+def _flips(text: str) -> int | str:
+    """``--n-flips``: ``auto`` or a whole number >= 1."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return positive_int(text)
+    except (argparse.ArgumentTypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r}: give auto or a whole number of 1 or "
+                                         "more") from None
 
 
 def _selection(items: Sequence[str], side: str) -> dict[str, str | list[str]] | None:

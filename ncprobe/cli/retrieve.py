@@ -7,8 +7,8 @@ import json
 import sys
 
 from ..schema import CORRECTIONS
-from ._argtypes import comma_list, count, positive_int
-from ._options import cache_options, data_dir_option
+from ._argtypes import bm25_b, bm25_k1, comma_list, count, positive_int
+from ._options import cache_options, data_dir_option, say
 
 
 def add_retrieve_parser(sub, config: type) -> argparse.ArgumentParser:
@@ -42,12 +42,17 @@ def add_retrieve_parser(sub, config: type) -> argparse.ArgumentParser:
                    help="print the overall rows as JSON (model, mode, usage, r_precision, "
                    "ndcg@10 as fractions, n, intervals, tie ranges) instead of the summary")
     p.add_argument("--n-boot", type=count, default=1000, metavar="N",
-                   help="idiom resamples of the intervals and tests (default 1000; 0: none)")
+                   help="idiom resamples of the intervals (default 1000; 0: none); the paired "
+                   "tests draw their own sign flips, 1,000 per test of the run's family")
     p.add_argument("--seed", type=count, default=0, metavar="S", help="seed (default 0)")
     p.add_argument("--correct", choices=CORRECTIONS, default="holm",
                    help="multiple-comparison correction of the paired tests (default holm)")
-    p.add_argument("--k1", type=float, default=K1, help=f"BM25 k1 (default {K1})")
-    p.add_argument("--b", type=float, default=B, help=f"BM25 b (default {B})")
+    p.add_argument("--k1", type=bm25_k1, default=K1, metavar="K1",
+                   help=f"BM25 k1, term-frequency saturation: a finite number >= 0 (default "
+                   f"{K1}, the benchmark's)")
+    p.add_argument("--b", type=bm25_b, default=B, metavar="B",
+                   help=f"BM25 b, length normalisation: a finite number from 0 to 1 (default "
+                   f"{B}, the benchmark's)")
     p.add_argument("--span-fallback", choices=("sentence",),
                    help="where a span cannot be pooled (no token overlaps it), use the "
                    "query's sentence vector, marked in the results (default: stop, naming "
@@ -65,7 +70,8 @@ def add_retrieve_parser(sub, config: type) -> argparse.ArgumentParser:
                    "(edited on purpose) instead of stopping (exit 3); they are named in the "
                    "notes and recorded in run.json")
     cache_options(p)
-    p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress (bars, and each model and mode as it runs), no summary")
     return p
 
 
@@ -86,7 +92,8 @@ def run_retrieve(args: argparse.Namespace, config: type) -> int:
                    device=args.device, dtype=args.dtype,
                    allow_remote_code=args.allow_remote_code, k1=args.k1, b=args.b,
                    n_boot=args.n_boot, seed=args.seed, correction=args.correct,
-                   span_fallback=args.span_fallback, progress=not args.quiet)
+                   span_fallback=args.span_fallback, progress=not args.quiet,
+                   on_step=None if args.quiet else say)
     if args.json:
         print(json.dumps(res.json_rows(), indent=1, ensure_ascii=False))
     elif not args.quiet:

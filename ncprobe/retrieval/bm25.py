@@ -25,7 +25,8 @@ import numpy as np
 if TYPE_CHECKING:
     from ..data.idiolink import IdioLink
 
-__all__ = ["B", "EPSILON", "K1", "MODES", "TOKEN_RE", "BM25", "bm25_scores", "tokenize"]
+__all__ = ["B", "EPSILON", "K1", "MODES", "TOKEN_RE", "BM25", "bm25_scores", "check_parameters",
+           "tokenize"]
 
 #: The benchmark's BM25 parameters (the published figures use these, not tuned ones).
 K1 = 0.9
@@ -36,6 +37,36 @@ EPSILON = 0.25
 TOKEN_RE = re.compile(r"\b\w+(?:'\w+)?\b")
 #: BM25's query modes: the whole query sentence, or the span (the PIE) alone.
 MODES = ("sentence", "span")
+
+
+def check_parameters(k1: float, b: float, epsilon: float = EPSILON) -> None:
+    """Refuse BM25 parameters outside their range, where the formula is not BM25 (a
+    negative ``k1`` or a ``b`` above 1 can make scores negative or infinite, NaN ranks
+    documents arbitrarily).
+
+    Args:
+        k1: term-frequency saturation: a finite number >= 0 (0: term frequency ignored).
+        b: length normalisation: a finite number from 0 (none) to 1 (full).
+        epsilon: the idf floor's fraction of the average idf: a finite number >= 0.
+
+    Raises:
+        UsageError: (a ``ValueError``) naming the parameter, the value and its range.
+    """
+    from ..errors import UsageError
+
+    for name, value, low, high, option in (("k1", k1, 0.0, None, "--k1"),
+                                           ("b", b, 0.0, 1.0, "--b"),
+                                           ("epsilon", epsilon, 0.0, None, None)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                             np.floating)):
+            raise UsageError(f"BM25 {name}={value!r}: give a number")
+        x = float(value)
+        if not math.isfinite(x) or x < low or (high is not None and x > high):
+            valid = (f"a finite number from {low:g} to {high:g}" if high is not None
+                     else f"a finite number >= {low:g}")
+            raise UsageError(f"BM25 {name}={value!r}" + (f" ({option})" if option else "")
+                             + f": {name} must be {valid} (the benchmark's: "
+                             f"{ {'k1': K1, 'b': B, 'epsilon': EPSILON}[name]})")
 
 
 def tokenize(text: str) -> list[str]:
@@ -58,11 +89,13 @@ class BM25:
         epsilon: negative idfs become ``epsilon`` times the average idf.
 
     Raises:
-        ValueError: an empty corpus.
+        ValueError: an empty corpus; a parameter out of its range (:func:`check_parameters`:
+            a :class:`~ncprobe.errors.UsageError`).
     """
 
     def __init__(self, corpus: Sequence[Sequence[str]], k1: float = K1, b: float = B,
                  epsilon: float = EPSILON) -> None:
+        check_parameters(k1, b, epsilon)
         if not corpus:
             raise ValueError("BM25 needs at least one document")
         self.k1, self.b, self.epsilon = k1, b, epsilon
@@ -131,7 +164,7 @@ def bm25_scores(idiolink: IdioLink, mode: Literal["sentence", "span"] = "sentenc
         k1, b, epsilon: see :class:`BM25` (defaults: the benchmark's).
 
     Raises:
-        ValueError: an unknown mode.
+        ValueError: an unknown mode; a parameter out of its range (:func:`check_parameters`).
 
     Example:
         >>> il = load_idiolink("test")                        # doctest: +SKIP
@@ -140,6 +173,7 @@ def bm25_scores(idiolink: IdioLink, mode: Literal["sentence", "span"] = "sentenc
     """
     if mode not in MODES:
         raise ValueError(f"unknown BM25 mode {mode!r}; the modes are " + ", ".join(MODES))
+    check_parameters(k1, b, epsilon)  # before the corpus is tokenised
     index = BM25([tokenize(d.sentence) for d in idiolink.documents], k1=k1, b=b,
                  epsilon=epsilon)
     texts = [q.sentence if mode == "sentence" else q.span for q in idiolink.queries]

@@ -26,7 +26,7 @@ from ..errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
     from ..encoders.sbert import SBertEncoder
 
-__all__ = ["NO_SPAN", "POOLING", "TextEncoder", "TextItem", "text_encoder"]
+__all__ = ["NO_SPAN", "POOLING", "TextEncoder", "TextItem", "check_text_model", "text_encoder"]
 
 #: The pooling rule of :class:`TextEncoder`'s vectors, recorded in its fingerprint.
 POOLING = "st-sentence/charspan-subtoken-mean-last-hidden"
@@ -96,9 +96,33 @@ def text_encoder(encoder) -> TextEncoder:
     from ..encoders.sbert import SBertEncoder
 
     if not isinstance(encoder, SBertEncoder):
-        raise UsageError(
-            f"{encoder.name} is not a sentence-transformers model: the retrieval probe encodes "
-            "documents with the model's own sentence embedding and pools spans from its token "
-            "states, which only sentence-transformers models have. Use one (`ncprobe models "
-            "--probe idiolink` lists the paper's), or --model bm25 for the lexical control")
+        raise UsageError(_not_sentence_transformers(encoder.name))
     return TextEncoder(encoder)
+
+
+def check_text_model(name: str, *, allow_remote_code: bool = False) -> None:
+    """Refuse, before anything is loaded, a model :func:`text_encoder` would refuse once
+    loaded: one that is not a sentence-transformers model (its family, as
+    :func:`~ncprobe.encoders.registry.load_encoder` resolves the name). Loading it first
+    would refuse it for an option it does not take (the layer view the probe asks of every
+    model), which the user never gave.
+
+    Raises:
+        UsageError: another kind of model, or a name that is no model.
+    """
+    from ..encoders.registry import _resolve
+    from ..encoders.sbert import SBertEncoder
+
+    target = _resolve(name, "en", allow_pickle=False, allow_gensim=False,
+                      allow_remote_code=allow_remote_code)
+    if not issubclass(target.cls, SBertEncoder):
+        raise UsageError(_not_sentence_transformers(target.label))
+
+
+def _not_sentence_transformers(name: str) -> str:
+    return (f"{name} is not a sentence-transformers model: the retrieval probe encodes "
+            "documents with the model's own sentence embedding and pools spans from its token "
+            "states, which only sentence-transformers models have (a hub id "
+            "sentence-transformers/NAME, a directory with modules.json, or an alias of "
+            "`ncprobe models --probe idiolink`, which lists the paper's). Use one, or --model "
+            "bm25 for the lexical control")

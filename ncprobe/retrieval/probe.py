@@ -22,15 +22,16 @@ Metrics, tie ranges, intervals and paired tests: :mod:`.metrics`, :mod:`.stats`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import DataError, UsageError
-from .bm25 import EPSILON, K1, TOKEN_RE, B, bm25_scores
+from .bm25 import EPSILON, K1, TOKEN_RE, B, bm25_scores, check_parameters
 from .bm25 import MODES as BM25_MODES
 from .metrics import evaluate
 from .queries import document_text, parse_modes, query_text
@@ -58,8 +59,8 @@ def retrieve(models: str | Sequence[str] = ("minilm",), modes: str | Sequence[st
              allow_remote_code: bool = False, k1: float = K1, b: float = B,
              n_boot: int = 1000, seed: int = 0, correction: str = "holm",
              span_fallback: str | None = None, progress: bool = True,
-             idiolink: IdioLink | None = None, encoders: dict | None = None
-             ) -> RetrievalResults:
+             idiolink: IdioLink | None = None, encoders: dict | None = None,
+             on_step: Callable[[str], None] | None = None) -> RetrievalResults:
     """Run the IdioLink retrieval probe: rank every document for every query, per model and
     query mode, and score the rankings.
 
@@ -78,20 +79,28 @@ def retrieve(models: str | Sequence[str] = ("minilm",), modes: str | Sequence[st
             ``bfloat16`` on a GPU).
         allow_remote_code: run models whose hub repository holds code (opt-in).
         k1, b: BM25's parameters (the benchmark's: 0.9, 0.4).
-        n_boot, seed: idiom-cluster bootstrap resamples (0: no intervals, no p-values).
+        n_boot, seed: idiom-cluster bootstrap resamples of the intervals (0: none); the
+            paired tests draw their own sign flips, enough for their Holm family
+            (:func:`ncprobe.retrieval.stats.paired_tests`, ``n_flips='auto'``).
         correction: multiple-comparison correction of the paired tests (``holm`` ...).
         span_fallback: ``None`` (a span that cannot be pooled stops the run) or
             ``"sentence"`` (use the query's sentence vector, marked and noted).
         progress: progress bars on stderr.
         idiolink: an already loaded split (instead of ``split``/``data_dir``).
         encoders: model name -> an already built encoder (e.g. in tests).
+        on_step: called with one line at each step (``model 1/2 (bm25), mode 2/2 (span):
+            ranking 1500 queries against 7500 documents``; ``ncprobe retrieve`` prints them
+            on stderr unless ``--quiet``); ``None``: nothing is said.
 
     Returns:
         :class:`~ncprobe.retrieval.results.RetrievalResults`.
 
     Raises:
         UsageError: an unknown mode, model, split or idiom, a model named twice, a mode no
-            model can run, a model that is not a sentence-transformers model (exit 2).
+            model can run, a model that is not a sentence-transformers model, a number out
+            of its range (``k1`` finite >= 0, ``b`` finite in [0, 1], ``n_boot`` and ``seed``
+            whole numbers >= 0, ``batch_size`` a whole number >= 1), an ``out`` inside
+            another results directory (exit 2).
         DataError: the data is missing or damaged, or a span cannot be pooled (exit 3).
         ModelUnavailableError: a model that cannot run here (exit 5).
         OutputError: ``out`` or the cache cannot be written (exit 6).
@@ -112,23 +121,40 @@ def retrieve(models: str | Sequence[str] = ("minilm",), modes: str | Sequence[st
         idiolink = load_idiolink(split, data_dir, accept_modified_data=accept_modified_data)
     if idioms is not None:
         idiolink = idiolink.subset(idioms)
+    say: Callable[[str], None] = on_step or _silent
+    n_q, n_d = len(idiolink.queries), len(idiolink.documents)
     parts, meta = [], []
-    for name, cfg in configs.items():
+    for k, (name, cfg) in enumerate(configs.items(), start=1):
+        step = f"model {k}/{len(configs)} ({name})"
         if name == LEXICAL:
-            frames = [evaluate(bm25_scores(idiolink, mode, k1=k1, b=b), idiolink, name, mode)
-                      .assign(fallback=False) for mode in cfg["modes"]]
+            frames = []
+            for i, mode in enumerate(cfg["modes"], start=1):
+                say(f"{step}, mode {i}/{len(cfg['modes'])} ({mode}): ranking {n_q} queries "
+                    f"against {n_d} documents")
+                frames.append(evaluate(bm25_scores(idiolink, mode, k1=k1, b=b), idiolink,
+                                       name, mode).assign(fallback=False))
             run = {"config": cfg, "fingerprint": _bm25_fingerprint(k1, b), "notes": []}
         else:
-            encoder = (encoders or {}).get(name) or _load(name, device, dtype, allow_remote_code)
+            encoder = (encoders or {}).get(name)
+            if encoder is None:
+                say(f"{step}: loading the model")
+                encoder = _load(name, device, dtype, allow_remote_code)
             frames, run = _dense(name, encoder, idiolink, cfg, cache_dir, use_cache,
-                                 batch_size, span_fallback, progress)
+                                 batch_size, span_fallback, progress,
+                                 say=functools.partial(_prefixed, say, step))
         notes = [*run["notes"], *idiolink.notes]
         if idiolink.modified:
             notes.append("data files differ from their pins (accept_modified_data): "
                          + ", ".join(idiolink.modified))
-        run.update(data_sources=dict(idiolink.sources), notes=notes)
+        # what the run was made on, so that runs of other items or data are never shown
+        # together (RetrievalResults.concat)
+        run.update(data_sources=dict(idiolink.sources), notes=notes,
+                   modified_data=dict(idiolink.modified),
+                   corpus={"idioms": len({q.idiom for q in idiolink.queries}),
+                           "queries": n_q, "documents": n_d})
         parts += frames
         meta.append(run)
+    say(f"scoring: the tables, the intervals ({n_boot} resamples) and the paired tests")
     per_query = pd.concat(parts, ignore_index=True)
     res = _tables(per_query, meta, n_boot=n_boot, seed=seed, correction=correction)
     if out is not None:
@@ -162,8 +188,11 @@ def planned_runs(models: Sequence[str], modes: Sequence[str], split: str, *,
     wanted = parse_modes(modes)
     if span_fallback not in SPAN_FALLBACKS:
         raise UsageError(f"span_fallback must be None or 'sentence', not {span_fallback!r}")
-    if n_boot < 0:
-        raise UsageError(f"n_boot must be 0 or more, not {n_boot}")
+    check_parameters(k1, b)
+    _check_whole("n_boot", n_boot, 0, "--n-boot")
+    _check_whole("seed", seed, 0, "--seed")
+    if batch_size is not None:
+        _check_whole("batch_size", batch_size, 1, "--batch-size")
     check_correction(correction)
     shared = {"split": split, "idioms": sorted(idioms) if idioms is not None else None,
               "k1": k1, "b": b, "n_boot": n_boot, "seed": seed, "correction": correction,
@@ -180,6 +209,24 @@ def planned_runs(models: Sequence[str], modes: Sequence[str], split: str, *,
     if out is not None:
         check_target(out, [{"config": c} for c in configs.values()], overwrite=overwrite)
     return configs
+
+
+def _silent(line: str) -> None:
+    """Says nothing (no ``on_step``)."""
+
+
+def _prefixed(say: Callable[[str], None], step: str, line: str) -> None:
+    """``say`` the words of a model's step after the model's own (``model 1/2 (minilm)``)."""
+    say(step + line)
+
+
+def _check_whole(name: str, value, least: int, option: str) -> None:
+    """Refuse a count that is not a whole number >= ``least`` (NaN, infinite, negative,
+    fractional or not a number)."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise UsageError(f"{name}={value!r} ({option}): give a whole number >= {least}")
 
 
 def _tables(per_query: pd.DataFrame, meta: list[dict], *, n_boot: int, seed: int,
@@ -218,7 +265,11 @@ def _bm25_fingerprint(k1: float, b: float) -> dict:
 
 def _load(name: str, device, dtype, allow_remote_code: bool):
     from ..encoders.registry import load_encoder
+    from .encode import check_text_model
 
+    # a static, ELMo or plain transformer model: refused for what it is, before the layer
+    # view below (which such a model would refuse as an option without effect)
+    check_text_model(name, allow_remote_code=allow_remote_code)
     # the layer view does not matter here (the text encoder pools the last hidden states);
     # the last layer alone is one every model has
     return load_encoder(name, "en", layers="-1", device=device, dtype=dtype,
@@ -226,9 +277,10 @@ def _load(name: str, device, dtype, allow_remote_code: bool):
 
 
 def _dense(name: str, encoder, idiolink: IdioLink, cfg: dict, cache_dir, use_cache: bool,
-           batch_size: int, span_fallback: str | None, progress: bool
-           ) -> tuple[list[pd.DataFrame], dict]:
-    """One dense model's per-query rows, per mode, and its run metadata."""
+           batch_size: int, span_fallback: str | None, progress: bool,
+           say: Callable[[str], None] = _silent) -> tuple[list[pd.DataFrame], dict]:
+    """One dense model's per-query rows, per mode, and its run metadata (``say``: told of
+    each step, a line to follow the model's own words)."""
     from ..cache import EmbeddingStore, vector_shape
     from ..embed import embed
     from ..encoders.registry import query_format_of
@@ -255,6 +307,7 @@ def _dense(name: str, encoder, idiolink: IdioLink, cfg: dict, cache_dir, use_cac
     store = None
     if use_cache:
         store = EmbeddingStore(enc.fingerprint(), cache_dir, shape=vector_shape(enc))
+    say(f": encoding {len(docs)} documents and {len(items) - len(docs)} query texts")
     # text items and the text encoder are what embed needs of stimuli and encoders (tokens
     # and span; encode and fingerprint)
     got = embed(items, enc, store=store, batch_size=batch_size,  # type: ignore[arg-type]
@@ -272,7 +325,8 @@ def _dense(name: str, encoder, idiolink: IdioLink, cfg: dict, cache_dir, use_cac
     n_q = len(idiolink.queries)
     frames, notes = [], []
     ids = [q.id for q in idiolink.queries]
-    for mode in modes:
+    for i, mode in enumerate(modes, start=1):
+        say(f", mode {i}/{len(modes)} ({mode}): ranking {n_q} queries against {n_d} documents")
         kind = "instructed" if mode.startswith("instruction_") else "plain"
         rows = slice(offset[kind], offset[kind] + n_q)
         vecs = (got.span if mode.endswith("span") else got.sent)[rows, 0]

@@ -309,20 +309,48 @@ def _signed(x: Any) -> str:
     return f"{float(x) * 100:+.2f}" if _finite(x) else ""
 
 
+def _flags(tests: pd.DataFrame, column: str) -> list[bool]:
+    """A bound column (``p_bound``, ``p_corrected_bound``) as booleans; tables written before
+    it existed hold no bound."""
+    if column not in tests.columns:
+        return [False] * len(tests)
+    return [bool(x) if not pd.isna(x) else False for x in tests[column]]
+
+
+def _families(tests: pd.DataFrame) -> list[tuple[str, int]]:
+    """The families of tests corrected together, in the table's order, each with its size
+    (``family_size``, or the rows with a p where the table does not record it)."""
+    if tests.empty:
+        return []
+    if "family" not in tests.columns:
+        return [("every test of this table (family not recorded)",
+                 int(tests["p"].notna().sum()))]
+    out = []
+    for name in dict.fromkeys(str(f) for f in tests["family"]):
+        rows = tests[tests["family"].astype(str) == name]
+        sizes = ([int(x) for x in rows["family_size"] if _finite(x)]
+                 if "family_size" in rows.columns else [])
+        out.append((name, sizes[0] if sizes else int(rows["p"].notna().sum())))
+    return out
+
+
 def paired_tests_table(tests: pd.DataFrame) -> pd.DataFrame:
     """The paired tests of a retrieval run for display: one row per test, in the table's order.
 
     Columns: ``A`` and ``B`` (model and query mode), ``queries`` (the usage), ``metric``,
     ``A (%)`` and ``B (%)``, ``A - B [95% CI]`` (percentage points, with the interval of the
-    difference), ``p``, ``p corrected`` (:func:`ncprobe.significance.p_text`), ``sig.``
+    difference), ``p``, ``p corrected`` (:func:`ncprobe.significance.p_text`: a bound,
+    ``p_bound`` / ``p_corrected_bound``, reads ``< 0.0042``), ``sig.``
     (:func:`ncprobe.significance.stars` of the corrected p), ``n`` (queries) and ``idioms``.
-    ``df.attrs["note"]`` names the test(s) and the correction(s) (the table's ``test`` and
-    ``correction`` columns; "not recorded" without them).
+    ``df.attrs["note"]`` names the test(s), the correction(s) and each family of tests
+    corrected together with its size (the table's ``test``, ``correction``, ``family`` and
+    ``family_size`` columns; "not recorded" without them).
 
     Raises:
         UsageError: a table without the columns of the ``tests`` table.
     """
     tests = _check_tests(tests)
+    bound, corrected_bound = _flags(tests, "p_bound"), _flags(tests, "p_corrected_bound")
     shown = pd.DataFrame({
         "A": [f"{m} {mode_label(x)}" for m, x in zip(tests["model_a"], tests["mode_a"],
                                                      strict=True)],
@@ -337,14 +365,23 @@ def paired_tests_table(tests: pd.DataFrame) -> pd.DataFrame:
                           else "")
             for d, lo, hi in zip(tests["diff"], tests["diff_lo"], tests["diff_hi"],
                                  strict=True)],
-        "p": [p_text(p) for p in tests["p"]],
-        "p corrected": [p_text(p) for p in tests["p_corrected"]],
-        "sig.": [stars(p) for p in tests["p_corrected"]],
+        "p": [p_text(p, b) for p, b in zip(tests["p"], bound, strict=True)],
+        "p corrected": [p_text(p, b) for p, b in zip(tests["p_corrected"], corrected_bound,
+                                                      strict=True)],
+        "sig.": [stars(p, b) for p, b in zip(tests["p_corrected"], corrected_bound,
+                                              strict=True)],
         "n": [str(int(n)) if _finite(n) else "" for n in tests["n"]],
         "idioms": [str(int(n)) if _finite(n) else "" for n in tests["n_idioms"]],
     }, dtype=object)
     shown.attrs["note"] = _tests_note(tests)
     return shown
+
+
+def _family_text(tests: pd.DataFrame) -> str:
+    """Each family of tests corrected together: ``run bm25: its modes and models (6
+    tests)``, joined."""
+    return "; ".join(f"{name} ({n} test{'s' if n != 1 else ''})"
+                     for name, n in _families(tests))
 
 
 def _tests_note(tests: pd.DataFrame) -> str:
@@ -355,32 +392,61 @@ def _tests_note(tests: pd.DataFrame) -> str:
     corrections = (", ".join(dict.fromkeys(
         f"{CORRECTION_NAMES.get(str(c), str(c))} ({c})" for c in tests["correction"]))
         if "correction" in tests else "not recorded")
-    return (f"paired test: {kinds}; p corrected for multiple comparisons: {corrections}; "
-            f"A - B in percentage points; sig.: {STARS_NOTE} (corrected p)")
+    families = _families(tests)
+    within = ("one family: " if len(families) == 1 else
+              f"{len(families)} families, each corrected on its own: ") + _family_text(tests)
+    bounds = (any(_flags(tests, "p_bound")) or any(_flags(tests, "p_corrected_bound")))
+    return (f"paired test: {kinds}; p corrected for multiple comparisons: {corrections}, "
+            f"{within}; A - B in percentage points; sig.: {STARS_NOTE} (corrected p)"
+            + ("; < x: a bound (no random flip was as extreme as the data: the true p is "
+               "smaller, sig. credits only what the bound guarantees)" if bounds else ""))
+
+
+def _by_family(tests: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
+    """The table split into its families, in order (one part when it records none)."""
+    if "family" not in tests.columns or tests.empty:
+        return [(name, n, tests) for name, n in _families(tests)] or [("", 0, tests)]
+    return [(name, n, tests[tests["family"].astype(str) == name].reset_index(drop=True))
+            for name, n in _families(tests)]
 
 
 def paired_tests_markdown(tests: pd.DataFrame) -> str:
-    """:func:`paired_tests_table` as a Markdown table with its note (a line saying so when there
-    are no tests)."""
+    """:func:`paired_tests_table` as Markdown with its note (a line saying so when there are no
+    tests); several families of tests (a run's own, the models across runs) each get their
+    own table under a line naming the family and its size."""
     from ..tables import to_markdown
 
+    tests = _check_tests(tests)
     df = paired_tests_table(tests)
     if df.empty:
         return "No paired tests in these results.\n"
     note = df.attrs["note"]
-    return to_markdown(df) + f"\n{note[:1].upper()}{note[1:]}.\n"
+    parts = _by_family(tests)
+    if len(parts) == 1:
+        body = to_markdown(df)
+    else:
+        body = "\n".join(f"**Family: {name}** ({n} tests, corrected together)\n\n"
+                         + to_markdown(paired_tests_table(part)) for name, n, part in parts)
+    return body + f"\n{note[:1].upper()}{note[1:]}.\n"
 
 
 def paired_tests_latex(tests: pd.DataFrame, caption: str | None = None) -> str:
     """:func:`paired_tests_table` as a booktabs table (:func:`ncprobe.tables.to_latex`), its
-    caption naming the test and the correction; a LaTeX comment when there are no tests."""
+    caption naming the test, the correction and the family; one table per family when there
+    are several; a LaTeX comment when there are no tests."""
     from ..tables import to_latex
 
+    tests = _check_tests(tests)
     df = paired_tests_table(tests)
     if df.empty:
         return "% No paired tests in these results.\n"
-    return to_latex(df, caption or f"Paired tests between query modes and models "
-                                   f"({df.attrs['note']})")
+    parts = _by_family(tests)
+    if len(parts) == 1:
+        return to_latex(df, caption or f"Paired tests between query modes and models "
+                                       f"({df.attrs['note']})")
+    tables = [paired_tests_table(part) for _, _, part in parts]  # each with its own note
+    return "\n".join(to_latex(t, f"{caption or 'Paired tests between query modes and models'}"
+                                  f" ({t.attrs['note']})") for t in tables)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -521,7 +587,8 @@ def _index(meta: Mapping[str, Any], overall: pd.DataFrame, tests: pd.DataFrame,
 
 def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any],
                            out_dir, *, formats: Sequence[str] = ("png", "pdf"),
-                           dpi: int = 200) -> list[Path]:
+                           dpi: int = 200, overwrite: bool = False,
+                           progress: Callable[[str], None] | None = None) -> list[Path]:
     """Write the retrieval report into ``out_dir``: Table 2, the paired tests, the figures
     and an index.
 
@@ -539,25 +606,34 @@ def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str
     with its SHA-256 in ``.ncprobe-report.json`` before it is written; a file under one of
     these names that ncprobe did not write, or that was changed since, is never replaced
     (the report refuses before writing anything); the same call after an interruption
-    resumes; the same tables give the same bytes.
+    resumes; the same tables give the same bytes. A directory holding the report of another
+    probe (NCIMP's) is refused unless ``overwrite``.
+
+    Results read although edited since ncprobe wrote them (``meta["edited"]``, one line per
+    run naming the files) are said first, in the index and in every table file.
 
     Args:
         tables: the tables of a retrieval run: ``overall`` and ``per_idiom`` (needed),
             ``tests`` (may be empty or left out).
         meta: the run's metadata: ``split`` and ``models`` (``[{"model", "id", "format"}]``)
-            needed; ``probe`` (``idiolink``), ``config``, ``notes`` and ``n_boot`` used when
-            given.
+            needed; ``probe`` (``idiolink``), ``config``, ``notes``, ``n_boot`` and
+            ``edited`` (lines saying what was edited) used when given.
         out_dir: the report directory (made when needed).
         formats: the figure formats (:data:`ncprobe.report.FORMATS`).
         dpi: resolution of the raster figures.
+        overwrite: replace another probe's report in ``out_dir`` (its files removed and
+            named in a logged warning).
+        progress: called with one line as each figure and table is written (``figure
+            1/4: fig01_modes_r_precision``; the CLI prints them on stderr).
 
     Returns:
         The files written, in order (figures, tables, the index ``README.md`` last).
 
     Raises:
         UsageError: bad tables or metadata, a bad format or dpi, or an ``out_dir`` that holds
-            files ncprobe did not write (or that were changed since) under these names, is a
-            file, or is inside a results directory; nothing is written.
+            files ncprobe did not write (or that were changed since) under these names, or
+            (without ``overwrite``) another probe's report, is a file, or is inside a
+            results directory; nothing is written.
         OutputError: ``out_dir`` cannot be written; the message names the file.
     """
     from ..report import FORMATS, check_formats, check_report_dir, figure_bytes, write_owned
@@ -578,33 +654,71 @@ def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str
     per_idiom = check_table(tables["per_idiom"], "per_idiom", _PER_IDIOM)
     tests = _check_tests(tables.get("tests"))
     split = str(meta["split"])
+    edited = _edited_lines(meta)
     # every table built before any file is touched: bad input writes nothing
-    table_files = _table_files(overall, tests, split)
+    table_files = {name: _with_edited(name, data, edited)
+                   for name, data in _table_files(overall, tests, split).items()}
     shown = {"overall": overall, "per_idiom": per_idiom}
     out = Path(out_dir)
     planned = _planned(formats)
-    check_report_dir(out, lambda: planned)
+    check_report_dir(out, lambda: planned, kind="idiolink", overwrite=overwrite)
+    say = progress or (lambda line: None)
 
     def write(put: Callable[[dict[Path, bytes]], None]) -> list[Path]:
         written: list[Path] = []
         figures: list[tuple[str, str, str, list[str], str | None]] = []
-        for stem, kind, metric in _FIGURES:
+        for i, (stem, kind, metric) in enumerate(_FIGURES, start=1):
             try:
                 fig = _draw(kind, metric, shown)
             except NoData as e:
                 figures.append((stem, kind, metric, [], str(e)))
+                say(f"figure {i}/{len(_FIGURES)}: {stem} not drawn ({e})")
                 continue
             blobs = figure_bytes(fig, formats, dpi)
             files = {out / f"{stem}.{fmt}": blobs[fmt] for fmt in formats}
             put(files)
             written += files
             figures.append((stem, kind, metric, [p.name for p in files], None))
-        for name, data in table_files.items():
-            put({out / name: data})
-            written.append(out / name)
+            say(f"figure {i}/{len(_FIGURES)}: {stem}")
+        stems = list(dict.fromkeys(name.rsplit(".", 1)[0] for name in table_files))
+        for i, stem in enumerate(stems, start=1):
+            for name, data in table_files.items():
+                if name.rsplit(".", 1)[0] == stem:
+                    put({out / name: data})
+                    written.append(out / name)
+            say(f"table {i}/{len(stems)}: {stem}")
         readme = out / "README.md"
-        put({readme: _index(meta, overall, tests, figures).encode("utf-8")})
+        index = _index(meta, overall, tests, figures)
+        put({readme: _with_edited("README.md", index.encode("utf-8"), edited)})
         written.append(readme)
         return written
 
-    return write_owned(out, planned, write, possible=_planned(FORMATS))
+    return write_owned(out, planned, write, possible=_planned(FORMATS), kind="idiolink",
+                       overwrite=overwrite)
+
+
+def _edited_lines(meta: Mapping[str, Any]) -> list[str]:
+    """``meta["edited"]``: one line per run read although edited (``accept_edited``)."""
+    edited = meta.get("edited") or []
+    if isinstance(edited, str) or not isinstance(edited, Sequence):
+        raise UsageError("meta['edited']: give a list of lines, one per edited run")
+    return [str(line) for line in edited]
+
+
+def _with_edited(name: str, data: bytes, edited: Sequence[str]) -> bytes:
+    """A report file's content with the edited results said first (nothing when none): in
+    Markdown a bold paragraph per line, under the file's heading; in LaTeX a comment and a
+    bold paragraph before the table."""
+    if not edited:
+        return data
+    text = data.decode("utf-8")
+    if name.endswith(".tex"):
+        said = "".join(f"% {line}\n" for line in edited)
+        shown = r"\noindent\textbf{" + _tex("; ".join(edited)) + "}\\par\n\n"
+        return (said + shown + text).encode("utf-8")
+    said = "".join(f"**{line}**\n\n" for line in edited)
+    if text.startswith("# "):  # the heading stays the first line, the warning right under it
+        head, _, rest = text.partition("\n")
+        rest = rest.lstrip("\n")
+        return (head + "\n\n" + said + rest).encode("utf-8")
+    return (said + text).encode("utf-8")

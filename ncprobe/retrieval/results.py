@@ -10,7 +10,9 @@ A :class:`RetrievalResults` holds five tables (metrics as fractions):
   (``*_min``, ``*_max``), ``n`` queries and ``n_idioms``;
 * ``per_idiom`` and ``per_subject``: the means per idiom or subject and usage;
 * ``tests``: paired tests between modes and between models
-  (:func:`ncprobe.retrieval.stats.paired_tests`).
+  (:func:`ncprobe.retrieval.stats.paired_tests`), a run's own tests one family (``family``,
+  ``family_size``), with bound flags where a p is the floor of its flips (``p_bound``,
+  ``p_corrected_bound``).
 
 Its directory is an ncprobe results directory (:mod:`ncprobe.results.store`: parquet tables
 and ``run.json`` written as one unit, verified when read) of the probe ``idiolink``. Each
@@ -23,15 +25,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from ..errors import UsageError
+from ..errors import DataError, UsageError
 from ..results import store
 from .metrics import METRICS
 
-__all__ = ["LAYOUT", "RETRIEVAL_TABLES", "RetrievalResults", "json_rows"]
+__all__ = ["LAYOUT", "RETRIEVAL_TABLES", "RetrievalResults", "check_same_items", "json_rows"]
 
 #: The tables of a :class:`RetrievalResults`, in the order they are written.
 RETRIEVAL_TABLES = ("per_query", "overall", "per_idiom", "per_subject", "tests")
@@ -105,6 +107,15 @@ class RetrievalResults:
         """What was noticed while computing, one line each, prefixed by the model."""
         return [f"{m['config']['model']}: {n}" for m in self.meta for n in m.get("notes", [])]
 
+    def edited_lines(self) -> list[str]:
+        """One line per run read although edited since ncprobe wrote it
+        (``load(..., accept_edited=True)``), naming the files edited; what the summary,
+        the report and ``ncprobe compare`` say first. Empty for results as ncprobe wrote
+        them."""
+        return [f"EDITED RESULTS ({m['config']['model']}): {', '.join(map(str, m['edited']))} "
+                "edited since ncprobe wrote it (read with accept_edited): these numbers are "
+                "not what ncprobe computed" for m in self.meta if m.get("edited")]
+
     @property
     def run_id(self) -> str:
         """A hash of every table and of the runs' metadata (equal results, equal ids)."""
@@ -156,8 +167,8 @@ class RetrievalResults:
         percent with their intervals, per usage; then the notes."""
         lines = [f"IdioLink {self.split} split, {self.per_query['query'].nunique()} queries; "
                  "percent, 95% idiom-cluster bootstrap intervals in brackets"]
-        if any(m.get("edited") for m in self.meta):
-            lines.insert(0, "EDITED RESULTS (read with accept_edited): not as ncprobe wrote them")
+        if self.edited_lines():
+            lines[:0] = [*self.edited_lines(), ""]
         head = f"{'model':<16} {'mode':<21} {'usage':<9} {'R-Precision':>24} {'nDCG@10':>24}"
         lines += ["", head, "-" * len(head)]
         for row in self.overall.to_dict("records"):
@@ -193,16 +204,20 @@ class RetrievalResults:
         shared = {k: v for k, v in configs[0].items()
                   if all(c.get(k) == v for c in configs)} if configs else {}
         return {"probe": LAYOUT.probe, "split": self.split, "models": models,
-                "config": shared, "notes": self.notes, "n_boot": shared.get("n_boot")}
+                "config": shared, "notes": self.notes, "n_boot": shared.get("n_boot"),
+                "edited": self.edited_lines()}
 
     def report(self, out_dir: str | Path, *, formats: Sequence[str] = ("png", "pdf"),
-               dpi: int = 200) -> list[Path]:
+               dpi: int = 200, overwrite: bool = False,
+               progress: Callable[[str], None] | None = None) -> list[Path]:
         """Write the report (Table 2 layout, the paired tests, the figures, an index) into
-        ``out_dir``: :func:`ncprobe.retrieval.report.write_retrieval_report`."""
+        ``out_dir``: :func:`ncprobe.retrieval.report.write_retrieval_report` (``overwrite``:
+        replace another probe's report there; ``progress``: told of each file written)."""
         from .report import write_retrieval_report
 
         return write_retrieval_report(self.tables, self.report_meta(), out_dir,
-                                      formats=formats, dpi=dpi)
+                                      formats=formats, dpi=dpi, overwrite=overwrite,
+                                      progress=progress)
 
     # --- on disk ----------------------------------------------------------------------------
 
@@ -219,32 +234,48 @@ class RetrievalResults:
         or run.json is refused unless ``accept_edited``; another probe's results are a
         UsageError)."""
         tables, runs = store.read_results(path, accept_edited=accept_edited, layout=LAYOUT)
+        _check_runs_cover(tables, runs, Path(path) / "run.json")
+        tables["tests"] = tests_with_family(tables["tests"], runs)  # results before issue 28
         return cls(**tables, meta=runs)
 
     from_parquet = load
 
     @classmethod
     def load_many(cls, paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = (),
-                  accept_edited: bool = False) -> "RetrievalResults":
+                  accept_edited: bool = False, across: bool = True) -> "RetrievalResults":
         """Every results directory at or below ``paths`` (less those at or below ``exclude``),
-        loaded (:meth:`load`) and joined (:meth:`concat`: one model in two is refused)."""
+        loaded (:meth:`load`) and joined (:meth:`concat`: one model in two is refused).
+
+        Each run's own tests keep their family and corrected p (the same as in that run's
+        own report); with ``across`` (the default) and several directories, the models of
+        different directories are tested against each other too
+        (:func:`tests_across_runs`), a family of its own."""
         found = store.find_results(paths)
         if exclude:
             found = store.drop_excluded(found, exclude, require_match=False)
-        return cls.concat([cls.load(d, accept_edited=accept_edited) for d in found],
-                          [str(d) for d in found])
+        parts = [cls.load(d, accept_edited=accept_edited) for d in found]
+        names = [str(d) for d in found]
+        joined = cls.concat(parts, names)
+        more = tests_across_runs(parts, names) if across and len(parts) > 1 else None
+        if more is not None and len(more):
+            joined.tests = pd.concat([joined.tests, more], ignore_index=True)
+        return joined
 
     @classmethod
     def concat(cls, results: Sequence["RetrievalResults"], names: Sequence[str] | None = None
                ) -> "RetrievalResults":
-        """Several results as one (e.g. two directories to compare). The tables are stacked
-        and the paired tests recomputed for all models by the caller; a model present in
-        two of them is refused, never pooled.
+        """Several results as one (e.g. two directories to compare). The tables are stacked;
+        each result's paired tests stay as they are, one family per run with its corrected p
+        unchanged (the models of different results are tested against each other only by
+        :func:`tests_across_runs`, which :meth:`load_many` adds, or by ``ncprobe compare``);
+        a model present in two of them is refused, never pooled.
 
         Raises:
-            UsageError: one model in two results (naming both), or results of two splits.
+            UsageError: one model in two results (naming both), or results of different
+                items or data (:func:`check_same_items`).
         """
         names = list(names or [f"results {i + 1}" for i in range(len(results))])
+        check_same_items(results, names)  # never two corpora in one table or test
         seen: dict[str, str] = {}
         for res, name in zip(results, names, strict=True):
             for model in res.models:
@@ -252,10 +283,6 @@ class RetrievalResults:
                     raise UsageError(f"model {model!r} is in both {seen[model]} and {name}: "
                                      "two runs of one model are never pooled; leave one out")
                 seen[model] = name
-        splits = {r.split for r in results}
-        if len(splits) > 1:
-            raise UsageError(f"results of different splits ({', '.join(sorted(splits))}) "
-                             "cannot be compared query by query")
         frames = {t: pd.concat([r.tables[t] for r in results], ignore_index=True)
                   for t in RETRIEVAL_TABLES}
         return cls(**frames, meta=[m for r in results for m in r.meta])
@@ -295,6 +322,191 @@ def grouped_means(per_query: pd.DataFrame, by: str) -> pd.DataFrame:
     out = out.sort_values(["_c", "_g", "_u"], kind="stable").drop(columns=["_c", "_g", "_u"])
     return out[list(_COLUMNS["per_idiom" if by == "idiom" else "per_subject"])].reset_index(
         drop=True)
+
+
+def _check_runs_cover(tables: Mapping[str, pd.DataFrame], runs: list[dict],
+                      meta_file: Path) -> None:
+    """Refuse a results directory whose ``run.json`` does not describe every model of its
+    tables (a run removed) or describes a model they lack: the split, options and data of
+    those rows would be unknown.
+
+    Raises:
+        DataError: naming ``run.json`` and the models (exit 3, a damaged results directory).
+    """
+    described = [str(m["config"]["model"]) for m in runs]
+    held = list(dict.fromkeys(str(m) for m in tables["per_query"]["model"]))
+    missing = [m for m in held if m not in described]
+    extra = [m for m in described if m not in held]
+    twice = sorted({m for m in described if described.count(m) > 1})
+    problems = ([f"no run for the model(s) {', '.join(missing)} of its tables"] if missing
+                else []) + ([f"runs of model(s) {', '.join(extra)} that no table holds"]
+                            if extra else []) + ([f"two runs of {', '.join(twice)}"]
+                                                 if twice else [])
+    if problems:
+        raise DataError("; ".join(problems) + ": the file was edited or damaged (each model "
+                        "of a retrieval run is one run, with its split, options and data); "
+                        "recompute the results", file=str(meta_file))
+
+
+def check_same_items(results: Sequence["RetrievalResults"], names: Sequence[str]) -> None:
+    """Refuse to put retrieval results of different items or data into one table or test:
+    every one must be of the same split, idioms, queries and documents, from data files of
+    the same git blob ids (``run.json``'s ``data_sources``), or their figures are not
+    comparable (R-Precision over 200 documents is not R-Precision over 1,000; a relevance
+    label changed changes the figure).
+
+    Args:
+        results: the results to be shown together.
+        names: what each is called (its results directory).
+
+    Raises:
+        UsageError: naming both results, everything that differs (split, idioms, number of
+            queries and documents, each data file whose blob id differs, and which side's
+            file differs from its pin) and what to do.
+    """
+    if len(results) < 2:
+        return
+    facts = [_items_of(r) for r in results]
+    for j in range(1, len(results)):
+        diffs = _item_differences(facts[0], facts[j], names[0], names[j])
+        if diffs:
+            raise UsageError(
+                f"{names[0]} and {names[j]} are retrieval runs on different items or data: "
+                + "; ".join(diffs) + ". Their figures are not comparable query by query, so "
+                "they never share a table or a paired test: report them separately (one "
+                "`ncprobe report DIR --out OUT` each), or leave one out with --exclude DIR "
+                "(Python: RetrievalResults.load_many(..., exclude=[DIR]))")
+
+
+def _items_of(res: "RetrievalResults") -> dict:
+    """What a retrieval result was run on: split, idioms, queries, documents, data files."""
+    data: dict[str, str] = {}
+    modified: set[str] = set()
+    documents: set[int] = set()
+    for m in res.meta:
+        data.update({str(k): str(v) for k, v in (m.get("data_sources") or {}).items()})
+        modified |= set(m.get("modified_data") or {})
+        n = (m.get("corpus") or {}).get("documents")
+        if isinstance(n, int):
+            documents.add(n)
+        for note in m.get("notes") or []:  # runs written before modified_data was recorded
+            if isinstance(note, str) and note.startswith("data files differ from their pins"):
+                modified |= {f.strip() for f in note.partition(": ")[2].split(",")}
+    return {"split": res.split, "idioms": set(map(str, res.per_query["idiom"])),
+            "queries": set(map(str, res.per_query["query"])),
+            "documents": documents.pop() if len(documents) == 1 else None,
+            "data": data, "modified": modified}
+
+
+def _item_differences(a: dict, b: dict, name_a: str, name_b: str) -> list[str]:
+    """What differs between two :func:`_items_of`, in words."""
+    def listed(xs: set[str], limit: int = 4) -> str:
+        xs_sorted = sorted(xs)
+        return ", ".join(xs_sorted[:limit]) + (f" ... ({len(xs)} in all)" if len(xs) > limit
+                                              else "")
+
+    out = []
+    if a["split"] != b["split"]:
+        out.append(f"split {a['split']} in {name_a}, {b['split']} in {name_b}")
+    if a["idioms"] != b["idioms"]:
+        only_a, only_b = a["idioms"] - b["idioms"], b["idioms"] - a["idioms"]
+        out.append(f"idioms: {len(a['idioms'])} in {name_a}, {len(b['idioms'])} in {name_b}"
+                   + (f" (only in {name_a}: {listed(only_a)})" if only_a else "")
+                   + (f" (only in {name_b}: {listed(only_b)})" if only_b else ""))
+    if a["queries"] != b["queries"]:
+        out.append(f"queries: {len(a['queries'])} in {name_a}, {len(b['queries'])} in "
+                   f"{name_b} ({len(a['queries'] & b['queries'])} shared)")
+    if a["documents"] is not None and b["documents"] is not None \
+            and a["documents"] != b["documents"]:
+        out.append(f"documents: {a['documents']} in {name_a}, {b['documents']} in {name_b}")
+    if a["data"] and b["data"]:  # results that recorded their data files
+        for rel in sorted(set(a["data"]) | set(b["data"])):
+            blob_a, blob_b = a["data"].get(rel), b["data"].get(rel)
+            if blob_a == blob_b:
+                continue
+            pinned = [n for n, side in ((name_a, a), (name_b, b)) if rel in side["modified"]]
+            out.append(f"data file {rel}: git blob {blob_a or '(not read)'} in {name_a}, "
+                       f"{blob_b or '(not read)'} in {name_b}"
+                       + (f" (modified: differs from its pin in {' and '.join(pinned)})"
+                          if pinned else ""))
+    return out
+
+
+def tests_with_family(tests: pd.DataFrame, runs: Sequence[Mapping]) -> pd.DataFrame:
+    """A run's tests table with the columns of issue 28 (``p_bound``, ``p_corrected_bound``,
+    ``family``, ``family_size``), filled where a results directory written before them
+    lacks them: every test of one run was corrected as one family (the run's models, as
+    :func:`ncprobe.retrieval.stats.run_family` names it), and a p equal to ``1/(B+1)`` of
+    ``B`` random flips (the ``test`` column says how many) is that floor, a bound.
+    Tables that hold them are returned as they are."""
+    from ..significance import check_correction
+    from ..stats import correct_bounded
+    from .stats import TEST_COLUMNS, run_family
+
+    wanted = ("p_bound", "p_corrected_bound", "family", "family_size")
+    if all(c in tests.columns for c in wanted) or not len(tests.columns):
+        return tests
+    out = tests.copy()
+    p = out["p"].to_numpy(dtype=float)
+    if "p_bound" not in out.columns:
+        flips = out["test"].astype(str).str.extract(r"\(([\d,]+) random flips\)")[0]
+        b = pd.to_numeric(flips.str.replace(",", ""), errors="coerce").to_numpy(dtype=float)
+        out["p_bound"] = ~pd.isna(b) & (abs(p * (b + 1.0) - 1.0) < 1e-6)
+    if "p_corrected_bound" not in out.columns:
+        method = check_correction(str(out["correction"].iloc[0]) if len(out)
+                                  and "correction" in out else "holm")
+        out["p_corrected_bound"] = correct_bounded(p, out["p_bound"].to_numpy(dtype=bool),
+                                                   method)[1]
+    if "family" not in out.columns:
+        out["family"] = run_family([str(m["config"]["model"]) for m in runs])
+    if "family_size" not in out.columns:
+        out["family_size"] = int(pd.notna(p).sum())
+    return out[[c for c in TEST_COLUMNS if c in out.columns]
+               + [c for c in out.columns if c not in TEST_COLUMNS]]
+
+
+def _shared_option(results: Sequence["RetrievalResults"], key: str, default):
+    """The runs' common value of a config key, or ``default`` when they differ or lack it."""
+    values = {json.dumps(m["config"].get(key, default), default=str)
+              for r in results for m in r.meta}
+    return json.loads(values.pop()) if len(values) == 1 else default
+
+
+def tests_across_runs(results: Sequence["RetrievalResults"], names: Sequence[str]
+                      ) -> pd.DataFrame:
+    """The model-vs-model tests between different runs: for each query mode, every model of
+    one result against every model of a later one that has the mode, on the same queries
+    (:func:`ncprobe.retrieval.stats.paired_tests`: interval, sign-flip test). They are one
+    family of their own (``family`` ``"models across runs: <names>"``), corrected together
+    and never with a run's own tests, whose corrected p's therefore do not depend on what
+    else is reported. The options (``n_boot``, ``seed``, ``correction``) are the runs'
+    shared ones (the defaults where they differ).
+
+    Args:
+        results: the results joined (:meth:`RetrievalResults.concat` checks that they are on
+            the same items).
+        names: what each is called (its results directory), for the family's name.
+
+    Returns:
+        A tests table (:data:`ncprobe.retrieval.stats.TEST_COLUMNS`), empty when no two
+        results share a mode.
+    """
+    from .stats import TEST_COLUMNS, paired_tests
+
+    modes = list(dict.fromkeys(mode for r in results for _, mode in r.cells))
+    pairs = []
+    for mode in modes:  # as default_pairs orders the models within a mode
+        for i, res_a in enumerate(results):
+            for res_b in results[i + 1:]:
+                pairs += [(ca, cb) for ca in res_a.cells for cb in res_b.cells
+                          if ca[1] == mode and cb[1] == mode]
+    if not pairs:
+        return pd.DataFrame(columns=list(TEST_COLUMNS))
+    per_query = pd.concat([r.per_query for r in results], ignore_index=True)
+    return paired_tests(per_query, pairs, n_boot=int(_shared_option(results, "n_boot", 1000)),
+                        seed=int(_shared_option(results, "seed", 0)),
+                        correction=str(_shared_option(results, "correction", "holm")),
+                        family="models across runs: " + ", ".join(map(str, names)))
 
 
 def check_models(models: Iterable[str]) -> list[str]:

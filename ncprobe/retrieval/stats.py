@@ -17,13 +17,19 @@ make the intervals too narrow. Both functions resample **idioms** as clusters.
   intervals of two modes and of their difference come from the same draws.
 * :func:`paired_tests`: for two cells holding the same queries (matched by query id), the
   difference of the means, a paired cluster bootstrap interval of it (the same resamples), and
-  a two-sided sign-flip randomisation test over idioms: under the null hypothesis that the two
-  systems are exchangeable within each idiom, the sign of an idiom's summed difference is
-  arbitrary. The statistic is the summed difference over all queries; flipping whole idioms,
-  ``p = #{|stat*| >= |stat|} / 2^k`` over all ``2^k`` sign patterns when ``2^k <= n_boot``
-  (exact), else ``p = (1 + #{|stat*| >= |stat|}) / (1 + n_boot)`` over ``n_boot`` random
-  patterns (``default_rng([seed, 1])``). The p-values of the whole table are corrected as
-  one family (:func:`ncprobe.stats.correct`, Holm by default, as ``ncprobe compare`` does).
+  a two-sided sign-flip randomisation test over idioms (:func:`ncprobe.stats.sign_flip`):
+  under the null hypothesis that the two systems are exchangeable within each idiom, the sign
+  of an idiom's summed difference is arbitrary. The statistic is the summed difference over
+  all queries; flipping whole idioms, ``p = #{|stat*| >= |stat|} / 2^k`` over all ``2^k``
+  sign patterns when ``2^k <= B`` (exact), else ``p = (1 + #{|stat*| >= |stat|}) / (1 + B)``
+  over ``B`` random patterns (``default_rng([seed, 1])``), ``p_bound`` true where no pattern
+  was as extreme (the true p lies below ``1/(B+1)``). ``B`` (``n_flips``, default ``"auto"``)
+  is chosen so that the least corrected p of the table reaches 0.001, the finest mark
+  (``B = 1,000 m`` for ``m`` tests under Holm, :func:`ncprobe.stats.choose_flips`, at most
+  :data:`ncprobe.stats.MAX_FLIPS`). The p-values of the table are corrected as one family
+  (:func:`ncprobe.stats.correct_bounded`, Holm by default, as ``ncprobe compare`` does),
+  named in the ``family`` column with its size in ``family_size``; a corrected bound that
+  limits a decision is warned about (:class:`ncprobe.significance.ResolutionWarning`).
 * :func:`default_pairs`: the comparisons a report makes: modes within a model, then models
   within a mode.
 """
@@ -33,17 +39,24 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..significance import ALPHA, check_correction
-from ..stats import _resample_counts, correct
+from ..significance import ALPHA, check_correction, warn_resolution
+from ..stats import (
+    MAX_FLIPS,
+    _resample_counts,
+    choose_flips,
+    correct_bounded,
+    resamples_for,
+    sign_flip,
+)
 from .metrics import METRICS
 
-__all__ = ["MODE_PAIRS", "USAGES", "cluster_intervals", "default_pairs", "paired_tests"]
+__all__ = ["MODE_PAIRS", "TEST_COLUMNS", "USAGES", "cluster_intervals", "default_pairs",
+           "paired_tests", "run_family"]
 
 #: The query usages of a cell's rows: every query, then each usage alone.
 USAGES = ("all", "literal", "idiomatic")
@@ -51,8 +64,11 @@ USAGES = ("all", "literal", "idiomatic")
 MODE_PAIRS: tuple[tuple[str, str], ...] = (
     ("span", "sentence"), ("instruction_sentence", "sentence"),
     ("instruction_span", "span"), ("instruction_span", "instruction_sentence"))
-#: Randomisation statistics within this of the observed one count as at least as extreme.
-_TOL = 1e-12
+#: The columns of :func:`paired_tests`' table.
+TEST_COLUMNS: tuple[str, ...] = (
+    "model_a", "mode_a", "model_b", "mode_b", "usage", "metric", "a", "b", "diff", "diff_lo",
+    "diff_hi", "p", "p_bound", "p_corrected", "p_corrected_bound", "significant", "n",
+    "n_idioms", "test", "correction", "family", "family_size")
 _NEEDED = ("model", "mode", "query", "idiom", "usage", *METRICS)
 
 Cell = tuple[str, str]
@@ -181,29 +197,10 @@ def default_pairs(per_query: pd.DataFrame) -> list[Pair]:
     return out
 
 
-@lru_cache(maxsize=8)
-def _signs(k: int, n_boot: int, seed: int) -> tuple[np.ndarray, bool]:
-    """``(patterns, k)`` signs of the sign-flip test and whether they are every pattern:
-    all ``2^k`` when ``2^k <= n_boot``, else ``n_boot`` random ones (read-only, cached)."""
-    exact = 2 ** k <= n_boot
-    if exact:
-        bits = (np.arange(2 ** k)[:, None] >> np.arange(k)) & 1
-        signs = 1.0 - 2.0 * bits
-    else:
-        signs = np.random.default_rng([seed, 1]).choice([-1.0, 1.0], size=(n_boot, k))
-    signs.flags.writeable = False
-    return signs, exact
-
-
-def _sign_flip(diffs: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, str]:
-    """Two-sided sign-flip p-values of the summed per-idiom differences (idioms x metrics)."""
-    k = diffs.shape[0]
-    signs, exact = _signs(k, n_boot, seed)
-    observed = np.abs(diffs.sum(axis=0))
-    extreme = (np.abs(signs @ diffs) >= observed - _TOL).sum(axis=0)
-    if exact:
-        return extreme / len(signs), "sign-flip over idioms (exact)"
-    return (1.0 + extreme) / (1.0 + n_boot), f"sign-flip over idioms ({n_boot} random flips)"
+def run_family(models: Sequence[str]) -> str:
+    """The name of a run's own family of tests: its mode comparisons and its model
+    comparisons, corrected together whatever else is reported with them."""
+    return f"run {' + '.join(models)}: its modes and models"
 
 
 def _cell_name(cell: Cell) -> str:
@@ -229,43 +226,60 @@ def _check_pairs(pairs: Sequence[Pair], cells: dict[Cell, np.ndarray]) -> list[P
 
 def paired_tests(per_query: pd.DataFrame, pairs: Sequence[Pair] | None = None, *,
                  n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-                 correction: str = "holm") -> pd.DataFrame:
+                 correction: str = "holm", n_flips: int | str = "auto",
+                 family: str | None = None) -> pd.DataFrame:
     """Paired comparisons of two cells (model x mode) on the same queries, over idioms.
 
     Args:
         per_query: :func:`~ncprobe.retrieval.metrics.evaluate`'s rows.
         pairs: ``((model_a, mode_a), (model_b, mode_b))`` each (default
             :func:`default_pairs`).
-        n_boot: idiom resamples of the interval and random sign patterns of the test (0:
-            intervals and p NaN); when ``2^k <= n_boot`` for ``k`` idioms, the test
-            enumerates all ``2^k`` patterns instead (exact).
+        n_boot: idiom resamples of the interval of the difference (0: no interval, NaN).
         seed: the seed of the resamples and of the random sign patterns.
         level: the coverage of the percentile interval of the difference.
-        correction: ``holm``, ``fdr_bh`` or ``none``, over every row of the table.
+        correction: ``holm``, ``fdr_bh`` or ``none``, over every row of the table (one
+            family).
+        n_flips: random sign patterns of the test (0: no test, p NaN); ``"auto"`` (the
+            default): enough for the least corrected p of this family of ``m`` tests to
+            reach 0.001 (:func:`ncprobe.stats.choose_flips`: ``1,000 m`` under Holm or BH,
+            at most :data:`ncprobe.stats.MAX_FLIPS`). A test on ``k`` idioms with
+            ``2^k <= n_flips`` enumerates all ``2^k`` patterns instead (exact).
+        family: the name of this table's family of tests (the ``family`` column; default
+            :func:`run_family` of the models in ``per_query``).
 
     Returns:
-        One row per pair x usage (:data:`USAGES`) x metric: ``model_a, mode_a, model_b,
-        mode_b, usage, metric, a, b`` (means over queries), ``diff`` (``a - b``), ``diff_lo,
-        diff_hi`` (paired idiom-cluster bootstrap interval), ``p`` (two-sided sign-flip test
-        over idioms), ``p_corrected``, ``significant`` (``p_corrected <= ALPHA``,
-        :data:`ncprobe.significance.ALPHA`), ``n`` (queries), ``n_idioms``, ``test`` (which
-        test gave ``p``) and ``correction``.
+        One row per pair x usage (:data:`USAGES`) x metric, columns :data:`TEST_COLUMNS`:
+        ``model_a, mode_a, model_b, mode_b, usage, metric, a, b`` (means over queries),
+        ``diff`` (``a - b``), ``diff_lo, diff_hi`` (paired idiom-cluster bootstrap interval),
+        ``p`` (two-sided sign-flip test over idioms), ``p_bound`` (no random pattern was as
+        extreme: ``p`` is the floor ``1/(B+1)``, the true p lies below it), ``p_corrected``
+        and ``p_corrected_bound`` (:func:`ncprobe.stats.correct_bounded`), ``significant``
+        (``p_corrected <= ALPHA``, :data:`ncprobe.significance.ALPHA`), ``n`` (queries),
+        ``n_idioms``, ``test`` (which test gave ``p``: exact or how many random flips),
+        ``correction``, ``family`` and ``family_size`` (the tests with a p corrected
+        together).
+
+    Warns:
+        ResolutionWarning: some corrected p's are bounds above 0.001 (``n_flips`` too small
+            or capped); the message says how many and what ``n_flips`` would resolve them.
 
     Raises:
         UsageError: the two cells of a pair hold different queries (the message names the
             cells and how many query ids are in only one of them), a cell of a pair is not
             in the frame, a query twice in a cell, a missing column or metric value, a bad
-            ``n_boot``, ``level`` or ``correction``.
+            ``n_boot``, ``n_flips``, ``level`` or ``correction``.
     """
     method = check_correction(correction)
     _check_frame(per_query, n_boot, level)
+    choose_flips(n_flips, 1, method)  # a bad n_flips: refused before any work
     cells = _cells(per_query)
     todo = _check_pairs(default_pairs(per_query) if pairs is None else pairs, cells)
     values = per_query[list(METRICS)].to_numpy(dtype=np.float64)
     queries = per_query["query"].to_numpy()
     idioms = per_query["idiom"].to_numpy()
     usages = per_query["usage"].to_numpy()
-    rows = []
+    rows: list[dict] = []
+    sums: list[np.ndarray] = []   # per (pair, usage) with idioms: per-idiom summed differences
     for cell_a, cell_b in todo:
         ia, ib = cells[cell_a], cells[cell_b]
         qa, qb = pd.Index(queries[ia]), pd.Index(queries[ib])
@@ -282,12 +296,9 @@ def paired_tests(per_query: pd.DataFrame, pairs: Sequence[Pair] | None = None, *
             diffs, counts = _by_idiom(idioms[ia[keep]], va - vb)
             k, n = len(counts), int(keep.sum())
             lo, hi = _boot_means(diffs, counts, n_boot, seed, level)
-            if n_boot == 0 or k == 0:
-                p = np.full(len(METRICS), math.nan)
-                test = "sign-flip over idioms (not run: " + (
-                    "n_boot=0)" if k else "no queries)")
-            else:
-                p, test = _sign_flip(diffs, n_boot, seed)
+            test = len(sums) if k else None
+            if k:
+                sums.append(diffs)
             mean_a = va.mean(axis=0) if n else np.full(len(METRICS), math.nan)
             mean_b = vb.mean(axis=0) if n else np.full(len(METRICS), math.nan)
             for j, m in enumerate(METRICS):
@@ -295,16 +306,39 @@ def paired_tests(per_query: pd.DataFrame, pairs: Sequence[Pair] | None = None, *
                              "mode_b": cell_b[1], "usage": usage, "metric": m,
                              "a": float(mean_a[j]), "b": float(mean_b[j]),
                              "diff": float(mean_a[j] - mean_b[j]), "diff_lo": float(lo[j]),
-                             "diff_hi": float(hi[j]), "p": float(p[j]), "n": n,
-                             "n_idioms": k, "test": test})
-    columns = ["model_a", "mode_a", "model_b", "mode_b", "usage", "metric", "a", "b", "diff",
-               "diff_lo", "diff_hi", "p", "p_corrected", "significant", "n", "n_idioms",
-               "test", "correction"]
-    out = pd.DataFrame(rows, columns=[c for c in columns
-                                      if c not in ("p_corrected", "significant",
-                                                   "correction")])
-    corrected = correct(out["p"].to_numpy(dtype=np.float64), method)
+                             "diff_hi": float(hi[j]), "p": math.nan, "p_bound": False,
+                             "n": n, "n_idioms": k, "_test": test, "_col": j,
+                             "test": "sign-flip over idioms (not run: no queries)"})
+    # the family: every row with a test; the flips are chosen for its size
+    n_tests = len(sums) * len(METRICS)
+    flips, capped = choose_flips(n_flips, n_tests, method)
+    if flips and sums:
+        tested = sign_flip(sums, flips, seed=seed)
+        for r in rows:
+            if r["_test"] is not None:
+                t, col = tested[int(r["_test"])], int(r["_col"])
+                r["p"], r["p_bound"] = float(t.p[col]), bool(t.bound[col])
+                r["test"] = t.describe()
+    elif sums:
+        for r in rows:
+            if r["_test"] is not None:
+                r["test"] = "sign-flip over idioms (not run: n_flips=0)"
+    out = pd.DataFrame(rows, columns=[c for c in TEST_COLUMNS
+                                      if c not in ("p_corrected", "p_corrected_bound",
+                                                   "significant", "correction", "family",
+                                                   "family_size")])
+    corrected, corrected_bound = correct_bounded(out["p"].to_numpy(dtype=np.float64),
+                                                 out["p_bound"].to_numpy(dtype=bool), method)
     out["p_corrected"] = corrected
+    out["p_corrected_bound"] = corrected_bound
     out["significant"] = np.asarray(corrected <= ALPHA, dtype=bool)  # NaN: False
     out["correction"] = method
-    return out[columns]
+    out["family"] = family if family is not None else run_family(
+        list(dict.fromkeys(per_query["model"])))
+    out["family_size"] = int(out["p"].notna().sum())
+    if flips:
+        warn_resolution(corrected, corrected_bound, rows="paired tests",
+                        resamples=f"{flips:,} random sign flips", option="n_flips",
+                        needed=resamples_for(n_tests, method),
+                        capped=(f"'auto' draws at most {MAX_FLIPS:,}" if capped else ""))
+    return out[list(TEST_COLUMNS)]
