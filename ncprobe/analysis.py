@@ -9,6 +9,10 @@ A layer-wise run is analysed one level and one layer view at a time: the vectors
 view are read (:meth:`~ncprobe.embed.Embeddings.part`), turned into its cosines and rogue
 dimensions, and let go before the next view is read, so memory holds one view's vectors
 whatever the number of layers.
+
+Each view is analysed at the levels it has (``view_levels``): a sentence-transformers
+model's own sentence embedding (the view :data:`~ncprobe.schema.OWN_VIEW`, read as the
+part ``own``) has the sentence level only, so every table holds it once and no NC-level row.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from .schema import (
     GOLD,
     GROUP_OF_CONTEXT,
     NATURALISTIC,
+    OWN_VIEW,
     PROBE_MEASURES,
     RESULT_COLUMNS,
     RUN_KEYS,
@@ -41,13 +46,33 @@ from .stats import ALPHA, bootstrap_mean, bootstrap_spearman, spearman
 
 
 def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
-            view_names: Sequence[str], levels: Sequence[Level], meta: dict | None = None
-            ) -> Results:
+            view_names: Sequence[str], levels: Sequence[Level], meta: dict | None = None,
+            view_levels: Sequence[Sequence[str]] | None = None) -> Results:
     """Cosines, measures and statistics from stimuli and their vectors (no model code).
 
     The vectors are read one level and layer view at a time (``emb.part``), never all
     views at once.
+
+    Args:
+        view_names: the ``layers`` label of each view, in the order of ``emb``'s views;
+            :data:`~ncprobe.schema.OWN_VIEW` (last) is read as ``emb.part("own", 0)``.
+        levels: the levels of the run.
+        view_levels: per name of ``view_names``, the levels that view has (default: every
+            level); a view is analysed at the levels of the run that it has.
+
+    Raises:
+        ValueError: ``view_levels`` is not one entry per view, or a view has none of the
+            run's levels.
     """
+    if view_levels is None:
+        view_levels = [tuple(levels)] * len(view_names)
+    if len(view_levels) != len(view_names):
+        raise ValueError(f"view_levels has {len(view_levels)} entries for {len(view_names)} "
+                         "views")
+    empty = [name for name, have in zip(view_names, view_levels, strict=True)
+             if not set(have) & set(levels)]
+    if empty and len(empty) == len(view_names):
+        raise ValueError(f"no view has the level(s) {', '.join(levels)} of the run")
     meta = dict(meta or {"config": cfg.to_dict()})
     notes = list(meta.get("notes", []))
     probe_rows, orig_rows = _pair_rows(stimuli)
@@ -72,10 +97,15 @@ def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
     parts, syn_check, rogue_rows = [], [], []
     for level in levels:
         for v, layers in enumerate(view_names):
+            if level not in view_levels[v]:  # the model's own embedding: no NC level
+                continue
             # the rogue table's columns, in this order
             keys = dict(model=model, lang=cfg.lang, space=None, layers=layers, level=level)
             # this view's vectors only, read now and let go at the end of the iteration
-            raw = np.asarray(emb.part(part_of[level], v), dtype=np.float64)
+            vectors = (emb.part("own", 0) if layers == OWN_VIEW else
+                       emb.part(part_of[level], v))
+            raw = np.asarray(vectors, dtype=np.float64)
+            del vectors
             raw_cos = _pair_cosines(raw, probe_rows, orig_rows)
             parts.append(base.assign(model=model, space="raw", layers=layers, level=level,
                                      cosine=raw_cos))

@@ -25,13 +25,22 @@ dtype is part of the entry's fingerprint (key ``store_dtype``, present only when
 not float32, so float32 entries keep their names), so entries of different dtypes
 never mix; vectors come back as float32 either way. float16 keeps 11 significant
 bits within +-65504 (a vector beyond that is refused, naming bfloat16); bfloat16 keeps
-8 bits over float32's range (rounded to nearest even).
+8 bits over float32's range (rounded to nearest even). Rounding to nearest moves a
+vector by an angle of at most ``asin(u)`` (:data:`UNIT_ROUNDOFF`), so a cosine between two
+stored vectors by at most :data:`COSINE_BOUND`; vectors that storing would move further
+(values below float16's normal range) are refused (:func:`encode_measured`). Each shard
+of a half-precision entry records, per item, how far storing moved its vectors (array
+``loss``), from which a run states the bound its own vectors met (:func:`store_loss_record`).
 
 Shards are read with ``allow_pickle=False``; a shard that cannot be read, or whose
 arrays are missing, of inconsistent shapes, or that end before their headers say, is
 logged by path, deleted and its items encoded again. The keys and missing-word counts
-are read whole (their zip CRC is checked); vector bytes are checked for presence, not
-checksummed (that would read every vector of the entry on every run).
+are read whole (their zip CRC is checked). The vectors of a shard are verified when a
+run first looks up one of its items (``key in store``): each vector array is read in
+steps of a few MB and its CRC-32 compared with the zip's (:func:`_vectors_damage`), once
+per shard and run, and not again in the same process while the file is unchanged; a
+shard whose bytes changed is discarded like an unreadable one (its items are encoded
+again). Shards holding none of a run's items are not read.
 
 The shape of an entry's vectors (views, sentence dimension, span dimension) comes
 from its fingerprint, never from whichever shard is read first: the encoder says
@@ -79,6 +88,7 @@ import hashlib
 import io
 import json
 import logging
+import math
 import os
 import re
 import stat
@@ -87,6 +97,7 @@ import time
 import uuid
 import weakref
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator, Sequence
@@ -130,6 +141,11 @@ _ARRAYS = ("keys", "sent", "span", "missing", "missing_span")
 #: ncprobe <= 0.1, ``(items, views, dim)`` in the encoder's dtype)
 _LAYOUT = "layout"
 _VIEWS_FIRST = "views-first"
+#: the array of a half-precision shard that says, per item, how far storing moved its
+#: vectors (a bound on the largest angle, in radians, between a vector and its float32
+#: original: :func:`storage_loss`); absent in float32 shards (exact) and in shards of
+#: ncprobe <= 0.2
+_LOSS = "loss"
 #: the key of ``fingerprint.json`` that records the entry's vector shape (not hashed)
 SHAPE_KEY = "vector_shape"
 #: the fingerprint key of an entry's storage dtype (present when it is not float32)
@@ -277,13 +293,120 @@ def check_store_dtype(dtype: str) -> str:
     return dtype
 
 
+#: The unit roundoff of each half-precision storage dtype: rounding to nearest moves a
+#: value within the dtype's normal range by at most this fraction of itself.
+UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+#: The most that storing in a dtype may move a cosine between two stored vectors: twice
+#: the largest angle that rounding to nearest gives a vector, ``2 asin(u)`` (float16
+#: 9.8e-4, bfloat16 7.8e-3; float32: exact). A store whose vectors would move more (values
+#: too small for float16, stored as subnormals or zero) is refused (:func:`encode_measured`).
+COSINE_BOUND = {"float32": 0.0,
+                **{d: 2.0 * math.asin(u) for d, u in UNIT_ROUNDOFF.items()}}
+# the angles are computed in float64 from float32 values: a vector rounded exactly at the
+# bound must not be refused for the last bits of that arithmetic
+_BOUND_SLACK = 1.0 + 1e-9
+
+
+def storage_loss(x: np.ndarray, stored: np.ndarray, dtype: str) -> np.ndarray:
+    """Per item (axis 0), a bound on the largest angle in radians between one of its
+    vectors (along the last axis, over every view) and that vector as stored in ``dtype``.
+
+    Computed as ``asin(|stored - x| / |x|)``, a bound on the angle that holds whatever the
+    direction of the error (``pi`` when the error is as long as the vector: a vector
+    flushed to zero). Any cosine between two stored vectors then differs from the cosine of
+    their float32 originals by at most the sum of their two angles (the triangle inequality
+    of angles, and cosine is 1-Lipschitz). A vector that is all NaN (no known word) or not
+    finite has no direction to lose: 0, as for a zero vector stored as zero.
+
+    Returns:
+        ``(items,)`` float32 (zeros for float32, which is exact).
+    """
+    x32 = np.asarray(x, dtype=np.float32)
+    items = x32.shape[0] if x32.ndim else 1
+    if dtype == "float32" or not x32.size:
+        return np.zeros(items, dtype=np.float32)
+    orig = x32.astype(np.float64).reshape(items, -1, x32.shape[-1])
+    back = decode_vectors(stored, dtype).astype(np.float64).reshape(orig.shape)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        err = np.sqrt(np.sum(np.square(back - orig), axis=-1))
+        norm = np.sqrt(np.sum(np.square(orig), axis=-1))
+        ratio = np.where(err == 0, 0.0, err / norm)
+    ratio = np.where(np.isfinite(ratio), ratio, np.where(np.isnan(ratio), 0.0, np.inf))
+    angle = np.where(ratio < 1.0, np.arcsin(np.minimum(ratio, 1.0)), np.pi)
+    return angle.max(axis=1, initial=0.0).astype(np.float32)
+
+
+def encode_measured(x: np.ndarray, dtype: str, what: str = "the vectors"
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`encode_vectors`, and per item (axis 0) how far that moved its vectors
+    (:func:`storage_loss`).
+
+    Raises:
+        UsageError: what :func:`encode_vectors` refuses, or vectors that storing in
+            ``dtype`` moves by more than rounding to nearest can (values below float16's
+            smallest normal number, 6.1e-5, kept as subnormals or flushed to zero): a cosine
+            between them could move by more than :data:`COSINE_BOUND`. The message names
+            the worst vector's angle and the dtypes that keep them (bfloat16, float32).
+    """
+    stored = encode_vectors(x, dtype)
+    loss = storage_loss(x, stored, dtype)
+    if dtype != "float32" and loss.size:
+        worst = float(loss.max())
+        if 2.0 * worst > COSINE_BOUND[dtype] * _BOUND_SLACK:
+            x32 = np.abs(np.asarray(x, dtype=np.float32))
+            small = float(np.mean((x32 > 0) & (x32 < _SMALLEST_NORMAL[dtype])))
+            other = "bfloat16 (float32's range) or float32" if dtype == "float16" else \
+                "float32"
+            raise UsageError(
+                f"{what} are too small to be stored as {dtype}: {100 * small:.3g}% of their "
+                f"values are below its smallest normal number ({_SMALLEST_NORMAL[dtype]:.3g}) "
+                f"and keep fewer bits or become 0, so a vector moves by up to {worst:.3g} rad "
+                f"and a cosine between two by up to {2 * worst:.3g}, more than {dtype}'s "
+                f"bound of {COSINE_BOUND[dtype]:.2g}; store them with --store-dtype {other}")
+    return stored, loss
+
+
+#: The key of a run's metadata (``run.json``) that says how far storing its vectors in half
+#: precision moved its cosines (present only when the storage dtype is not float32).
+LOSS_KEY = "store_dtype_loss"
+
+
+def store_loss_record(dtype: str, angle: float | None) -> tuple[dict, list[str]]:
+    """What a run records of its storage dtype's effect: ``({LOSS_KEY: bound}, [note])``,
+    or ``({}, [])`` for float32 (exact: a float32 run's ``run.json`` is what it always was).
+
+    ``bound`` is ``2 * angle`` (:func:`storage_loss`, the worst over the run's vectors): no
+    cosine between two of its stored vectors differs from their float32 cosine by more;
+    ``None`` where the store does not say (vectors stored by ncprobe <= 0.2). The note
+    says it in words, with the dtype's own bound (:data:`COSINE_BOUND`).
+    """
+    if dtype == "float32":
+        return {}, []
+    if angle is None:
+        return {LOSS_KEY: None}, [
+            f"vectors stored as {dtype} by an earlier ncprobe, which did not record how far "
+            "storing moved them; clear the cache entry (ncprobe cache clear --model ...) and "
+            "run again to have it measured"]
+    bound = 2.0 * angle
+    return {LOSS_KEY: bound}, [
+        f"vectors stored as {dtype}: no cosine between two stored vectors differs from its "
+        f"float32 value by more than {bound:.2g} (measured on this run's vectors; {dtype} "
+        f"guarantees {COSINE_BOUND[dtype]:.2g}). Measures of z-scored vectors "
+        "(--standardise) and rho are not bounded by it"]
+
+
+#: the smallest positive normal number of each half-precision dtype
+_SMALLEST_NORMAL = {"float16": float(np.finfo(np.float16).tiny),
+                    "bfloat16": float(np.finfo(np.float32).tiny)}
+
+
 def encode_vectors(x: np.ndarray, dtype: str) -> np.ndarray:
     """Vectors as stored in ``dtype`` (:data:`STORE_DTYPES`): float32, float16, or the
     bfloat16 bit patterns as uint16 (rounded to nearest even; NaN stays NaN).
 
     Raises:
-        NcprobeError: float16 and a finite value beyond its range (+-65504); nothing is
-            rounded to infinity without saying so.
+        UsageError: float16 and a finite value beyond its range (+-65504): nothing is
+            rounded to infinity without saying so; the message names bfloat16 and float32.
     """
     x32 = np.asarray(x, dtype=np.float32)
     if dtype == "float32":
@@ -293,7 +416,7 @@ def encode_vectors(x: np.ndarray, dtype: str) -> np.ndarray:
             half = x32.astype(np.float16)
         over = np.isinf(half) & np.isfinite(x32)
         if over.any():
-            raise NcprobeError(
+            raise UsageError(
                 f"vectors hold values up to {float(np.max(np.abs(x32[over]))):.4g}, beyond "
                 "float16's largest (65504); store them with --store-dtype bfloat16 (float32's "
                 "range) or float32")
@@ -370,11 +493,17 @@ class _ViewsFirst:
     ``(items, views, dim)``: written view by view, batch by batch, never gathered whole (a
     shard's vectors are not copied into one more array of their size before the write)."""
 
-    def __init__(self, batches: Sequence, dtype: str) -> None:
-        # converted now (float32 on a little-endian machine: no copy), so that a value
-        # beyond float16 is refused before anything is written
+    def __init__(self, batches: Sequence, dtype: str, what: str = "the vectors") -> None:
+        # converted now (float32 on a little-endian machine: no copy), so that vectors that
+        # the dtype cannot hold are refused before anything is written
         self.dtype = _DISK_DTYPE[dtype]
-        self.batches = [np.asarray(encode_vectors(b, dtype), dtype=self.dtype) for b in batches]
+        self.batches, losses = [], []
+        for b in batches:
+            stored, loss = encode_measured(b, dtype, what)
+            self.batches.append(np.asarray(stored, dtype=self.dtype))
+            losses.append(loss)
+        #: per item, the largest angle storing moved one of its vectors (storage_loss)
+        self.loss = np.concatenate(losses)
         first = np.shape(self.batches[0])
         self.shape = (first[1], sum(len(b) for b in self.batches), first[2])
 
@@ -413,11 +542,17 @@ def _write_npz(fh: IO[bytes], arrays: dict) -> None:
 @dataclass
 class _Member:
     """One array of a shard file: shape, dtype and where its data starts in the file
-    (``None``: compressed or Fortran-ordered, read whole with numpy)."""
+    (``None``: compressed or Fortran-ordered, read whole with numpy); and, to verify it,
+    its zip entry's name, CRC-32 and where its stored bytes start in the file and how many
+    there are (``start`` ``None``: compressed, verified by inflating it)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
     offset: int | None
+    name: str = ""
+    crc: int = 0
+    start: int | None = None
+    stored: int = 0
 
 
 def _member(fh: IO[bytes], zf: zipfile.ZipFile, info: zipfile.ZipInfo, size: int) -> _Member:
@@ -433,7 +568,7 @@ def _member(fh: IO[bytes], zf: zipfile.ZipFile, info: zipfile.ZipInfo, size: int
     if info.compress_type != zipfile.ZIP_STORED:
         with zf.open(info) as m:
             shape, _, dtype = header(m)
-        return _Member(tuple(shape), np.dtype(dtype), None)
+        return _Member(tuple(shape), np.dtype(dtype), None, info.filename, info.CRC)
     fh.seek(info.header_offset)
     local = fh.read(_LOCAL_HEADER.size)
     if len(local) != _LOCAL_HEADER.size or local[:4] != _LOCAL_SIGNATURE:
@@ -447,7 +582,8 @@ def _member(fh: IO[bytes], zf: zipfile.ZipFile, info: zipfile.ZipInfo, size: int
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if data - start + nbytes > info.file_size or data + nbytes > size:
         raise ValueError(f"array {info.filename!r} ends before its {nbytes} bytes of data")
-    return _Member(tuple(shape), dtype, None if fortran or dtype.hasobject else data)
+    return _Member(tuple(shape), dtype, None if fortran or dtype.hasobject else data,
+                   info.filename, info.CRC, start, info.compress_size)
 
 
 @dataclass
@@ -481,7 +617,7 @@ def _open_shard(path: Path, *, small: bool) -> _ShardFile:
             members = {k: _member(fh, zf, infos[k], size) for k in _ARRAYS if k in infos}
             arrays: dict[str, np.ndarray] = {}
             if small:
-                for k in ("keys", "missing", "missing_span"):
+                for k in ("keys", "missing", "missing_span", _LOSS):
                     if k in infos:
                         with zf.open(infos[k]) as m:
                             arrays[k] = np.lib.format.read_array(m, allow_pickle=False)
@@ -493,6 +629,72 @@ def _npz_specs(path: Path) -> tuple[dict[str, tuple[tuple[int, ...], np.dtype]],
     """Shape and dtype of each array of a shard, and its layout, from the headers only."""
     got = _open_shard(path, small=False)
     return got.specs, got.layout
+
+
+#: Files whose vectors were verified in this process, by identity (device, inode, size,
+#: mtime, ctime: a file written again, or another file renamed into its place, differs).
+_VERIFIED: set[tuple[int, ...]] = set()
+#: bytes read per step when verifying vectors (the memory it takes, whatever the shard's size)
+_VERIFY_CHUNK = 1 << 22
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _vectors_damage(path: Path, members: dict[str, _Member]) -> str | None:
+    """Why the vectors of a shard are not the bytes that were written (the CRC-32 of a
+    vector array differs from the one its zip entry records), or None.
+
+    Each vector array (``sent``, ``span``) is read once, in steps of a few MB (never whole
+    in memory); a file verified in this process is not read again while it is unchanged
+    (:data:`_VERIFIED`). Keys and missing-word counts are checked when the shard is opened.
+
+    Raises:
+        OSError, zipfile.BadZipFile, ValueError: the file cannot be read.
+    """
+    with open(path, "rb", buffering=0) as fh:
+        ident = _identity(os.fstat(fh.fileno()))
+        if ident in _VERIFIED:
+            return None
+        why = _crc_mismatch(fh, members)
+    if why is None:
+        _VERIFIED.add(ident)
+    return why
+
+
+def _crc_mismatch(fh: io.FileIO, members: dict[str, _Member]) -> str | None:
+    """Read the vector arrays of an open shard and compare their CRC-32 with the zip's."""
+    buf = bytearray(_VERIFY_CHUNK)
+    view = memoryview(buf)
+    for part in ("sent", "span"):
+        m = members[part]
+        if m.start is None:  # compressed (not written by ncprobe): zipfile checks the CRC
+            # as it inflates the last bytes (BadZipFile on a mismatch)
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as zf, zf.open(m.name) as f:
+                while f.read(_VERIFY_CHUNK):
+                    pass
+            continue
+        crc, pos, left = 0, m.start, m.stored
+        while left:
+            step = view[:min(left, _VERIFY_CHUNK)]
+            got = os.preadv(fh.fileno(), [step], pos) if hasattr(os, "preadv") else \
+                _pread_fallback(fh, step, pos)
+            if not got:
+                return f"its {part} vectors end {left} bytes early"
+            crc = zlib.crc32(step[:got], crc)
+            pos, left = pos + got, left - got
+        if crc != m.crc:
+            return (f"its {part} vectors are not the bytes written (CRC-32 {crc:08x}, "
+                    f"recorded {m.crc:08x}): the file was changed or damaged on disk")
+    return None
+
+
+def _pread_fallback(fh: io.FileIO, buf: memoryview, pos: int) -> int:  # pragma: no cover
+    """``os.preadv`` where the platform has none."""
+    fh.seek(pos)
+    return fh.readinto(buf) or 0
 
 
 def _root_problem(root: Path) -> str | None:
@@ -555,6 +757,11 @@ class _Shard:
     members: dict[str, _Member]
     missing: np.ndarray
     missing_span: np.ndarray
+    #: per item, the largest angle between a stored vector and its float32 original
+    #: (:data:`_LOSS`); None where the shard does not say (float32: exact)
+    loss: np.ndarray | None = None
+    #: whether its vectors were verified (their CRC-32) since it was indexed
+    verified: bool = False
 
 
 def _raise_open_files_limit(wanted: int) -> int:
@@ -588,6 +795,9 @@ class StoredVectors:
         dims: vector size per part, ``{"sent": ..., "span": ...}``.
         dtype: the storage dtype (vectors are returned as float32).
         missing_words, missing_span_words: ``(n,)`` int32, per row.
+        store_loss: a bound on the largest angle (radians) between one of these rows'
+            vectors and its float32 original (:func:`storage_loss`; 0.0 for float32);
+            ``None`` where a shard does not say (half precision stored by ncprobe <= 0.2).
         rows_read, bytes_read: what :meth:`read` has read from disk so far.
     """
 
@@ -599,6 +809,7 @@ class StoredVectors:
         self.rows_read = self.bytes_read = 0
         self.missing_words = np.zeros(self.n, dtype=np.int32)
         self.missing_span_words = np.zeros(self.n, dtype=np.int32)
+        self.store_loss: float | None = 0.0
         # per shard: the output rows it fills, the sorted distinct rows it reads, and for
         # each output row the position of its row among those
         self._groups: list[tuple[_Shard, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -612,6 +823,9 @@ class StoredVectors:
             self._groups.append((shard, out, distinct, inverse.reshape(-1)))
             self.missing_words[out] = shard.missing[rows[out]]
             self.missing_span_words[out] = shard.missing_span[rows[out]]
+            if dtype != "float32" and self.store_loss is not None:
+                self.store_loss = (None if shard.loss is None else
+                                   max(self.store_loss, float(shard.loss[rows[out]].max())))
         self._files: dict[str, io.FileIO] = {}
         pin = _raise_open_files_limit(len(self._groups))
         try:
@@ -928,6 +1142,9 @@ class EmbeddingStore:
             why, shape, n = _structure(got.specs, got.layout)
             if not why:
                 why = _dtype_mismatch(got.layout, self.dtype)
+            loss = got.small.get(_LOSS)
+            if not why and loss is not None and (loss.shape != (n,) or loss.dtype != np.float32):
+                why = f"its {_LOSS} array has shape {loss.shape} ({loss.dtype}), not ({n},) float32"
         except FileNotFoundError:
             return None  # removed meanwhile by another process (a clear, or its own discard)
         except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types on corrupt files
@@ -936,7 +1153,7 @@ class EmbeddingStore:
             self._discard(path, why or "unusable")
             return None
         shard = _Shard(name, path, n, shape, got.layout, got.members,
-                       got.small["missing"], got.small["missing_span"])
+                       got.small["missing"], got.small["missing_span"], got.small.get(_LOSS))
         return shard, got.small["keys"]
 
     def _add(self, shard: _Shard, keys: np.ndarray) -> None:
@@ -961,7 +1178,41 @@ class EmbeddingStore:
         return len(self._index)
 
     def __contains__(self, key: bytes) -> bool:
-        return key in self._index
+        """Whether ``key`` is stored in a shard whose vectors are intact.
+
+        The first look-up of a key in a shard verifies that shard's vectors (their CRC-32,
+        :func:`_vectors_damage`; once per shard, and once per process while the file is
+        unchanged): a damaged shard is then discarded like an unreadable one (logged by
+        path, named in :attr:`problems`, deleted), and its keys are no longer stored, so
+        the run encodes them again."""
+        loc = self._index.get(key)
+        if loc is None:
+            return False
+        return self._shards[loc[0]].verified or self._verify(loc[0])
+
+    def _verify(self, i: int) -> bool:
+        """Verify the vectors of shard ``i``; drop it from the index when they are damaged
+        (or the file is gone). Whether it is intact."""
+        shard = self._shards[i]
+        try:
+            why = _vectors_damage(shard.path, shard.members)
+        except FileNotFoundError:  # removed meanwhile (a clear): its items are not stored
+            self._drop(i)
+            return False
+        except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types on corrupt files
+            why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        if why:
+            self._discard(shard.path, why)
+            self._drop(i)
+            return False
+        shard.verified = True
+        return True
+
+    def _drop(self, i: int) -> None:
+        """Forget shard ``i``: its keys are no longer in the store."""
+        name = self._shards[i].name
+        self._index = {k: loc for k, loc in self._index.items() if loc[0] != i}
+        self._loaded = [n for n in self._loaded if n != name]
 
     def vectors(self, keys: Sequence[bytes], order: Sequence[int] | np.ndarray | None = None
                 ) -> StoredVectors:
@@ -977,6 +1228,14 @@ class EmbeddingStore:
         pick = np.arange(len(keys)) if order is None else np.asarray(order, dtype=np.intp)
         used, where = np.unique(locs[pick, 0], return_inverse=True)
         shards = [self._shards[int(i)] for i in used]
+        for i, shard in zip(used.tolist(), shards, strict=True):
+            # shards looked up with ``in`` are verified already (embed does): this is for
+            # keys asked for without that, which can no longer be encoded here
+            if not shard.verified and not self._verify(i):
+                raise NcprobeError(
+                    f"cache shard {shard.path} was found damaged or removed when its vectors "
+                    "were read (see the warning above); run the command again: its items are "
+                    "encoded again")
         shape = shards[0].shape if shards else tuple(
             0 if s is None else s for s in self._shape)
         return StoredVectors(shards, where.reshape(-1), locs[pick, 1], shape,  # type: ignore[arg-type]
@@ -1035,12 +1294,16 @@ class EmbeddingStore:
                     f"{wrong.replace('vectors of another shape: ', '')}; not "
                     f"stored in {self.dir}. Its vectors must keep one shape: run with "
                     "--no-cache, and report this")
+            sent = _ViewsFirst([p.sent for p in parts], self.dtype, f"{model}'s vectors")
+            span = _ViewsFirst([p.span for p in parts], self.dtype, f"{model}'s vectors")
             data = {"keys": np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 20),
-                    "sent": _ViewsFirst([p.sent for p in parts], self.dtype),
-                    "span": _ViewsFirst([p.span for p in parts], self.dtype),
+                    "sent": sent, "span": span,
                     "missing": np.concatenate([p.missing_words for p in parts]),
                     "missing_span": np.concatenate([p.missing_span_words for p in parts]),
                     _LAYOUT: np.array([_VIEWS_FIRST, self.dtype])}
+            if self.dtype != "float32":  # float32 is exact: nothing to say
+                data[_LOSS] = np.maximum(sent.loss, span.loss)
+            del sent, span
             # time first, so shards sort in the order they were written; the random part
             # keeps names unique across processes and threads
             name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.npz"
@@ -1063,6 +1326,14 @@ class EmbeddingStore:
             if name not in self._loaded:
                 raise NcprobeError(f"{self.dir / name}: the shard just written could not be "
                                    "read back (see the warning above)")
+            # written from memory just now (zipfile computed each CRC from those bytes):
+            # read by this process without verifying it again
+            for shard in reversed(self._shards):
+                if shard.name == name:
+                    shard.verified = True
+                    with contextlib.suppress(OSError):
+                        _VERIFIED.add(_identity(os.stat(shard.path)))
+                    break
 
 
 @dataclass
@@ -1188,19 +1459,23 @@ def scan(root: str | os.PathLike | None = None) -> CacheScan:
     return CacheScan(base, entries, refused, foreign, _is_ncprobe_tag(base / MARKER))
 
 
-def _shard_check(path: Path, entry_dtype: str = "float32"
+def _shard_check(path: Path, entry_dtype: str = "float32", verify: bool = False
                  ) -> tuple[str | None, tuple[int, int, int] | None, int]:
-    """:func:`_structure` of a shard file, from its array headers (no vectors are read),
-    and whether its storage dtype is the entry's."""
+    """:func:`_structure` of a shard file, from its array headers, and whether its storage
+    dtype is the entry's; with ``verify``, also whether every array is the bytes written
+    (their CRC-32: the vectors are read), else no vector is read."""
     try:
-        specs, layout = _npz_specs(path)
-        why, shape, n = _structure(specs, layout)
-        return (why or _dtype_mismatch(layout, entry_dtype)), shape, n
+        got = _open_shard(path, small=verify)
+        why, shape, n = _structure(got.specs, got.layout)
+        why = why or _dtype_mismatch(got.layout, entry_dtype)
+        if verify and not why:
+            why = _vectors_damage(path, got.members)
+        return why, shape, n
     except Exception as e:  # noqa: BLE001 - numpy/zipfile raise many types on corrupt files
         return (f"{type(e).__name__}: {e}" if str(e) else type(e).__name__), None, 0
 
 
-def cache_info(root: str | os.PathLike | None = None) -> list[dict]:
+def cache_info(root: str | os.PathLike | None = None, *, verify: bool = True) -> list[dict]:
     """One dict per ncprobe store entry: ``dir, model, fingerprint, shape, store_dtype,
     items, bytes, corrupt``.
 
@@ -1209,8 +1484,10 @@ def cache_info(root: str | os.PathLike | None = None) -> list[dict]:
     (``None`` for a part not known); ``store_dtype`` how its vectors are stored. ``corrupt``
     names each shard that ``compute`` will discard, with why: unreadable, arrays missing or
     inconsistent, vectors of another shape than the fingerprint says or stored in another
-    dtype; their items are not counted. Shards of both layouts (views first, and that of
-    ncprobe <= 0.1) are counted; only their headers are read.
+    dtype, or (``verify``) bytes changed since they were written (every array's CRC-32: all
+    vectors are read, a few MB at a time); their items are not counted. Shards of both
+    layouts (views first, and that of ncprobe <= 0.1) are counted. Without ``verify`` only
+    the headers are read.
 
     Raises:
         UsageError: the root is a file, a symbolic-link loop or a dangling link.
@@ -1223,7 +1500,7 @@ def cache_info(root: str | os.PathLike | None = None) -> list[dict]:
         for f in sorted(e.path.iterdir()):
             size += f.lstat().st_size
             if _SHARD_RE.match(f.name):
-                why, shape, n = _shard_check(f, dtype)
+                why, shape, n = _shard_check(f, dtype, verify)
                 if why or shape is None:
                     corrupt.append(f"{f}: {why}")
                 else:

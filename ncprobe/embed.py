@@ -13,29 +13,48 @@ the vectors of one part (sentence or span) and one view, read from the store whe
 they are needed (:class:`~ncprobe.cache.StoredVectors`), so a layer-wise run never
 holds more than one view's vectors of its stimuli. ``Embeddings.sent`` and
 ``Embeddings.span`` still give every view at once, for the small cases that want them.
+
+An encoder with a sentence embedding of its own (a sentence-transformers model:
+``Encoded.own``, see :func:`~ncprobe.encoders.base.has_own_sentence`) gives it from the
+same forward pass as its layer views; it is kept in a second store entry of its own
+fingerprint (:func:`own_store`), written from the same batches, and read as the part
+``"own"`` (one view) of :class:`Embeddings`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Protocol, Sequence
 
 import numpy as np
 
 from .batches import BackgroundWriter, run_batches
-from .cache import EmbeddingStore, check_store_dtype, decode_vectors, encode_vectors, item_key
+from .cache import (
+    EmbeddingStore,
+    StoredVectors,
+    check_store_dtype,
+    decode_vectors,
+    encode_measured,
+    item_key,
+)
 from .data.stimuli import Stimulus
-from .encoders.base import Encoded, Encoder, SentenceTooLongError
-from .errors import DataError, UsageError
+from .encoders.base import Encoded, Encoder, SentenceTooLongError, has_own_sentence
+from .errors import DataError, NcprobeError, UsageError
 
 log = logging.getLogger(__name__)
 
 #: The parts of an item's vectors: the sentence vector and the span (NC) vector.
 PARTS = ("sent", "span")
+#: The part of the model's own sentence embedding (one view), where the encoder has one.
+OWN = "own"
 
 
 class VectorSource(Protocol):
     """Where :class:`Embeddings` reads its vectors from, one part and view at a time.
+
+    A source may also have the part :data:`OWN` (the model's own sentence embedding, view 0
+    only): it then says so with a true ``has_own`` attribute.
 
     Attributes:
         n: rows (one per stimulus).
@@ -52,11 +71,18 @@ class VectorSource(Protocol):
 
 class _Arrays:
     """Vectors held in memory, ``(items, views, dim)`` per part: row ``i`` is item
-    ``rows[i]`` (all items in order when ``rows`` is None), stored as ``dtype``."""
+    ``rows[i]`` (all items in order when ``rows`` is None), stored as ``dtype``; ``own``,
+    where given, ``(items, 1, own dim)``."""
+
+    #: how far storing moved them (see StoredVectors.store_loss): set by _Collector
+    store_loss: float | None = 0.0
 
     def __init__(self, sent: np.ndarray, span: np.ndarray, rows: np.ndarray | None = None,
-                 dtype: str | None = None) -> None:
+                 dtype: str | None = None, own: np.ndarray | None = None) -> None:
         self.arrays = {"sent": sent, "span": span}
+        if own is not None:
+            self.arrays[OWN] = own
+        self.has_own = own is not None
         self.rows, self.dtype = rows, dtype
         self.n = len(sent) if rows is None else len(rows)
         self.views = int(np.shape(sent)[1])
@@ -66,6 +92,33 @@ class _Arrays:
         if self.dtype is None:  # given as they are: a view, no copy, their own dtype
             return a[:, view, :]
         return decode_vectors(a[self.rows, view, :], self.dtype)
+
+
+class _WithOwn:
+    """The stored layer views and, as the part :data:`OWN`, the sentence vectors of the
+    own-embedding entry (its one view)."""
+
+    has_own = True
+
+    def __init__(self, views: StoredVectors, own: StoredVectors) -> None:
+        self.main, self.own = views, own
+        self.n, self.views = views.n, views.views
+
+    def read(self, part: str, view: int) -> np.ndarray:
+        if part == OWN:
+            return self.own.read("sent", view)
+        return self.main.read(part, view)
+
+    @property
+    def store_loss(self) -> float | None:
+        a, b = self.main.store_loss, self.own.store_loss
+        return None if a is None or b is None else max(a, b)
+
+    def close(self) -> None:
+        try:
+            self.main.close()
+        finally:
+            self.own.close()
 
 
 class Embeddings:
@@ -78,14 +131,19 @@ class Embeddings:
     Attributes:
         n: stimuli.
         views: layer views.
+        has_own: whether the part :data:`OWN` (the model's own sentence embedding) is there.
         missing_words, missing_span_words: per stimulus, words left out (OOV...).
         encoded: how many unique items needed a forward pass in this call.
         unique: how many unique items the stimuli hold.
     """
 
     def __init__(self, sent: np.ndarray, span: np.ndarray, missing_words: np.ndarray,
-                 missing_span_words: np.ndarray, encoded: int, unique: int) -> None:
-        self._source: VectorSource = _Arrays(sent, span)
+                 missing_span_words: np.ndarray, encoded: int, unique: int,
+                 own: np.ndarray | None = None) -> None:
+        """``own``: ``(n, own dim)``, the model's own sentence embedding of each stimulus
+        (``None``: the encoder has none)."""
+        self._source: VectorSource = _Arrays(sent, span, own=None if own is None else
+                                             np.asarray(own)[:, None, :])
         self._arrays: tuple[np.ndarray, np.ndarray] | None = (sent, span)
         self.missing_words, self.missing_span_words = missing_words, missing_span_words
         self.encoded, self.unique = encoded, unique
@@ -108,12 +166,38 @@ class Embeddings:
     def views(self) -> int:
         return self._source.views
 
+    @property
+    def has_own(self) -> bool:
+        return bool(getattr(self._source, "has_own", False))
+
+    @property
+    def store_loss(self) -> float | None:
+        """The largest angle (radians) between a vector as kept (``store_dtype``) and its
+        float32 original (:func:`ncprobe.cache.storage_loss`; 0.0: float32, exact); ``None``
+        where the store does not say (half precision stored by ncprobe <= 0.2)."""
+        return getattr(self._source, "store_loss", 0.0)
+
     def part(self, part: str, view: int) -> np.ndarray:
         """``(n, dim)`` vectors of one part (``"sent"`` or ``"span"``) and layer view:
-        float32 as read from the store, or a view of the arrays given."""
+        float32 as read from the store, or a view of the arrays given; or, part
+        :data:`OWN` and view 0, the model's own sentence embedding (where
+        :attr:`has_own`)."""
+        if part == OWN:
+            if not self.has_own:
+                raise ValueError("these vectors hold no sentence embedding of the model's own")
+            if view != 0:
+                raise IndexError(f"the model's own sentence embedding has one view (0), not "
+                                 f"view {view}")
+            return self._source.read(OWN, 0)
         if part not in PARTS:
-            raise ValueError(f"part must be 'sent' or 'span', not {part!r}")
+            raise ValueError(f"part must be 'sent', 'span' or 'own', not {part!r}")
         return self._source.read(part, view)
+
+    @property
+    def own(self) -> np.ndarray | None:
+        """``(n, own dim)``: the model's own sentence embedding of each stimulus (read
+        whole), or ``None`` where the encoder has none."""
+        return self.part(OWN, 0) if self.has_own else None
 
     def view(self, view: int) -> tuple[np.ndarray, np.ndarray]:
         """``(sent, span)`` of one layer view, ``(n, dim)`` each."""
@@ -147,10 +231,24 @@ class Embeddings:
         self.close()
 
 
+def own_store(store: EmbeddingStore, encoder: Encoder) -> EmbeddingStore:
+    """The store entry of ``encoder``'s own sentence embedding beside ``store`` (same cache
+    root and storage dtype): fingerprint ``encoder.own_fingerprint()``, one view, sentence
+    vectors only (its span vectors have size 0).
+
+    Raises:
+        ValueError: the encoder has no sentence embedding of its own.
+    """
+    if not has_own_sentence(encoder):
+        raise ValueError(f"{encoder.name} has no sentence embedding of its own")
+    fingerprint = encoder.own_fingerprint()  # type: ignore[attr-defined]
+    return EmbeddingStore(fingerprint, root=store.root, shape=(1, None, 0), dtype=store.dtype)
+
+
 def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStore | None = None,
           batch_size: int = 32, batch_tokens: int | None = None, flush_every: int = 2048,
-          flush_bytes: int = 1 << 27, progress: bool = True, store_dtype: str | None = None
-          ) -> Embeddings:
+          flush_bytes: int = 1 << 27, progress: bool = True, store_dtype: str | None = None,
+          own: EmbeddingStore | None = None) -> Embeddings:
     """Vectors for every stimulus, computing each unique item once.
 
     Args:
@@ -169,43 +267,68 @@ def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStor
         progress: show a progress bar (counts and rate) on stderr.
         store_dtype: how vectors are kept (``float32``, ``float16``, ``bfloat16``): the
             store's own dtype with a store (``None``, or the same), in memory without one.
+        own: for an encoder with a sentence embedding of its own, the store entry that keeps
+            it (default, with a ``store``: :func:`own_store` beside it). An item is encoded
+            when either entry lacks it, and each entry is given the items it lacks, from
+            the same batches (one forward pass for both).
 
-    With a store, its entry stays locked from the look-up to the last shard written:
-    a second run on the same cache waits, then finds the items the first one stored
-    instead of encoding and storing them again. When something must be encoded, the
-    store is checked to be writable first (:meth:`~ncprobe.cache.EmbeddingStore.check_writable`),
-    so a read-only cache stops the run before the encoding, not after it. The vectors
-    are then read from the store one view at a time, when asked for (the shards are
-    opened before the lock is released; :meth:`Embeddings.close` lets them go). Without
-    a store, the unique items' vectors stay in memory.
+    With a store, its entry (and the own-embedding entry, locked after it) stays locked
+    from the look-up to the last shard written: a second run on the same cache waits,
+    then finds the items the first one stored instead of encoding and storing them again.
+    When something must be encoded, the entries are checked to be writable first
+    (:meth:`~ncprobe.cache.EmbeddingStore.check_writable`), so a read-only cache stops the
+    run before the encoding, not after it. The vectors are then read from the store one
+    view at a time, when asked for (the shards are opened before the lock is released;
+    :meth:`Embeddings.close` lets them go). Without a store, the unique items' vectors stay
+    in memory.
 
     Raises:
         OutputError: the store cannot be written (read-only, full disk, no permission).
-        UsageError: ``store_dtype`` is not a storage dtype, or differs from the store's.
+        UsageError: ``store_dtype`` is not a storage dtype, or differs from the store's;
+            ``own`` given without a ``store``, for an encoder without an own embedding, or
+            of another dtype than the store.
     """
     if store is None:
+        if own is not None:
+            raise UsageError("an own-embedding store needs the store of the layer views too")
         dtype = check_store_dtype(store_dtype or "float32")
-        return _embed(stimuli, encoder, None, batch_size, batch_tokens, flush_every,
+        return _embed(stimuli, encoder, None, None, batch_size, batch_tokens, flush_every,
                       flush_bytes, progress, dtype)
     if store_dtype is not None and store_dtype != store.dtype:
         raise UsageError(f"store_dtype {store_dtype!r} differs from the store's "
                          f"{store.dtype!r} (give it to EmbeddingStore)")
-    with store.lock():  # also loads the shards other processes stored meanwhile
-        return _embed(stimuli, encoder, store, batch_size, batch_tokens, flush_every,
+    if has_own_sentence(encoder):
+        own = own if own is not None else own_store(store, encoder)
+        if own.dtype != store.dtype:
+            raise UsageError(f"the own-embedding store keeps {own.dtype}, the store "
+                             f"{store.dtype}: give both the same dtype")
+    elif own is not None:
+        raise UsageError(f"{encoder.name} has no sentence embedding of its own to store")
+    # both entries locked, always the layer views' first (no two runs wait on each other)
+    with store.lock(), (own.lock() if own is not None else contextlib.nullcontext()):
+        # the locks also load the shards other processes stored meanwhile
+        return _embed(stimuli, encoder, store, own, batch_size, batch_tokens, flush_every,
                       flush_bytes, progress, store.dtype)
 
 
 def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore | None,
-           batch_size: int, batch_tokens: int | None, flush_every: int, flush_bytes: int,
-           progress: bool, dtype: str) -> Embeddings:
+           own: EmbeddingStore | None, batch_size: int, batch_tokens: int | None,
+           flush_every: int, flush_bytes: int, progress: bool, dtype: str) -> Embeddings:
     keys = [item_key(s.tokens, s.span) for s in stimuli]
     first: dict[bytes, int] = {}
     for i, k in enumerate(keys):
         first.setdefault(k, i)
-    todo = [k for k in first if store is None or k not in store]
+    with_own = has_own_sentence(encoder)
+    # an item is encoded when any entry lacks it; each entry is then given what it lacks
+    todo = [k for k in first if store is None or k not in store
+            or (own is not None and k not in own)]
     todo.sort(key=lambda k: (_size(stimuli[first[k]]), k))
     if store is not None and todo:
         store.check_writable()  # a read-only cache fails now, not after the encoding
+        if own is not None:
+            own.check_writable()
+    # shards are written on a thread of their own, beside the encoding
+    write = _Writer(encoder.name, store, own, todo) if store is not None and todo else None
     bar = None
     if progress and todo:
         from tqdm.auto import tqdm
@@ -215,25 +338,30 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
     pending_keys: list[bytes] = []
     pending: list[Encoded] = []
     held = 0  # bytes of vectors in ``pending``
-    memory = _Collector(len(todo), dtype) if store is None else None
+    memory = _Collector(len(todo), dtype, with_own) if store is None else None
     items = [stimuli[first[k]] for k in todo]
 
     def done(start: int, stop: int, enc: Encoded) -> None:
         nonlocal pending_keys, pending, held
+        if with_own and enc.own is None:
+            raise NcprobeError(f"{encoder.name}: the encoder gave no sentence embedding of its "
+                               "own (Encoded.own) for a batch; nothing of it was stored")
         if memory is not None:
             memory.add(enc)
         else:
             pending_keys += todo[start:stop]
             pending.append(enc)
             held += np.asarray(enc.sent).nbytes + np.asarray(enc.span).nbytes
-            if writer is not None and _shard_full(len(pending_keys), held, len(todo) - stop,
-                                                  flush_every, flush_bytes):
-                writer.submit(store.put, pending_keys, pending)  # type: ignore[union-attr]
+            if enc.own is not None:
+                held += np.asarray(enc.own).nbytes
+            if writer is not None and write is not None and _shard_full(
+                    len(pending_keys), held, len(todo) - stop, flush_every, flush_bytes):
+                writer.submit(write, pending_keys, pending)
                 pending_keys, pending, held = [], [], 0
         if bar is not None:
             bar.update(stop - start)
 
-    writer = BackgroundWriter() if store is not None and todo else None
+    writer = BackgroundWriter() if write is not None else None
     try:
         run_batches(encoder, [s.tokens for s in items], [s.span for s in items], done,
                     batch_size=batch_size, batch_tokens=batch_tokens)
@@ -241,10 +369,10 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
         raise _too_long(e, items[e.index], encoder) from None
     finally:
         # what was encoded is stored, also when the run stops (an error, an interrupt)
-        if writer is not None:
+        if writer is not None and write is not None:
             try:
                 if pending_keys:
-                    writer.submit(store.put, pending_keys, pending)  # type: ignore[union-attr]
+                    writer.submit(write, pending_keys, pending)
             finally:
                 writer.close()
         if bar is not None:
@@ -253,10 +381,18 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
     if not keys:
         empty = np.zeros((0, 1, encoder.dim), dtype=np.float32)
         none = np.zeros(0, dtype=np.int32)
-        return Embeddings(empty, empty, none, none, len(todo), len(first))
+        return Embeddings(empty, empty, none, none, len(todo), len(first),
+                          own=np.zeros((0, 0), dtype=np.float32) if with_own else None)
     if store is not None:
         got = store.vectors(list(first), _positions(keys, list(first)))
-        return Embeddings.from_source(got, got.missing_words, got.missing_span_words,
+        source: VectorSource = got
+        if own is not None:
+            try:
+                source = _WithOwn(got, own.vectors(list(first), _positions(keys, list(first))))
+            except BaseException:
+                got.close()
+                raise
+        return Embeddings.from_source(source, got.missing_words, got.missing_span_words,
                                       len(todo), len(first))
     # everything was encoded now, in ``todo`` order
     assert memory is not None
@@ -289,32 +425,93 @@ def _positions(keys: Sequence[bytes], order: Sequence[bytes]) -> np.ndarray:
     return np.fromiter((row[k] for k in keys), dtype=np.intp, count=len(keys))
 
 
+class _Writer:
+    """Writes a batch of shards: the layer views into ``store`` and the own sentence
+    embedding into ``own``, each given only the items it lacked when the run looked them up
+    (``todo``: the items to encode)."""
+
+    def __init__(self, model: str, store: EmbeddingStore, own: EmbeddingStore | None,
+                 todo: Sequence[bytes]) -> None:
+        self.model, self.store, self.own = model, store, own
+        # both entries are locked for the whole run: what they lack does not change
+        self.lacks = {"store": {k for k in todo if k not in store},
+                      "own": set() if own is None else {k for k in todo if k not in own}}
+
+    def __call__(self, keys: list[bytes], batches: list[Encoded]) -> None:
+        need = np.fromiter((k in self.lacks["store"] for k in keys), dtype=bool, count=len(keys))
+        if need.all():
+            self.store.put(keys, batches)
+        elif need.any():
+            self.store.put([k for k, n in zip(keys, need, strict=True) if n],
+                           _select(batches, need))
+        if self.own is None:
+            return
+        need = np.fromiter((k in self.lacks["own"] for k in keys), dtype=bool, count=len(keys))
+        if need.any():
+            own = [b.own for b in batches]
+            if any(o is None for o in own):
+                raise NcprobeError(f"{self.model}: a batch came without the model's own "
+                                   "sentence embedding; nothing of it was stored")
+            vecs = np.concatenate(own)[need][:, None, :]  # type: ignore[arg-type]
+            n = len(vecs)
+            none = np.zeros(n, dtype=np.int32)
+            # one view, sentence vectors only: the span part has size 0
+            self.own.put([k for k, x in zip(keys, need, strict=True) if x],
+                         Encoded(vecs, np.zeros((n, 1, 0), dtype=vecs.dtype), none, none))
+
+
+def _select(batches: list[Encoded], rows: np.ndarray) -> Encoded:
+    """The rows ``rows`` (a mask over the batches' items, in order) as one Encoded."""
+    return Encoded(np.concatenate([b.sent for b in batches])[rows],
+                   np.concatenate([b.span for b in batches])[rows],
+                   np.concatenate([b.missing_words for b in batches])[rows],
+                   np.concatenate([b.missing_span_words for b in batches])[rows])
+
+
 class _Collector:
     """The vectors of a run without a store, gathered once into arrays of ``items`` rows
-    in the storage dtype (no list of batches concatenated at the end)."""
+    in the storage dtype (no list of batches concatenated at the end); with ``own``, the
+    model's own sentence embeddings too."""
 
-    def __init__(self, items: int, dtype: str) -> None:
-        self.items, self.dtype, self.at = items, dtype, 0
+    def __init__(self, items: int, dtype: str, own: bool = False) -> None:
+        self.items, self.dtype, self.at, self.with_own = items, dtype, 0, own
         self.sent: np.ndarray | None = None
         self.span: np.ndarray | None = None
+        self.own: np.ndarray | None = None
         self.missing = np.zeros(items, dtype=np.int64)
         self.missing_span = np.zeros(items, dtype=np.int64)
+        self.loss = 0.0  # the largest angle storing moved a vector (cache.storage_loss)
+
+    def _encode(self, x) -> np.ndarray:
+        """``x`` as kept in the dtype: refused where it would lose more than rounding."""
+        kept, loss = encode_measured(x, self.dtype)
+        self.loss = max(self.loss, float(loss.max(initial=0.0)))
+        return kept
 
     def add(self, enc: Encoded) -> None:
-        sent, span = encode_vectors(enc.sent, self.dtype), encode_vectors(enc.span, self.dtype)
+        sent, span = self._encode(enc.sent), self._encode(enc.span)
+        own = None
+        if self.with_own:
+            own = self._encode(np.asarray(enc.own)[:, None, :])
         if self.sent is None or self.span is None:
             self.sent = np.empty((self.items, *sent.shape[1:]), dtype=sent.dtype)
             self.span = np.empty((self.items, *span.shape[1:]), dtype=span.dtype)
+            if own is not None:
+                self.own = np.empty((self.items, *own.shape[1:]), dtype=own.dtype)
         n = len(sent)
         self.sent[self.at:self.at + n] = sent
         self.span[self.at:self.at + n] = span
+        if own is not None and self.own is not None:
+            self.own[self.at:self.at + n] = own
         self.missing[self.at:self.at + n] = enc.missing_words
         self.missing_span[self.at:self.at + n] = enc.missing_span_words
         self.at += n
 
     def source(self, rows: np.ndarray) -> _Arrays:
         assert self.sent is not None and self.span is not None, "nothing was encoded"
-        return _Arrays(self.sent, self.span, rows, self.dtype)
+        got = _Arrays(self.sent, self.span, rows, self.dtype, own=self.own)
+        got.store_loss = self.loss
+        return got
 
 
 def _size(item) -> int:

@@ -23,7 +23,8 @@ from ._version import VERSION as __version__
 from .analysis import analyse
 from .config import RunConfig, is_level
 from .data.stimuli import Stimuli
-from .embed import embed
+from .embed import embed, own_store
+from .encoders.base import has_own_sentence
 from .errors import UsageError
 from .results import Results
 from .schema import LEVELS, Dtype, EnNaturalistic, Gold, Lang, Level, WordsSyn
@@ -121,9 +122,10 @@ def compute(config: RunConfig | None = None, *,
         "seed": seed, "top_k": top_k, "en_naturalistic": en_naturalistic,
         "accept_modified_data": accept_modified_data}
     options = {name: value for name, value in keywords.items() if value is not None}
-    from .cache import EmbeddingStore, cache_root, vector_shape
+    from .cache import EmbeddingStore, cache_root, store_loss_record, vector_shape
     from .data import check_coverage, load_stimuli
     from .encoders import load_encoder
+    from .encoders.registry import check_options
 
     if config is not None and options:
         raise TypeError(f"give either a RunConfig or keyword options, not both (got "
@@ -139,8 +141,11 @@ def compute(config: RunConfig | None = None, *,
         # first encode, so a run whose vectors are all cached never loads them
         encoder = load_encoder(cfg.model, cfg.lang, layers=cfg.layers, device=cfg.device,
                                dtype=cfg.dtype, allow_pickle=allow_pickle,
-                               allow_gensim_downloader=allow_gensim_downloader)
+                               allow_gensim_downloader=allow_gensim_downloader,
+                               batch_tokens=cfg.batch_tokens)
     else:
+        # a token budget for an encoder that does not tokenise would be recorded for nothing
+        check_options(type(encoder), encoder.name, {"batch_tokens": cfg.batch_tokens})
         given = {k: v for k, v in (("layers", cfg.layers), ("device", cfg.device),
                                    ("dtype", cfg.dtype)) if v is not None}
         if given:  # they would be recorded without having had any effect
@@ -169,11 +174,14 @@ def compute(config: RunConfig | None = None, *,
     run_levels = _levels(cfg, encoder)
     store = EmbeddingStore(encoder.fingerprint(), root=cache_root(cache_dir),
                            shape=vector_shape(encoder), dtype=cfg.store_dtype) if cache else None
+    # a sentence-transformers model's own sentence embedding: an entry of its own, written
+    # from the same forward passes as the layer views
+    own = own_store(store, encoder) if store is not None and has_own_sentence(encoder) else None
     # read one layer view at a time by analyse(), from the store's files (held open until
     # the analysis is done)
     emb = embed(stimuli, encoder, store=store, batch_size=cfg.batch_size,
                 batch_tokens=cfg.batch_tokens, progress=progress,
-                store_dtype=cfg.store_dtype)
+                store_dtype=cfg.store_dtype, own=own)
     log.info("%d stimuli, %d unique items, %d encoded now", len(stimuli), emb.unique, emb.encoded)
     # every table names the encoder that ran (encoder.name). How this computation went (items
     # encoded now, cache shards found unusable: RUN_LOG_KEYS) is kept in memory only, never
@@ -184,10 +192,15 @@ def compute(config: RunConfig | None = None, *,
             "data_sources": dict(stimuli.sources), "modified_data": dict(stimuli.modified),
             "unique": emb.unique, "notes": notes,
             "encoded": emb.encoded,
-            "cache_problems": list(store.problems) if store is not None else []}
+            "cache_problems": [*(store.problems if store is not None else []),
+                               *(own.problems if own is not None else [])]}
+    loss, said = store_loss_record(cfg.store_dtype, emb.store_loss)  # what half precision did
+    meta.update(loss)
+    notes += said
+    names = _view_names(encoder)
     with emb:
-        return analyse(stimuli, emb, cfg, model=encoder.name, view_names=_view_names(encoder),
-                       levels=run_levels, meta=meta)
+        return analyse(stimuli, emb, cfg, model=encoder.name, view_names=names,
+                       levels=run_levels, meta=meta, view_levels=_view_levels(encoder, names))
 
 
 def _levels(cfg: RunConfig, encoder) -> tuple[Level, ...]:
@@ -206,6 +219,15 @@ def _view_names(encoder) -> list[str]:
     if named:
         return list(named)
     return ["+".join(str(i) for i in v) for v in encoder.views]
+
+
+def _view_levels(encoder, names: Sequence[str]) -> list[tuple[str, ...]]:
+    """The levels of each view: the encoder's ``view_levels`` where it has them (its own
+    sentence embedding: the sentence level only), else its levels for every view."""
+    given = getattr(encoder, "view_levels", None)
+    if given is not None:
+        return [tuple(v) for v in given]
+    return [tuple(getattr(encoder, "levels", LEVELS))] * len(names)
 
 
 def _versions() -> dict:

@@ -111,6 +111,14 @@ DISPLAY_MEASURES: tuple[str, ...] = DISPLAY_PROBES + AFFINITIES + SCALED + (RATI
 Level = Literal["sent", "nc"]
 LEVELS: tuple[str, ...] = get_args(Level)
 
+#: The layer view (the ``layers`` column) of a sentence-transformers model's own sentence
+#: embedding (its pooling, Dense and normalisation modules after the last layer): one view,
+#: sentence level only, reported once beside the layer views, whose sentence level is the
+#: method's mean of the word vectors of those layers.
+OWN_VIEW = "own"
+#: How :data:`OWN_VIEW` is printed.
+OWN_VIEW_LABEL = "the model's own sentence embedding"
+
 #: Vector spaces: as the model gives them, and z-scored per language and context group.
 Space = Literal["raw", "standardised"]
 SPACES: tuple[str, ...] = get_args(Space)
@@ -346,7 +354,9 @@ TABLE_CAPTIONS: dict[str, str] = {
                    "pairwise two-sided Mann-Whitney U, with the rank-biserial r (positive: the "
                    "first class larger), per model, condition and measure",
     "layers": "Layer-wise Spearman rho with the gold score (ncprobe's addition): one column "
-              "per layer view (0 = embeddings; views averaging several layers last)",
+              "per layer view (0 = embeddings; views averaging several layers last; at the "
+              "sentence level of a sentence-transformers model, own = the model's own "
+              "sentence embedding, which is not a layer)",
 }
 #: The study's tables of Spearman correlations (cells with intervals, marks after correction).
 CORRELATION_TABLES: tuple[str, ...] = (
@@ -365,7 +375,7 @@ __all__ = [
     "EnNaturalistic", "GOLD", "GOLD_CHOICES", "Gold", "GROUP_OF_CONTEXT", "LANGS", "LEVELS",
     "LEVEL_LABELS", "Lang", "Level",
     "MEASURES", "MEASURE_LABELS", "MEASURE_MATH_LABELS", "NATURALISTIC", "NCIMP_CONTEXTS",
-    "NCS_CONTEXT", "NC_KEYS", "NEUTRAL",
+    "NCS_CONTEXT", "NC_KEYS", "NEUTRAL", "OWN_VIEW", "OWN_VIEW_LABEL",
     "NEUTRAL_PLURAL", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS", "PROBE_ALIASES",
     "PROBE_FAMILIES", "PROBE_MEASURES", "PROBE_TASKS", "Probe", "ProbeTask", "RATIO",
     "RESULT_COLUMNS", "RESULT_NUMERIC_COLUMNS", "RESULT_TABLES",

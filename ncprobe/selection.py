@@ -20,7 +20,9 @@ The layer view: a run of a transformer may hold several (``--layers`` with a
 layer-wise analysis). Unless one is named, figures and tables use, for each
 model and language, the view that comes first in the results: the one the run
 listed first, which is the default combination (the last four layers) when the
-run used the default.
+run used the default. The view :data:`~ncprobe.schema.OWN_VIEW` (a sentence-transformers
+model's own sentence embedding, sentence level only) is a view of the results but no layer
+view: it is never the one taken by default while the model has another.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .schema import (
     CONTEXT_GROUP_LABELS,
     CONTEXT_GROUPS,
     DEFAULT_CONTEXT_GROUPS,
+    OWN_VIEW,
     SHOWN_WHEN_PRESENT,
     condition_label,
     condition_parts,
@@ -127,7 +130,8 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
         measures: measure names to keep (``None``: all).
         layers: the layer view (``"-"`` for static models, ``"21+22+23+24"`` ...),
             or a dict model -> view; ``None``: per model and language, the first
-            view in the results.
+            view in the results that is a layer view (not
+            :data:`~ncprobe.schema.OWN_VIEW`, unless the model has no other).
 
     Returns:
         A copy with string columns (``measure`` is no longer categorical) and, where
@@ -142,7 +146,10 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
     if "layers" in out.columns and len(out):
         if layers is None:
             key = [c for c in ("model", "lang") if c in out.columns]
-            first = out.drop_duplicates(key)[key + ["layers"]]
+            # a layer view first: the model's own sentence embedding only where it is all
+            own = (out["layers"].astype(str) == OWN_VIEW).to_numpy()
+            ranked = pd.concat([out[~own], out[own]]) if own.any() else out
+            first = ranked.drop_duplicates(key)[key + ["layers"]]
             out = out.merge(first, on=key + ["layers"], how="inner")
         elif isinstance(layers, dict):
             keep = [layers.get(m) == lv for m, lv in zip(out["model"], out["layers"], strict=True)]
@@ -200,7 +207,9 @@ def layerwise_views(df: pd.DataFrame, *, space: str = "raw", level: str = "nc",
     """The layer-wise runs of a ``correlations`` table: per (model, language) holding at least
     two single-layer views with a rho at ``space`` and ``level`` (analysis ``nc``, the context
     groups ``contexts``), every view it holds there: the single layers in layer order, then the
-    others (combinations) in the order of the results."""
+    others (combinations) in the order of the results, and last
+    :data:`~ncprobe.schema.OWN_VIEW` where the model has its own sentence embedding (the
+    sentence level of a sentence-transformers model: not a layer)."""
     if df.empty or "layers" not in df.columns:
         return {}
     rows = df[(df["space"] == space) & (df["level"] == level) & (df["analysis"] == "nc")
@@ -213,5 +222,7 @@ def layerwise_views(df: pd.DataFrame, *, space: str = "raw", level: str = "nc",
                                                          "layers"].astype(str))]
             single = sorted((v for v in views if layer_index(v) is not None), key=int)
             if len(single) >= 2:
-                out[(model, lang)] = single + [v for v in views if layer_index(v) is None]
+                others = [v for v in views if layer_index(v) is None and v != OWN_VIEW]
+                out[(model, lang)] = single + others + ([OWN_VIEW] if OWN_VIEW in views
+                                                        else [])
     return out

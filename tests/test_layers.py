@@ -65,7 +65,9 @@ def _two(x: float) -> str:
 
 
 def _panels(fig) -> dict[str, object]:
-    return {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
+    """The panels of a layer-wise figure by what each shows: ``model · condition · measure``
+    (small multiples: one measure per panel)."""
+    return {ax.get_label(): ax for ax in fig.axes if ax.get_label().count(" · ") == 2}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,19 +77,30 @@ def _panels(fig) -> dict[str, object]:
 def test_lines_are_the_rho_of_each_layer(layerwise):
     fig, notes = plots.fig_layers(layerwise, return_notes=True)
     panels = _panels(fig)
-    assert set(panels) == {f"model-b · {c}" for c in GROUP}  # model-a (static) has no panel
+    # small multiples: one panel per condition and measure; model-a (static) has none
+    assert set(panels) == {f"model-b · {c} · {m}" for c in GROUP for m in DISPLAY_MEASURES}
     assert any("model-a" in n for n in notes)
     assert any("9+10+11+12" in n for n in notes)  # the averaged view is not on the axis
     for cond in GROUP:
-        lines = {ln.get_gid(): ln for ln in panels[f"model-b · {cond}"].get_lines()
-                 if ln.get_gid()}
-        assert set(lines) == set(DISPLAY_MEASURES)
-        for m, line in lines.items():
+        for m in DISPLAY_MEASURES:
+            ax = panels[f"model-b · {cond} · {m}"]
+            [line] = [ln for ln in ax.get_lines() if ln.get_gid()]  # one measure per panel
+            assert line.get_gid() == m
+            assert len(ax.collections) <= 1  # at most one band: none overlaps another
             rows = _rows(layerwise, condition=cond, measure=m)
             assert list(line.get_xdata()) == list(LAYERS)
             np.testing.assert_allclose(line.get_ydata(), rows["rho"].to_numpy(), rtol=0,
                                        atol=1e-12)
-        assert len({ln.get_label() for ln in lines.values()}) == len(lines)  # one label each
+    # shared axes: every panel has the same y range
+    assert len({tuple(np.round(ax.get_ylim(), 9)) for ax in panels.values()}) == 1
+    # n stated: the NCs each rho of the figure is over, read from the table
+    c = layerwise.correlations
+    drawn = c[(c["model"] == "model-b") & (c["level"] == "nc") & (c["space"] == "raw")
+              & (c["analysis"] == "nc") & c["layers"].str.isdecimal()
+              & c["measure"].isin(DISPLAY_MEASURES) & c["context"].isin(["nat", "neut"])]
+    counts = sorted({int(n) for n in drawn["n"]})
+    want = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    assert f"n = {want} NCs" in fig.get_suptitle()
 
 
 def _band(ax, measure):
@@ -104,14 +117,14 @@ def test_bands_span_the_bootstrap_interval(layerwise):
     panels = _panels(plots.fig_layers(layerwise))
     for cond in GROUP:
         for m in ("comp", "Sim_R|WordsSyn"):
-            ys = _band(panels[f"model-b · {cond}"], m)
+            ys = _band(panels[f"model-b · {cond} · {m}"], m)
             rows = _rows(layerwise, condition=cond, measure=m)
             assert sorted(ys) == list(LAYERS)
             for layer, lo, hi in zip(rows["layer"], rows["ci_low"], rows["ci_high"],
                                      strict=True):
                 assert ys[layer] == {round(lo, 9), round(hi, 9)}
     # layer 1 of P_Syn in EN-Neut has no interval: no band there, nor bridged across it
-    ys = _band(panels["model-b · EN-Neut"], "syn")
+    ys = _band(panels["model-b · EN-Neut · syn"], "syn")
     assert 1 not in ys
     rows = _rows(layerwise, condition="EN-Neut", measure="syn").set_index("layer")
     for layer in (2, 3, 4):
@@ -123,12 +136,13 @@ def test_level_space_and_measures_choose_the_rows(layerwise):
     fig = plots.fig_layers(layerwise, level="sent", space="standardised",
                            measures=["comp", "rand"], contexts="neut")
     panels = _panels(fig)
-    assert set(panels) == {"model-b · EN-Neut", "model-b · PT-Neut"}
+    assert set(panels) == {f"model-b · {c} · {m}" for c in ("EN-Neut", "PT-Neut")
+                           for m in ("comp", "rand")}
     for cond in ("EN-Neut", "PT-Neut"):
-        lines = {ln.get_gid(): ln for ln in panels[f"model-b · {cond}"].get_lines()
-                 if ln.get_gid()}
-        assert set(lines) == {"comp", "rand"}
-        for m, line in lines.items():
+        for m in ("comp", "rand"):
+            [line] = [ln for ln in panels[f"model-b · {cond} · {m}"].get_lines()
+                      if ln.get_gid()]
+            assert line.get_gid() == m
             rows = _rows(layerwise, condition=cond, level="sent", space="standardised",
                          measure=m)
             np.testing.assert_allclose(line.get_ydata(), rows["rho"].to_numpy(), atol=1e-12)
@@ -159,6 +173,106 @@ def test_fig_layers_refuses_bad_options_and_no_layerwise_views(layerwise, plain)
         plots.fig_layers(layerwise, measures=["nonsense"])
     with pytest.raises(plots.NoData):  # one single-layer view ("12") is not layer-wise
         plots.fig_layers(plain)
+
+
+# ---------------------------------------------------------------------------------------------
+# a sentence-transformers model's own sentence embedding (the view "own", sentence level only)
+
+OWN_SCALE = 0.8
+
+
+@pytest.fixture(scope="module")
+def with_own(layerwise):
+    """:func:`layerwise` with model-b's own sentence embedding: the view ``own`` at the
+    sentence level only, its rows (layer 4's sentence-level rows, rho scaled by
+    :data:`OWN_SCALE`) put FIRST in every table, where a first-view default would take them."""
+    import dataclasses
+
+    from ncprobe.results import Results
+
+    tables = {}
+    for f in dataclasses.fields(layerwise):
+        if f.name == "meta":
+            continue
+        df = getattr(layerwise, f.name)
+        if not {"layers", "level"} <= set(df.columns) or df.empty:
+            tables[f.name] = df
+            continue
+        part = df[(df["model"] == "model-b") & (df["layers"] == "4")
+                  & (df["level"] == "sent")].copy()
+        part["layers"] = "own"
+        if f.name == "correlations":
+            part["rho"] = part["rho"] * OWN_SCALE
+        out = pd.concat([part, df], ignore_index=True)
+        for c in df.columns:
+            if isinstance(df[c].dtype, pd.CategoricalDtype):
+                out[c] = out[c].astype(df[c].dtype)
+        tables[f.name] = out
+    return Results(**tables, meta=layerwise.meta)
+
+
+def _own_rho(res, cond, measure, space="raw"):
+    lang, ctx = GROUP[cond]
+    c = res.correlations
+    [rho] = c.loc[(c["model"] == "model-b") & (c["lang"] == lang) & (c["context"] == ctx)
+                  & (c["level"] == "sent") & (c["space"] == space) & (c["analysis"] == "nc")
+                  & (c["measure"] == measure) & (c["layers"] == "own"), "rho"]
+    return float(rho)
+
+
+def test_own_view_is_a_labelled_reference_not_a_point_on_the_layer_axis(with_own):
+    fig, notes = plots.fig_layers(with_own, level="sent", return_notes=True)
+    panels = _panels(fig)
+    assert any("own sentence embedding" in n and "not a layer" in n for n in notes)
+    for cond in GROUP:
+        for m in DISPLAY_MEASURES:
+            ax = panels[f"model-b · {cond} · {m}"]
+            [line] = [ln for ln in ax.get_lines() if ln.get_gid() == m]
+            assert list(line.get_xdata()) == list(LAYERS)  # no point for "own"
+            np.testing.assert_allclose(
+                line.get_ydata(), _rows(with_own, condition=cond, level="sent",
+                                        measure=m)["rho"].to_numpy(), atol=1e-12)
+            [ref] = [ln for ln in ax.get_lines() if ln.get_gid() == f"own {m}"]
+            assert ref.get_linestyle() == "--"
+            np.testing.assert_allclose(np.ravel(ref.get_ydata()),
+                                       _own_rho(with_own, cond, m), rtol=0, atol=1e-12)
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert any("own sentence embedding" in t for t in legend)
+    # the NC level has no "own" view: no reference line there
+    nc = plots.fig_layers(with_own)
+    assert not [ln for ax in nc.axes for ln in ax.get_lines()
+                if str(ln.get_gid()).startswith("own")]
+
+
+def test_layerwise_views_and_table_put_own_last_at_the_sentence_level_only(with_own):
+    from ncprobe.selection import layerwise_views
+
+    c = with_own.correlations
+    assert layerwise_views(c, level="sent")[("model-b", "en")] == [
+        "0", "1", "2", "3", "4", "9+10+11+12", "own"]
+    assert "own" not in layerwise_views(c, level="nc")[("model-b", "en")]
+    t = tables.layers(with_own, level="sent", correct="none", intervals=False)
+    assert list(t.columns) == ["0", "1", "2", "3", "4", "9+10+11+12", "own"]
+    for cond, (lang, ctx) in GROUP.items():
+        for m in DISPLAY_MEASURES:
+            [row] = c[(c["model"] == "model-b") & (c["lang"] == lang) & (c["context"] == ctx)
+                      & (c["level"] == "sent") & (c["space"] == "raw") & (c["analysis"] == "nc")
+                      & (c["measure"] == m) & (c["layers"] == "own")].itertuples()
+            assert t.loc[("model-b", cond, MEASURE_LABELS[m]), "own"] == (
+                _two(row.rho) if row.p <= 0.05 else "-")
+    assert "own" not in list(tables.layers(with_own, correct="none").columns)
+
+
+def test_the_default_view_of_a_figure_is_a_layer_view_never_own(with_own):
+    from ncprobe.selection import select
+
+    c = with_own.correlations
+    assert c["layers"].iloc[0] == "own"  # the own rows come first in the table
+    got = select(c, level="sent")
+    assert set(got.loc[got["model"] == "model-b", "layers"]) == {"9+10+11+12"}
+    # a model with nothing but its own embedding at a level: that view, as the only one
+    alone = select(c[(c["layers"] == "own") | (c["model"] == "model-a")], level="sent")
+    assert set(alone.loc[alone["model"] == "model-b", "layers"]) == {"own"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,7 +410,7 @@ def test_report_space_and_level_reach_the_figures(small, tmp_path, monkeypatch):
     assert not np.allclose(drawn, medians("raw", "nc"))
     # the layer-wise figure too
     fig11 = seen["layers"][1]
-    [line] = [ln for ln in _panels(fig11)["model-b · EN-Neut"].get_lines()
+    [line] = [ln for ln in _panels(fig11)["model-b · EN-Neut · comp"].get_lines()
               if ln.get_gid() == "comp"]
     want_rho = _rows(small, condition="EN-Neut", level="sent", space="standardised",
                      measure="comp")["rho"]

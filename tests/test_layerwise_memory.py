@@ -10,7 +10,6 @@ per-value bfloat16 rounding written out below.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import struct
@@ -36,40 +35,15 @@ from ncprobe.encoders.base import Encoded
 from ncprobe.errors import NcprobeError
 from ncprobe.pipeline import run_dir
 
-from .synthetic import pairs_stimuli
+from .synthetic import SeededEncoder, pairs_stimuli
 
 TABLES = ("cosines", "sentences", "measures", "correlations", "distributions",
           "lexical_overlap", "rogue", "standardisation", "ncs")
 
 
-class Synthetic:
-    """An encoder of ``views`` x ``dim`` random vectors, the same for an item every time
-    (seeded by the item's words and span), counting the items it encodes."""
-
-    levels = ("sent", "nc")
-
-    def __init__(self, dim: int = 6, views: int = 3, name: str = "synthetic") -> None:
-        self.dim, self.name, self.calls = dim, name, 0
-        self.views = tuple((i,) for i in range(views))
-
-    def fingerprint(self) -> dict:
-        return {"family": "test", "name": self.name, "dim": self.dim,
-                "views": [list(v) for v in self.views]}
-
-    def vectors(self, tokens, span) -> tuple[np.ndarray, np.ndarray]:
-        seed = int.from_bytes(hashlib.sha1(repr((tuple(tokens), tuple(span))).encode())
-                              .digest()[:8], "little")
-        rng = np.random.default_rng(seed)
-        shape = (len(self.views), self.dim)
-        return (rng.normal(size=shape).astype(np.float32) + 1.0,
-                rng.normal(size=shape).astype(np.float32))
-
-    def encode(self, sentences, spans) -> Encoded:
-        self.calls += len(sentences)
-        got = [self.vectors(s, sp) for s, sp in zip(sentences, spans, strict=True)]
-        n = len(got)
-        return Encoded(np.stack([g[0] for g in got]), np.stack([g[1] for g in got]),
-                       np.zeros(n, np.int32), np.zeros(n, np.int32))
+def Synthetic(dim: int = 6, views: int = 3, name: str = "synthetic") -> SeededEncoder:
+    """Seeded random vectors, the sentence ones shifted by 1 (no cosine near 0)."""
+    return SeededEncoder(dim, views, name, shift=1.0)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +51,7 @@ def stim(tmp_path_factory):
     return pairs_stimuli(tmp_path_factory.mktemp("pairs") / "pairs.csv", n_nc=9)
 
 
-def _all_views(stim, enc: Synthetic) -> Embeddings:
+def _all_views(stim, enc: SeededEncoder) -> Embeddings:
     """Every view of every stimulus in memory, straight from the encoder (no store)."""
     pairs = [enc.vectors(s.tokens, s.span) for s in stim]
     n = len(stim)

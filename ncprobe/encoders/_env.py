@@ -7,15 +7,21 @@ traceback later. Nothing here imports torch or transformers at module level.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
 from ..errors import ModelUnavailableError, UsageError
 
+T = TypeVar("T")
+
 #: What to install for transformer models (HF encoders, decoder LLMs, sentence-transformers).
-HF_INSTALL_HINT = ("pip install 'ncprobe[hf]' (install torch first, the CPU build where there "
-                   "is no GPU: see the README)")
+#: Torch first, then the extra: pasted as they come, the commands install a CPU torch (without
+#: a torch already there, pip's default one on Linux is a CUDA build of several GB).
+HF_INSTALL_HINT = ("install torch first, the CPU build where there is no GPU (pip install torch "
+                   "--index-url https://download.pytorch.org/whl/cpu; with CUDA: "
+                   "https://pytorch.org/get-started/locally/), then pip install 'ncprobe[hf]'")
 
 #: The packages (modules) each transformer family needs; none is installed by ``pip install
 #: ncprobe``, whose default model (static GloVe) needs none of them.
@@ -166,3 +172,48 @@ def torch_device(device: str | None, model: str):
         raise ModelUnavailableError(f"--device {device} for {model}: MPS (Apple GPU) is not "
                                     "available here; pass --device cpu")
     return dev
+
+
+def _silenced(factory, args, kwargs):
+    """A tqdm hook of transformers (``set_tqdm_hook``): its bar, switched off."""
+    return factory(*args, **{**kwargs, "disable": True})
+
+
+@contextlib.contextmanager
+def no_loading_bars() -> Iterator[None]:
+    """transformers' own progress bars ("Loading weights" ...) off while a model loads:
+    ncprobe shows its own progress, and a bar of the library's would be left on stderr
+    among it. Downloads keep theirs (huggingface_hub draws them). Restored afterwards.
+
+    transformers >= 5 takes a hook for the bars it draws; an older one has only its switch
+    for every bar (downloads too), which is turned off meanwhile.
+    """
+    try:
+        from transformers.utils import logging as tf_logging
+    except ImportError:  # nothing to silence
+        yield
+        return
+    hook = getattr(tf_logging, "set_tqdm_hook", None)
+    if hook is not None:
+        before = getattr(tf_logging, "_tqdm_hook", None)
+        hook(_silenced)
+        try:
+            yield
+        finally:
+            hook(before)
+        return
+    was = tf_logging.is_progress_bar_enabled()
+    tf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            tf_logging.enable_progress_bar()
+
+
+def without_loading_bars(load: Callable[..., T]) -> Callable[..., T]:
+    """``load`` (a model class or loading function), called under :func:`no_loading_bars`."""
+    def call(*args, **kwargs) -> T:
+        with no_loading_bars():
+            return load(*args, **kwargs)
+    return call

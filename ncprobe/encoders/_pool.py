@@ -18,8 +18,7 @@ import numpy as np
 from .base import Encoded
 
 
-def pool_states(states, word_ids, n_words, starts, ends, max_words: int, *,
-                sentences: bool = True):
+def pool_states(states, word_ids, n_words, starts, ends, max_words: int):
     """Sub-token -> word -> sentence/span mean pooling, in float32, on ``states``' device.
 
     Args:
@@ -28,8 +27,6 @@ def pool_states(states, word_ids, n_words, starts, ends, max_words: int, *,
         n_words, starts, ends: ``(B,)`` integer tensors: words per sentence and each
             sentence's word span ``[start, end)``, on the states' device.
         max_words: the largest of ``n_words`` (a Python int: no read from the device).
-        sentences: also the sentence means (``False``: ``sent`` is ``None``, for a model
-            that computes its sentence embedding its own way).
 
     Returns:
         ``(sent, span, missing, missing_span)`` tensors on the states' device: ``(B, V, D)``
@@ -51,7 +48,7 @@ def pool_states(states, word_ids, n_words, starts, ends, max_words: int, *,
         n = m.sum(2)
         out = total / n.clamp(min=1)
         return torch.where(n > 0, out, torch.full_like(out, float("nan")))
-    return (mean(has) if sentences else None, mean(has & in_span), (valid & ~has).sum(1),
+    return (mean(has), mean(has & in_span), (valid & ~has).sum(1),
             (valid & in_span & ~has).sum(1))
 
 

@@ -9,6 +9,11 @@ together), the sentence vector and the span vector:
 * the span vector is the mean of the span's word vectors;
 * the sentence vector is the mean of the sentence's word vectors.
 
+A model with a sentence embedding of its own (a sentence-transformers model's pooling,
+Dense and normalisation modules) still gives the mean of the word vectors in every view;
+its own embedding comes beside them, once (``Encoded.own``, the view
+:data:`~ncprobe.schema.OWN_VIEW` of the results, sentence level only).
+
 Special tokens ([CLS], [SEP], <s>, padding) belong to no word and are never
 pooled. A word that the model cannot represent (a static model's
 out-of-vocabulary word, a word the tokenizer maps to no sub-token) is left out
@@ -34,6 +39,12 @@ from ..errors import DataError
 LAST_FOUR = (-4, -3, -2, -1)
 
 
+def has_own_sentence(encoder) -> bool:
+    """Whether ``encoder`` gives a sentence embedding of its own (``Encoded.own``) beside the
+    views' means of the word vectors: it has an ``own_fingerprint`` method."""
+    return callable(getattr(encoder, "own_fingerprint", None))
+
+
 @dataclass
 class Encoded:
     """What an encoder returns for a batch of ``n`` sentences.
@@ -44,12 +55,16 @@ class Encoded:
             span could be represented).
         missing_words: per sentence, the number of words left out (OOV etc.).
         missing_span_words: per sentence, the number of span words left out.
+        own: ``(n, own dim)`` float32, the model's own sentence embedding of each sentence
+            (one vector, whatever the views), from encoders that have one
+            (:meth:`Encoder.own_fingerprint`); ``None`` for the others.
     """
 
     sent: np.ndarray
     span: np.ndarray
     missing_words: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     missing_span_words: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    own: np.ndarray | None = None
 
 
 @runtime_checkable
@@ -63,7 +78,14 @@ class Encoder(Protocol):
             models without layers).
         levels: which of ``sent`` and ``nc`` the encoder provides.
         view_names: optional labels of the views for results tables (default: the
-            layer indices joined with ``+``, e.g. ``9+10+11+12``).
+            layer indices joined with ``+``, e.g. ``9+10+11+12``); an encoder with a
+            sentence embedding of its own names it last, :data:`~ncprobe.schema.OWN_VIEW`.
+        view_levels: optional, one tuple of levels per name of ``view_names`` (default:
+            ``levels`` for every view): the own sentence embedding has ``("sent",)`` only.
+        own_fingerprint: optional method, only on encoders with a sentence embedding of
+            their own (they return it in :attr:`Encoded.own`): the fingerprint of the store
+            entry that keeps it, one view whatever the layer views
+            (:func:`ncprobe.embed.embed` writes it from the same batches).
     """
 
     name: str

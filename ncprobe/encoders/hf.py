@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
@@ -31,7 +32,14 @@ import numpy as np
 from .._io import tree_sha256
 from ..cache import hash_cache
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
-from ._env import hf_unavailable, parse_dtype, require_hf, torch_device, unreachable
+from ._env import (
+    hf_unavailable,
+    parse_dtype,
+    require_hf,
+    torch_device,
+    unreachable,
+    without_loading_bars,
+)
 from ._pool import pool_states
 from ._stages import Batch, HostCopy, Tokens, collate, to_device, tokenize_words
 from .base import LAST_FOUR, Encoded, SentenceTooLongError, encode_in_stages
@@ -119,8 +127,9 @@ class HFEncoder:
     def __init__(self, model_id: str, *, layers=None, device: str | None = None,
                  dtype: str | None = None, revision: str | None = None,
                  device_map: str | None = None, name: str | None = None,
-                 tokenizer=None, model=None) -> None:
+                 tokenizer=None, model=None, copy_of: str | None = None) -> None:
         self.name = name or model_id
+        self.copy_of = copy_of  # the hub id ``model_id`` is a local copy of (fingerprint_names)
         require_hf(self.name)  # torch and transformers: not in a plain `pip install ncprobe`
         self.model_id, self.revision = model_id, revision
         self.dtype = parse_dtype(dtype)
@@ -222,7 +231,8 @@ class HFEncoder:
                                                               add_prefix_space=True, **kw)
             if model is None:
                 config = AutoConfig.from_pretrained(model_id, **kw)
-                model = AutoModel.from_pretrained(
+                # without transformers' "Loading weights" bar among ncprobe's progress
+                model = without_loading_bars(AutoModel.from_pretrained)(
                     model_id, dtype=getattr(torch, self.dtype), device_map=self.device_map,
                     config=config, **kw)
         except OSError as e:
@@ -267,7 +277,9 @@ class HFEncoder:
     def fingerprint(self) -> dict:
         if self._identity is None:  # hashing a large directory: once
             self._identity = self.revision or weights_identity(self.model_id, self._commit)
-        return {"family": "hf", "model": self.model_id, "revision": self._identity,
+        return {"family": "hf",
+                "model": fingerprint_names(self.model_id, self.name, self.copy_of)["model"],
+                "revision": self._identity,
                 "views": self.views, "dtype": self.dtype,
                 "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
 
@@ -313,11 +325,11 @@ class HFEncoder:
                        pad_type_id=tok.pad_token_type_id,
                        pin=self.model.device.type == "cuda")
 
-    def run(self, batch: Batch, *, sentences: bool = True):
+    def run(self, batch: Batch):
         """The forward pass and the pooling of a batch, queued on the model's device:
         ``(model inputs, model output, (sent, span, missing, missing_span))`` as tensors
-        (the pooled ones on the device of the last hidden states; ``sent`` ``None`` without
-        ``sentences``, see :func:`~._pool.pool_states`)."""
+        (the pooled ones on the device of the last hidden states, see
+        :func:`~._pool.pool_states`)."""
         import torch
 
         inputs, (word_ids, n_words, starts, ends) = to_device(batch, self.model.device)
@@ -328,7 +340,7 @@ class HFEncoder:
                                  for v in self.views], dim=1)  # (B, V, T, D)
             at = views.device
             pooled = pool_states(views, word_ids.to(at), n_words.to(at), starts.to(at),
-                                 ends.to(at), batch.max_words, sentences=sentences)
+                                 ends.to(at), batch.max_words)
         return inputs, out, pooled
 
     def launch(self, batch: Batch) -> HostCopy:
@@ -543,6 +555,27 @@ def describe_model(model_id: str, revision: str | None = None, subfolder: str = 
     if commit is None:
         return None
     return ModelFiles(_read_config(path), f"{model_id}@{commit}/{rel}", commit)
+
+
+def fingerprint_names(model_id: str, name: str | None = None, copy_of: str | None = None
+                      ) -> dict[str, str]:
+    """The ``model`` and ``name`` a fingerprint records: never where a model lies.
+
+    A hub id is kept as it is (``model``; ``name``: the name given, else the id). A local
+    directory is identified by its content (the weight hash, :func:`weights_identity`), so
+    its path must not count: a second environment, or a colleague's copy, must find the same
+    cache entry. ``model`` is then ``copy_of``, the hub id the directory is a copy of (the
+    registry says it of ``minilm`` installed from a package:
+    ``sentence-transformers/all-MiniLM-L6-v2``), else ``local:`` and the directory's own name
+    (the last part of its path); ``name`` is the name given, unless that is the path itself,
+    then the directory's own name.
+    """
+    folder = Path(model_id).expanduser()
+    if not folder.is_dir():
+        return {"model": model_id, "name": name or model_id}
+    own = Path(os.path.abspath(folder)).name or str(folder)  # "." and "a/.." have names too
+    shown = own if name is None or name == model_id or Path(name).expanduser() == folder else name
+    return {"model": copy_of or f"local:{own}", "name": shown}
 
 
 def weights_identity(model_id: str, commit: str | None) -> str:

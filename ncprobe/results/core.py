@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +19,7 @@ from ..schema import (
     GOLD,
     MEASURES,
     NC_KEYS,
+    OWN_VIEW,
     Analysis,
     Class,
     Cls,
@@ -42,8 +43,8 @@ from .store import (
 )
 from .summary import summary as text_summary
 
-__all__ = ["CELL_KEYS", "SELECT_FILTERS", "WIDE_KEYS", "Results", "load_results",
-           "refuse_repeated_cells"]
+__all__ = ["CELL_KEYS", "SELECT_FILTERS", "WIDE_KEYS", "Results", "check_same_data",
+           "load_results", "refuse_repeated_cells"]
 
 #: The filters of :meth:`Results.select`, each a column of the tables that have it.
 SELECT_FILTERS = ("model", "lang", "space", "layers", "level", "context", "measure", "nc",
@@ -171,10 +172,14 @@ class Results:
             sources: what each of ``results`` is called in an error (e.g. its results
                 directory); default ``input 1``, ``input 2`` ...
 
+        Never runs of different data either: two of ``results`` that read one data file
+        with different git blob ids (one computed with ``--accept-modified-data`` on an
+        edited file, the other on the pinned one) are refused (:func:`check_same_data`).
+
         Raises:
-            UsageError: nothing to join, ``sources`` of another length, or two of
-                ``results`` hold the same cell (the message names both, the cell, and how
-                their runs differ).
+            UsageError: nothing to join, ``sources`` of another length, two of ``results``
+                hold the same cell (the message names both, the cell, and how their runs
+                differ), or two were computed from different data.
         """
         results = list(results)
         if not results:
@@ -184,7 +189,9 @@ class Results:
         if len(names) != len(results):
             raise UsageError(f"{len(names)} sources for {len(results)} results: give one per "
                              "Results")
+        results = _own_view_once(results)
         _refuse_pooling(results, names)
+        check_same_data(results, names)
         tables = {f.name: pd.concat([getattr(r, f.name) for r in results], ignore_index=True)
                   for f in fields(cls) if f.name != "meta"}
         tables["ncs"] = tables["ncs"].drop_duplicates(["lang", "nc"], ignore_index=True)
@@ -369,6 +376,88 @@ def load_results(paths, *, exclude: Iterable[str | os.PathLike] = (),
     found = drop_excluded(find_results(paths), exclude, require_match=require_match)
     runs = [Results.from_parquet(p, accept_edited=accept_edited) for p in found]
     return runs[0] if len(runs) == 1 else Results.concat(runs, sources=found)
+
+
+def check_same_data(results: Sequence[Results], names: Sequence[str]) -> None:
+    """Refuse NCIMP results computed from different data to be joined or compared: a data
+    file that two of them read (``run.json``'s ``data_sources``: file -> git blob id) with
+    different blob ids. Files that only one read (another language's) are no conflict.
+
+    Args:
+        results: the results to be shown or tested together.
+        names: what each is called in the message (its results directory).
+
+    Raises:
+        UsageError: naming both results, each file whose blob ids differ (and which side's
+            file differs from its pin, ``modified_data``), and what to do.
+    """
+    def data_of(res: Results) -> tuple[dict[str, str], set[str]]:
+        data: dict[str, str] = {}
+        modified: set[str] = set()
+        for m in res.meta:
+            data.update({str(k): str(v) for k, v in (m.get("data_sources") or {}).items()})
+            modified |= set(map(str, m.get("modified_data") or {}))
+        return data, modified
+
+    seen = [data_of(r) for r in results]
+    for j in range(len(results)):
+        for i in range(j):
+            (da, ma), (db, mb) = seen[i], seen[j]
+            differ = [rel for rel in sorted(set(da) & set(db)) if da[rel] != db[rel]]
+            if not differ:
+                continue
+
+            def side(rel: str, blob: str, modified: set[str]) -> str:
+                return f"git blob {blob}" + (" (modified: differs from its pin)"
+                                             if rel in modified else "")
+            shown = "; ".join(f"{rel}: {side(rel, da[rel], ma)} in {names[i]}, "
+                              f"{side(rel, db[rel], mb)} in {names[j]}" for rel in differ[:4])
+            more = f" and {len(differ) - 4} more file(s)" if len(differ) > 4 else ""
+            raise UsageError(
+                f"{names[i]} and {names[j]} were computed from different data ({shown}{more}): "
+                "their NCs may differ in gold score, contexts or probes, so ncprobe never "
+                "puts them in one report or test. Compute both from the same files (the "
+                "pinned data: without --accept-modified-data), report or compare them "
+                "separately, or leave one out with --exclude DIR (Python: "
+                "ncprobe.results.load_results(..., exclude=[DIR]))")
+
+
+def _own_rows(res: Results) -> dict[str, pd.DataFrame]:
+    """The rows of the :data:`~ncprobe.schema.OWN_VIEW` view in each table of ``res``."""
+    out = {}
+    for table in TABLES:
+        df = getattr(res, table)
+        if "layers" in df.columns and len(df):
+            own = df["layers"].astype(str) == OWN_VIEW
+            if own.any():
+                out[table] = df[own].reset_index(drop=True)
+    return out
+
+
+def _own_view_once(results: list[Results]) -> list[Results]:
+    """``results`` with a repeated model's own sentence embedding kept once.
+
+    A sentence-transformers model's own sentence embedding (view ``own``) does not depend on
+    the layer views a run asked for: a default run and a ``--layers all`` run of one model,
+    on the same data and options, hold the same ``own`` rows. When a later run's ``own``
+    rows equal an earlier run's in every table, they are one computation, not two, and are
+    kept once (the earlier run's). ``own`` rows that differ in anything (another context,
+    another ``--n-boot``, other weights) are left, so that :func:`_refuse_pooling` refuses
+    them as it refuses any cell held twice.
+    """
+    kept: list[Results] = []
+    for res in results:
+        mine = _own_rows(res)
+        if mine and any(_same_tables(mine, _own_rows(earlier)) for earlier in kept):
+            res = replace(res, **{t: getattr(res, t)[getattr(res, t)["layers"].astype(str)
+                                                     != OWN_VIEW].reset_index(drop=True)
+                                  for t in mine})
+        kept.append(res)
+    return kept
+
+
+def _same_tables(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame]) -> bool:
+    return a.keys() == b.keys() and all(a[t].equals(b[t]) for t in a)
 
 
 def _refuse_pooling(results: Sequence[Results], names: Sequence[str]) -> None:

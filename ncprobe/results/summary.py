@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ..inference import quartiles
-from ..schema import ALL_CLASSES, CONTEXT_GROUPS, LEVELS, RATIO, SPACES, Correction
+from ..schema import (
+    ALL_CLASSES,
+    CONTEXT_GROUPS,
+    LEVELS,
+    OWN_VIEW,
+    OWN_VIEW_LABEL,
+    RATIO,
+    SPACES,
+    Correction,
+)
 from ..significance import ALPHA, CORRECTION_NAMES, check_correction
 from ..stats import correct as correct_p
 
@@ -67,8 +76,7 @@ def summary(res: Results, space: str | None = None, analysis: str | None = None,
             for key, block in block_rows.groupby(["space", *keys], sort=False,
                                                  observed=True):
                 sp, model, lang, layers, level, context = key
-                shown = "" if layers == "-" else f" · layers {layers}"
-                lines.append(f"{model} · {lang}{shown} · {level} level · per sentence "
+                lines.append(f"{model} · {lang}{_view_text(layers)} · {level} level · per sentence "
                              f"({sp} space): each naturalistic sentence's value with its "
                              "token-level score")
                 lines.append(f"  {'measure':<26}{'rho [95% CI]':>27}  {'p':>8}  "
@@ -90,10 +98,9 @@ def summary(res: Results, space: str | None = None, analysis: str | None = None,
         for key, block in ordered(merged).groupby(["space", *keys], sort=False,
                                                   observed=True):
             sp, model, lang, layers, level, context = key
-            shown = "" if layers == "-" else f" · layers {layers}"
             what = "" if an == "nc" else f" · {an}"
-            lines.append(f"{model} · {lang}{shown} · {level} level · {context}{what} "
-                         f"({sp} space)")
+            lines.append(f"{model} · {lang}{_view_text(layers)} · {level} level · "
+                         f"{context}{what} ({sp} space)")
             lines.append(f"  {'measure':<26}{'mean ± sd':>17}  {'rho [95% CI]':>27}  "
                          f"{'p':>8}  {pcol:>8}  {'NCs':>4}")
             for _, r in block.iterrows():
@@ -150,6 +157,17 @@ def _interval_name(res: Results) -> str:
     shown = ", ".join(str(b) for b in boots if b is not None)
     return ("percentile bootstrap over the NCs"
             + (f" ({shown} resamples)" if shown else ""))
+
+def _view_text(layers) -> str:
+    """How a block names its layer view: nothing for a model without layers (``-``), the
+    label of a sentence-transformers model's own sentence embedding (one block, not a
+    layer), else ``layers 9+10+11+12``."""
+    if layers == "-":
+        return ""
+    if layers == OWN_VIEW:
+        return f" · {OWN_VIEW_LABEL} (not a layer)"
+    return f" · layers {layers}"
+
 
 def _rho_text(r, low: str = "ci_low", high: str = "ci_high") -> str:
     """``+0.593 [+0.501, +0.662]*``: rho, its interval where the run has one, ``*`` where the
