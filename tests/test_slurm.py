@@ -141,7 +141,8 @@ def test_sbatch_options() -> None:
     for bad, said in [("array=0-3", "sets --array itself"), ("output=x", "sets --output"),
                       ("partition=gpu", "--slurm-partition"), ("mem=4G", "--slurm-mem"),
                       ("time=10", "--slurm-time"), ("gres=gpu:1", "--slurm-gpus"),
-                      ("p=gpu", "long option name"), ("cpus-per-task=many", "whole number")]:
+                      ("p=gpu", "long option name"), ("cpus-per-task=many", "whole number"),
+                      ("chdir=/home/me", "runs in its log folder")]:
         with pytest.raises(UsageError, match=re.escape(said)):
             parse_sbatch_options([bad])
     with pytest.raises(UsageError, match="given twice"):
@@ -156,7 +157,8 @@ def test_the_job_script_asks_for_the_resources(monkeypatch, tmp_path) -> None:
     # needs none
     monkeypatch.setattr(submitit_slurm.SlurmExecutor, "affinity", classmethod(lambda cls: 2))
     ex = SlurmExecutor(partition="gpu", mem="16G", time="90", gpus="1",
-                       sbatch=["account=proj42", "reservation=r1", "cpus-per-task=3"])
+                       sbatch=["account=proj42", "reservation=r1", "cpus-per-task=3"],
+                       folder=tmp_path / "logs")
     auto = submitit.AutoExecutor(folder=tmp_path / "%j", cluster="slurm")
     auto.update_parameters(**ex.parameters(ex.resources(_task("minilm"))))
     script = auto._executor._make_submission_file_text("python -m x", "uid")
@@ -164,7 +166,9 @@ def test_the_job_script_asks_for_the_resources(monkeypatch, tmp_path) -> None:
     for wanted in ("#SBATCH --partition=gpu", "#SBATCH --mem=16G", "#SBATCH --time=90",
                    "#SBATCH --gres=gpu:1", "#SBATCH --account=proj42",
                    "#SBATCH --reservation=r1", "#SBATCH --cpus-per-task=3",
-                   "#SBATCH --job-name=ncprobe"):
+                   "#SBATCH --job-name=ncprobe",
+                   # the job runs in its log folder, never where it was submitted from
+                   f"#SBATCH --chdir={tmp_path / 'logs'}"):
         assert wanted in lines, (wanted, script)
     assert not any(line.startswith("#SBATCH --gpus") for line in lines)
 
@@ -195,7 +199,13 @@ def test_squeue_lines_as_slurm_writes_them() -> None:
     ("COMPLETED", "None", False, 12, 5, "fail", "ended COMPLETED without a result"),
     (None, "", False, 9, 0, "wait", ""),
     (None, "", False, 10, 0, "fail", "left the queue without a result"),
-    ("PENDING", "BadConstraints", False, 0, 0, "fail", "pending for BadConstraints"),
+    # a request the cluster can never meet stops the reproduction (exit 2), whatever the
+    # details squeue adds after a comma; ReqNodeNotAvail (nodes down) may pass: wait
+    ("PENDING", "BadConstraints", False, 0, 0, "impossible", "pending for BadConstraints"),
+    ("PENDING", "PartitionConfig", False, 0, 0, "impossible", "pending for PartitionConfig"),
+    ("PENDING", "QOSMaxCpuPerJobLimit", False, 0, 0, "impossible", "more CPUs than the QOS"),
+    ("PENDING", "ReqNodeNotAvail, UnavailableNodes:n1", False, 0, 0, "wait", ""),
+    ("PENDING", "BeginTime", False, 0, 0, "wait", ""),
     ("RUNNING", "None", False, 0, 3600 + OVERRUN_S + 1, "fail", "past its time limit"),
     ("RUNNING", "None", False, 0, 3600 + OVERRUN_S - 1, "wait", ""),
 ])
@@ -205,7 +215,7 @@ def test_what_a_poll_decides(state, reason, has_result, ended_for, running_for, 
                running_for=running_for, limit_s=3600, settle_s=10)
     assert d.action == action and why in d.why
     # a job that can never run, or overran, is cancelled before it is failed
-    assert d.cancel == (action == "fail" and state in ("PENDING", "RUNNING"))
+    assert d.cancel == (action in ("fail", "impossible") and state in ("PENDING", "RUNNING"))
 
 
 def test_the_watch_reports_a_vanished_job_with_its_log_and_reads_a_result(tmp_path) -> None:
@@ -267,6 +277,234 @@ def test_a_task_that_raised_is_failed_with_the_last_line_of_its_traceback(tmp_pa
     got = SlurmExecutor()._outcome(w)
     assert got.status == "failed" and got.log == str(paths.stdout)
     assert got.why == "job 9 raised ncprobe.errors.DataError: scores.csv: no such file"
+
+
+def test_a_job_pending_for_what_no_node_has_stops_the_reproduction_naming_the_option(
+        tmp_path) -> None:
+    """A job pending for PartitionConfig (more CPUs than any node has) waits forever: it is
+    the command line's error (exit 2), naming the option, and no outcome is reported."""
+    pytest.importorskip("submitit")
+    from ncprobe.executors import slurm as sl
+
+    folder = tmp_path / "3"
+    folder.mkdir()
+    paths = SimpleNamespace(stdout=folder / "3_0_log.out", result_pickle=folder / "r.pkl")
+
+    cancelled: list = []
+
+    class Scripted(SlurmExecutor):
+        def _squeue(self, array_ids):
+            return {"3_0": ("PENDING", "PartitionConfig")}
+
+        def _cancel(self, job_ids):
+            cancelled.extend(job_ids)
+
+    # --slurm-wait bounds a wait that should not begin
+    ex = Scripted(sbatch=["cpus-per-task=64"], poll_s=0.01, settle_s=0, wait=3)
+    res = ex.resources(_task("minilm"))
+    w = sl._Watch(_task("minilm"), SimpleNamespace(job_id="3_0", paths=paths), res)
+    outcomes: list = []
+    with pytest.raises(UsageError) as err:
+        ex._watch([w], outcomes.append)
+    assert err.value.exit_code == 2
+    assert "job 3_0 (minilm (en): 64 CPUs" in str(err.value)
+    assert "pending for PartitionConfig" in str(err.value)
+    assert "--slurm-option cpus-per-task=64" in str(err.value)
+    assert outcomes == [] and cancelled == []  # wait() cancels every job, this one too
+
+
+def test_what_the_nodes_of_a_partition_offer() -> None:
+    from ncprobe.executors.slurm import NodeSize, fits, mem_mb, nodes_of
+
+    # `sinfo -h -N -o "%N|%P|%c|%m"`: small nodes in the default partition (debug*), one big
+    # node in gpu, a node in both; a line that is no node
+    text = ("n1|debug*|4|16000\nn2|debug*|8|32000\nbig|gpu|64|512000\nn2|gpu|8|32000\n"
+            "oops\n")
+    default = nodes_of(text, None)
+    assert sorted(n.name for n in default) == ["n1", "n2"]
+    assert nodes_of(text, "gpu") == [NodeSize("big", 64, 512000), NodeSize("n2", 8, 32000)]
+    assert sorted(n.name for n in nodes_of(text, "debug,gpu")) == ["big", "n1", "n2"]
+    assert nodes_of(text, "none") == []
+    # 16G is 16 * 1024 MB; 500 is megabytes; 1T is 1024 * 1024 MB; 1500K rounds up to 2 MB
+    assert [mem_mb(x) for x in ("16G", "500", "1T", "1500K")] == [16384, 500, 1048576, 2]
+
+    def res(cpus, mem):
+        return DEFAULT_RESOURCES["cpu"].__class__(cpus=cpus, mem=mem, time_min=10)
+    assert fits(res(8, "31G"), default) is None        # n2: 8 CPUs, 32000 MB >= 31744 MB
+    assert fits(res(9, "1G"), default) == "cpus"       # no node of debug has 9 CPUs
+    assert fits(res(8, "32G"), default) == "mem"       # n2 has 32000 MB < 32768 MB
+    assert fits(res(4, "20G"), default) is None        # n1 is too small, n2 is not
+    assert fits(res(64, "500G"), nodes_of(text, "gpu")) is None
+
+
+def _fake_slurm(bin_dir: Path, *, ping: str = "Slurmctld(primary) at head is UP", ping_rc=0,
+                sbatch: str = "echo 'Submitted batch job 42'",
+                squeue: str = "echo '42|PENDING|BeginTime'") -> Path:
+    """SLURM's commands as shell scripts: scontrol ping, sinfo (one node of 8 CPUs and 16000
+    MB in the default partition), sbatch, squeue; scancel writes its arguments to
+    ``scancel.args``."""
+    bin_dir.mkdir()
+    scripts = {
+        "scontrol": f"echo '{ping}'; exit {ping_rc}",
+        "sinfo": 'case "$*" in *%D*) echo 1 ;; *) echo "head|debug*|8|16000" ;; esac',
+        "sbatch": sbatch, "squeue": squeue, "srun": "exit 0",
+        "scancel": f'echo "$@" >> {bin_dir / "scancel.args"}'}
+    for name, body in scripts.items():
+        path = bin_dir / name
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+    return bin_dir
+
+
+def _submit_one(tmp_path: Path, **options) -> tuple[SlurmExecutor, list]:
+    # --slurm-wait: a bound on a wait that the code under test should never start
+    ex = SlurmExecutor(poll_s=0.05, settle_s=0, on_event=lambda line: None, wait=10,
+                       **options)
+    ex.prepare(results_dir=tmp_path / "results", cache_dir=None)
+    task = Task(0, "glove-6b-50d", "en", RunConfig(model="glove-6b-50d", lang="en"),
+                str(tmp_path / "results" / "glove-en"), data_dir=str(tmp_path), cache=False)
+    ex.submit(task, lambda outcome: None)
+    return ex, [task]
+
+
+def test_no_controller_is_said_before_anything_is_written(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("submitit")
+    fake = _fake_slurm(tmp_path / "bin", ping="Slurmctld(primary) at head is DOWN", ping_rc=1)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(UsageError) as err:
+        _submit_one(tmp_path)
+    said = str(err.value)
+    assert "the SLURM controller (slurmctld) cannot be reached" in said
+    assert "Slurmctld(primary) at head is DOWN" in said and "partition" not in said
+    assert not (tmp_path / "results").exists()
+
+
+def test_sbatch_without_a_controller_is_said_and_leaves_no_log_folder(tmp_path,
+                                                                       monkeypatch) -> None:
+    """The controller answered the ping, then not sbatch: the message says so (not "check
+    the partition"), and the log folder made for the submission is removed."""
+    pytest.importorskip("submitit")
+    fake = _fake_slurm(tmp_path / "bin", sbatch=(
+        "echo 'sbatch: error: Batch job submission failed: Unable to contact slurm controller "
+        "(connect failure)' >&2; exit 1"))
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    ex, _ = _submit_one(tmp_path)
+    with pytest.raises(UsageError) as err:
+        ex.wait(lambda outcome: None)
+    said = str(err.value)
+    assert "the SLURM controller (slurmctld) cannot be reached" in said
+    assert "Unable to contact slurm controller" in said and "--slurm-partition" not in said
+    assert not (tmp_path / "results").exists()  # slurm-logs/<stamp>/ and the parents it made
+
+
+def test_a_request_larger_than_any_node_is_refused_before_submitting(tmp_path,
+                                                                      monkeypatch) -> None:
+    pytest.importorskip("submitit")
+    fake = _fake_slurm(tmp_path / "bin")  # one node: 8 CPUs, 16000 MB
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    for options, said in [({"sbatch": ["cpus-per-task=512"]},
+                           "--slurm-option cpus-per-task=512: no node of the default "
+                           "partition has 512 CPUs (the most: 8"),
+                          ({"mem": "64G"}, "--slurm-mem 64G: no node of the default partition "
+                           "with 1 CPUs has that much memory (the most: 16000M")]:
+        ex, _ = _submit_one(tmp_path, **options)
+        with pytest.raises(UsageError, match=re.escape(said)):
+            ex.wait(lambda outcome: None)
+        assert not (tmp_path / "bin" / "sbatch.ran").exists()
+        assert not (tmp_path / "results").exists()
+
+
+def test_sigterm_while_waiting_cancels_the_jobs(tmp_path, monkeypatch) -> None:
+    """SIGTERM while the job waits in the queue: it is cancelled (scancel 42: one task alone
+    is no array), and the wait ends with Terminated (exit 143); the handler in place before
+    is back afterwards."""
+    pytest.importorskip("submitit")
+    from ncprobe.executors import Terminated
+
+    fake = _fake_slurm(tmp_path / "bin")  # 42 pending for BeginTime, for ever
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+
+    class Before(Exception):
+        pass
+
+    def before(signum, frame):
+        raise Before()
+    previous = signal.signal(signal.SIGTERM, before)  # what a caller had: kept, not called
+    try:
+        ex, _ = _submit_one(tmp_path)
+        timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+        timer.start()
+        try:
+            with pytest.raises(Terminated) as err:
+                ex.wait(lambda outcome: None)
+        finally:
+            timer.cancel()
+        assert err.value.exit_code == 143 and "SIGTERM" in str(err.value)
+        assert (fake / "scancel.args").read_text().split() == ["42"]
+        assert signal.getsignal(signal.SIGTERM) is before
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# --- which ncprobe a job imports -----------------------------------------------------------------
+
+def test_the_job_function_travels_as_code_and_refuses_another_ncprobe(tmp_path) -> None:
+    """What a job calls reaches the node as code, so that loading it imports no ncprobe; in
+    a working directory holding another `ncprobe` it refuses, naming the submitter's."""
+    pytest.importorskip("submitit")
+    import cloudpickle
+
+    import ncprobe
+    from ncprobe.executors import slurm as sl
+
+    call, expected = sl._job_function()
+    assert expected == os.path.realpath(ncprobe.__file__)
+    (tmp_path / "call.pkl").write_bytes(cloudpickle.dumps(call))
+    foreign = tmp_path / "ncprobe"
+    foreign.mkdir()
+    (foreign / "__init__.py").write_text("raise RuntimeError('an old copy of ncprobe')\n")
+    probe = (
+        "import pickle, sys\n"
+        "call = pickle.loads(open('call.pkl', 'rb').read())\n"
+        "print('loaded; ncprobe imported:', 'ncprobe' in sys.modules)\n"
+        f"call({expected!r}, b'')\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert "loaded; ncprobe imported: False" in out.stdout, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: the job cannot import ncprobe (RuntimeError: an old "
+                           "copy of ncprobe)"), out.stderr
+    assert f"it should import {expected}" in last and f"working directory {tmp_path}" in last
+
+
+def test_the_job_path_holds_the_submitting_package_only_where_needed(tmp_path,
+                                                                      monkeypatch) -> None:
+    import importlib
+    import importlib.machinery
+
+    import ncprobe
+    from ncprobe.executors import slurm as sl
+
+    finders = [importlib.machinery.PathFinder]
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    for root in (mine, other):
+        (root / "ncprobe").mkdir(parents=True)
+        (root / "ncprobe" / "__init__.py").write_text("")
+    importlib.invalidate_caches()
+    expected = os.path.realpath(mine / "ncprobe" / "__init__.py")
+    # the first entry is the working directory (a job's own differs): it does not count
+    assert not sl.found_without_cwd(expected, [str(mine)], finders)
+    assert sl.found_without_cwd(expected, ["/nowhere", str(mine)], finders)
+    assert not sl.found_without_cwd(expected, ["/nowhere", str(other), str(mine)], finders)
+    assert not sl.found_without_cwd(expected, ["/nowhere", "mine"], finders)  # relative
+    # this process's ncprobe seen only through its working directory: the job's PYTHONPATH
+    # gets the package's parent first
+    parent = Path(ncprobe.__file__).resolve().parent.parent
+    monkeypatch.setattr(sys, "path", [str(parent), "/nowhere"])
+    monkeypatch.setattr(sys, "meta_path", finders)
+    assert sl._job_setup() == [f"export PYTHONPATH={parent}${{PYTHONPATH:+:$PYTHONPATH}}"]
+    monkeypatch.setattr(sys, "path", ["/nowhere", str(parent)])
+    assert sl._job_setup() == []
 
 
 # --- storage -----------------------------------------------------------------------------------
@@ -554,3 +792,138 @@ def test_the_cluster_gives_the_files_a_local_run_gives(sweep) -> None:
     assert {"fig01_sent_cosines.png", "fig01_sent_cosines.pdf", "README.md"} <= set(figs)
     differ = [name for name in figs if figs[name] != figs_local[name]]
     assert not differ, differ
+
+
+# --- a real cluster: what stops a reproduction, and which ncprobe its jobs run -----------------
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch, raw_dir) -> SimpleNamespace:
+    """The running cluster of .ci/slurm.sh (skipped without one), an embedding cache of the
+    test's own, and the ids of the jobs the cluster knew before the test."""
+    why = _no_cluster()
+    if why:
+        pytest.skip(why)
+    monkeypatch.setenv("NCPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return SimpleNamespace(raw=raw_dir, before=set(_queue()))
+
+
+def _queue() -> dict[str, tuple[str, str]]:
+    """Every job the controller lists (finished ones for MinJobAge): id -> (state, reason)."""
+    out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T|%r"],
+                         capture_output=True, text=True, check=True)
+    return parse_squeue(out.stdout)
+
+
+def _reproduce(tmp_path: Path, raw: Path, executor: SlurmExecutor):
+    from ncprobe.reproduce import reproduce
+
+    return reproduce(["glove-6b-50d"], ["en"], results_dir=tmp_path / "results",
+                     data_dir=raw, progress=False, n_boot=10, contexts="neut",
+                     executor=executor)
+
+
+@pytest.mark.slurm
+def test_slurm_cluster_a_controller_that_does_not_answer_is_named(cluster, tmp_path,
+                                                            monkeypatch) -> None:
+    """The cluster's own configuration with its controller moved to a port where nothing
+    listens: the SLURM client is here, the controller is not."""
+    with socket.socket() as s:  # a port free now, and nothing listening on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = Path(os.environ["SLURM_CONF"]).read_text()
+    dead = tmp_path / "slurm.conf"
+    dead.write_text(re.sub(r"(?m)^SlurmctldPort=.*$", f"SlurmctldPort={port}", conf))
+    monkeypatch.setenv("SLURM_CONF", str(dead))
+    t0 = time.monotonic()
+    with pytest.raises(UsageError) as err:
+        _reproduce(tmp_path, cluster.raw, SlurmExecutor())
+    said = str(err.value)
+    assert "the SLURM controller (slurmctld) cannot be reached" in said, said
+    assert f"SLURM_CONF={dead}" in said and "--slurm-partition" not in said
+    assert not (tmp_path / "results").exists()
+    assert time.monotonic() - t0 < 15  # not 9 s for sinfo, then 9 s more for sbatch
+
+
+@pytest.mark.slurm
+def test_slurm_cluster_an_impossible_request_is_exit_2_and_leaves_nothing_queued(cluster,
+                                                                          tmp_path) -> None:
+    # more CPUs than the node has: refused from sinfo, before anything is submitted
+    most = max(int(line.split("|")[1]) for line in subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%N|%c"], capture_output=True, text=True,
+        check=True).stdout.split())
+    executor = SlurmExecutor(sbatch=[f"cpus-per-task={most + 1}"], wait=20, poll_s=0.5)
+    with pytest.raises(UsageError, match=re.escape(
+            f"--slurm-option cpus-per-task={most + 1}: no node of the default partition "
+            f"has {most + 1} CPUs (the most: {most}")):
+        _reproduce(tmp_path, cluster.raw, executor)
+    assert set(_queue()) == cluster.before
+    # two nodes on a one-node cluster: sinfo cannot tell; the job pends for
+    # PartitionConfig (then PartitionNodeLimit), which stops the wait (exit 2) and cancels it
+    executor = SlurmExecutor(sbatch=["nodes=2"], wait=20, poll_s=0.5)
+    with pytest.raises(UsageError) as err:
+        _reproduce(tmp_path, cluster.raw, executor)
+    said = str(err.value)
+    assert re.search(r"pending for Partition(Config|NodeLimit)", said), said
+    assert "--slurm-option nodes=2" in said, said
+    new = {job: state for job, (state, _) in _queue().items() if job not in cluster.before}
+    assert list(new.values()) == ["CANCELLED"], new
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_slurm_cluster_sigterm_while_waiting_cancels_the_jobs(cluster, tmp_path) -> None:
+    env = {**os.environ, "NCPROBE_DATA": str(cluster.raw)}
+    run = _Run(["reproduce", "--models", "glove-6b-50d", "--langs", "en", "--executor",
+                "slurm", "--slurm-option", "begin=now+1hour", "--n-boot", "10",
+                "--results-dir", str(tmp_path / "results"), "--out", str(tmp_path / "o")],
+               env)
+    job = None
+    deadline = time.monotonic() + 60
+    while job is None and time.monotonic() < deadline and run.proc.poll() is None:
+        for line in list(run.err):
+            m = re.match(r"slurm: glove-6b-50d \(en\): job (\S+) ", line)
+            if m:
+                job = m.group(1)
+        time.sleep(0.05)
+    try:
+        assert job is not None, run.err
+        assert _queue()[job][0] == "PENDING"
+        run.proc.send_signal(signal.SIGTERM)
+        rc, _, err = run.finish(timeout=60)
+        assert rc == 143, err
+        assert "stopped by SIGTERM" in err and f"cancelling job(s) {job}" in err
+        assert _queue()[job][0] == "CANCELLED"
+    finally:  # whatever failed above, no job of this test stays queued for an hour
+        if run.proc.poll() is None:
+            run.proc.kill()
+        if job is not None:
+            subprocess.run(["scancel", job], capture_output=True)
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_slurm_cluster_jobs_import_the_ncprobe_that_submitted_them(cluster, tmp_path,
+                                                             monkeypatch) -> None:
+    """Submitted from a directory holding a folder named ncprobe (a checkout's parent, an
+    old copy), the job still runs the submitter's ncprobe; a job given another one on its
+    PYTHONPATH refuses to run it, naming both."""
+    import ncprobe
+
+    here = tmp_path / "here"
+    (here / "ncprobe").mkdir(parents=True)
+    (here / "ncprobe" / "__init__.py").write_text("raise ImportError('the wrong ncprobe')\n")
+    monkeypatch.chdir(here)
+    rep = _reproduce(tmp_path, cluster.raw, SlurmExecutor(poll_s=0.5, settle_s=2))
+    assert rep.failed == [] and [(m, lang) for m, lang, _ in rep.ran] == \
+        [("glove-6b-50d", "en")], rep.failed
+    # another ncprobe, importable, first on the job's path
+    other = tmp_path / "other"
+    (other / "ncprobe").mkdir(parents=True)
+    (other / "ncprobe" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    rep = _reproduce(tmp_path / "2", cluster.raw, SlurmExecutor(poll_s=0.5, settle_s=2))
+    assert rep.ran == [] and len(rep.failed) == 1, rep
+    why = rep.failed[0][2]
+    assert f"the job imported ncprobe from {other / 'ncprobe' / '__init__.py'}, not " \
+           f"{os.path.realpath(ncprobe.__file__)}, the ncprobe that submitted it" in why, why

@@ -46,6 +46,14 @@ class RunsFailed(NcprobeError):
     exit_code = 1
 
 
+class Terminated(NcprobeError):
+    """The command was told to stop (SIGTERM) while it waited for its tasks on an executor;
+    the tasks not finished were cancelled, the finished runs kept. The CLI exits 143, as a
+    process killed by SIGTERM (128 + 15)."""
+
+    exit_code = 143
+
+
 @dataclass(frozen=True)
 class Resources:
     """What one task asks a cluster for.

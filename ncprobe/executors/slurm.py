@@ -13,27 +13,49 @@ every job then reads ``UNKNOWN`` and a job that died is waited for forever. So t
 watched here instead (:func:`decide`), from ``squeue`` (which shows finished jobs for
 ``MinJobAge``, 300 s by default) and the result file that submitit writes when the function
 returns or raises: a task whose job ended, or left the queue, without a result file is
-failed, with its log; one still running long past its time limit, or held for a reason that
-no wait resolves, is cancelled and failed; ``squeue`` failing for minutes stops the wait.
+failed, with its log; one still running long past its time limit is cancelled and failed;
+``squeue`` failing for minutes stops the wait.
+
+A request the cluster can never meet is the command line's error (exit 2, naming the
+options): more CPUs or memory than any node of the partition has is refused before anything
+is submitted (:func:`fits`, from ``sinfo``); sbatch's own refusal, and a job pending for
+a reason that no wait resolves (:data:`HOPELESS_REASONS`: ``PartitionConfig``,
+``BadConstraints`` ...), cancel every job of the reproduction. So does anything else that stops
+the wait: an error, Ctrl-C, or SIGTERM (exit 143). A SLURM client whose controller cannot be
+reached (``scontrol ping``, or sbatch's "Unable to contact slurm controller") is said to be
+that, before anything is written.
+
+Each job runs in its log folder (``--chdir``), not in the directory it was submitted from:
+a folder named ``ncprobe`` there would be imported instead of the package that submitted it.
+The job calls :func:`~ncprobe.executors._guard.guarded_run` (sent as code), which checks that
+the ``ncprobe`` it imports is the submitter's before it unpickles and runs the task; where the
+submitter's package is not found without its working directory (``python -m ncprobe`` in an
+uninstalled checkout), its parent is put first on the job's ``PYTHONPATH``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.machinery
 import logging
 import math
 import os
 import re
 import secrets
+import shlex
 import shutil
+import signal
 import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
 from ..errors import MissingPackageError, NcprobeError, UsageError
-from . import OnDone, Outcome, Resources, Task, resources_for, run_task
+from . import OnDone, Outcome, Resources, Task, Terminated, resources_for, run_task
 from .storage import check_storage
 
 log = logging.getLogger(__name__)
@@ -42,24 +64,48 @@ log = logging.getLogger(__name__)
 ENDED_STATES = frozenset({
     "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
     "PREEMPTED", "REVOKED", "SPECIAL_EXIT", "TIMEOUT"})
-#: reasons a pending job waits for what no wait brings (an administrator must change
-#: something): such a task is cancelled and failed
-HOPELESS_REASONS = frozenset({
-    "BadConstraints", "DependencyNeverSatisfied", "InvalidAccount", "InvalidQOS",
-    "PartitionNodeLimit", "PartitionTimeLimit"})
+#: reasons a pending job waits for what no wait brings (the request exceeds what the
+#: partition, its limits or the account allow: an option must change): squeue's reason ->
+#: what it means. Such a job stops the reproduction (exit 2) and every job is cancelled.
+#: ``ReqNodeNotAvail`` is not one: it also means nodes down or reserved, which come back.
+HOPELESS_REASONS: Mapping[str, str] = {
+    "PartitionConfig": "it asks for more CPUs, memory or GPUs than the partition's nodes "
+                       "have, or for what the partition's configuration refuses",
+    "BadConstraints": "no node of the partition satisfies its constraints (CPUs, memory, "
+                      "GPUs, --slurm-option constraint)",
+    "PartitionNodeLimit": "it asks for more nodes than the partition allows",
+    "PartitionTimeLimit": "its --slurm-time is above the partition's time limit",
+    "InvalidAccount": "its account is not valid (--slurm-option account)",
+    "InvalidQOS": "its QOS is not valid for the account (--slurm-option qos)",
+    "DependencyNeverSatisfied": "its --slurm-option dependency can never be satisfied",
+    **{f"{who}Max{what}": f"it asks for more {noun} than the "
+       f"{'QOS' if who == 'QOS' else 'association'} allows one job"
+       for who in ("QOS", "Assoc")
+       for what, noun in (("CpuPerJobLimit", "CPUs"), ("NodePerJobLimit", "nodes"),
+                          ("WallDurationPerJobLimit", "time"), ("GRESPerJob", "GPUs"))},
+    "QOSMaxMemoryPerJob": "it asks for more memory than the QOS allows one job",
+    "AssocMaxMemPerJob": "it asks for more memory than the association allows one job",
+}
 #: how long a running job may outlive its time limit before it is taken for lost (SLURM
 #: kills it at the limit, plus KillWait and the signal delay)
 OVERRUN_S = 600.0
 #: how long ``squeue`` may keep failing (the controller down or unreachable) before the wait
 #: stops with an error
 SQUEUE_PATIENCE_S = 300.0
+#: how long ``scontrol ping`` may take before it is left to sbatch to say whether the
+#: controller answers (a missing slurm.conf makes every SLURM command retry for 60 s)
+PING_TIMEOUT_S = 20.0
+#: what SLURM's commands say when slurmctld cannot be reached
+_NO_CONTROLLER = re.compile(r"unable to contact slurm controller", re.IGNORECASE)
 
 #: sbatch options that ncprobe or submitit set themselves: not to be given
 _RESERVED = {"array": "ncprobe submits each group of tasks as one array",
              "output": "submitit names each task's log", "error": "submitit names each "
              "task's log", "open_mode": "submitit appends to each task's log",
              "signal": "submitit asks for the signal before the time limit",
-             "wrap": "submitit writes the job script"}
+             "wrap": "submitit writes the job script",
+             "chdir": "each job runs in its log folder, so that it imports the ncprobe that "
+             "submitted it", "workdir": "each job runs in its log folder"}
 #: sbatch options that have an option of their own
 _DEDICATED = {"partition": "--slurm-partition", "time": "--slurm-time", "mem": "--slurm-mem",
               "gres": "--slurm-gpus", "gpus": "--slurm-gpus"}
@@ -190,7 +236,8 @@ def parse_squeue(text: str) -> dict[str, tuple[str, str]]:
 @dataclass(frozen=True)
 class Decision:
     """What to do about one task after a poll: ``wait``, ``result`` (its result file is
-    there: read it), or ``fail`` (``why``; ``cancel``: cancel the job first)."""
+    there: read it), ``fail`` (``why``; ``cancel``: cancel the job first), or
+    ``impossible`` (it can never start as asked: stop the reproduction, exit 2)."""
 
     action: str
     why: str = ""
@@ -220,8 +267,11 @@ def decide(state: str | None, reason: str, *, has_result: bool, ended_for: float
             return Decision("fail", "left the queue without a result (killed, or its node "
                             "lost)")
         return Decision("fail", f"ended {state} without a result")
-    if state == "PENDING" and reason in HOPELESS_REASONS:
-        return Decision("fail", f"cannot start: pending for {reason}", cancel=True)
+    # squeue may add details after a comma ("ReqNodeNotAvail, UnavailableNodes:n1")
+    word = reason.split(",")[0].strip()
+    if state == "PENDING" and word in HOPELESS_REASONS:
+        return Decision("impossible", f"cannot start: pending for {word} "
+                        f"({HOPELESS_REASONS[word]})", cancel=True)
     if state == "RUNNING" and running_for > limit_s + OVERRUN_S:
         return Decision("fail", f"still running {running_for / 60:.0f} min after it started, "
                         f"past its time limit of {limit_s / 60:.0f} min", cancel=True)
@@ -298,6 +348,7 @@ class SlurmExecutor:
         self.poll_s, self.settle_s = poll_s, settle_s
         self.on_event = on_event
         self._queue: list[Task] = []
+        self._squeue_error = ""  # the last error squeue printed
 
     # --- the command line ---------------------------------------------------------------------
 
@@ -363,8 +414,13 @@ class SlurmExecutor:
                 params[f"slurm_{key}"] = int(value) if key in _INTEGER else value
             else:
                 extra[key.replace("_", "-")] = value
+        if self.folder is not None:  # never the submitting directory (see the module doc)
+            extra["chdir"] = str(self.folder)
         if extra:
             params["slurm_additional_parameters"] = extra
+        setup = _job_setup()
+        if setup:
+            params["slurm_setup"] = setup
         return params
 
     def assumed_device(self, model: str, lang: str, device: str | None) -> str | None:
@@ -379,13 +435,14 @@ class SlurmExecutor:
 
     def prepare(self, *, results_dir: Path, cache_dir: Path | None) -> None:
         """Refuse, before any work, a machine that cannot submit (no submitit, no ``sbatch``,
-        ``squeue`` or ``srun`` on ``PATH``) and storage whose locks fail; warn about storage
-        whose locks stay on each node, or that other nodes cannot see
-        (:func:`~ncprobe.executors.storage.check_storage`).
+        ``squeue`` or ``srun`` on ``PATH``, or a controller that does not answer
+        ``scontrol ping``) and storage whose locks fail; warn about storage whose locks stay
+        on each node, or that other nodes cannot see
+        (:func:`~ncprobe.executors.storage.check_storage`). Nothing is written.
 
         Raises:
             MissingPackageError: submitit is not installed.
-            UsageError: no SLURM commands here.
+            UsageError: no SLURM commands here, or no controller answering them.
             OutputError: locking fails in the results directory or the cache.
         """
         try:
@@ -399,6 +456,7 @@ class SlurmExecutor:
             raise UsageError(f"--executor slurm: {', '.join(missing)} not found on PATH; run "
                              "ncprobe on a machine that submits to the cluster (a login "
                              "node), or use --executor local")
+        self._ping()
         nodes = self._nodes()
         for what, path in (("results directory", results_dir), ("embedding cache", cache_dir)):
             if path is not None:
@@ -412,6 +470,31 @@ class SlurmExecutor:
             raise UsageError(f"{self.folder}: the submitit folder exists already; each "
                              "reproduction needs a fresh one (an old one's result files would "
                              "be taken for the new jobs')")
+
+    def _ping(self) -> None:
+        """Refuse a SLURM client whose controller does not answer ``scontrol ping`` (skipped
+        where there is no ``scontrol``, or it does not answer in :data:`PING_TIMEOUT_S`:
+        sbatch's error then says it)."""
+        if shutil.which("scontrol") is None:
+            return
+        try:
+            out = subprocess.run(["scontrol", "ping"], capture_output=True, text=True,
+                                 timeout=PING_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            log.warning("scontrol ping did not answer within %.0f s; submitting anyway",
+                        PING_TIMEOUT_S)
+            return
+        except OSError as e:
+            log.warning("scontrol ping failed: %s; submitting anyway", e)
+            return
+        # "Slurmctld(primary) at head is UP" (one line per controller, backups included):
+        # one controller up is enough
+        if out.returncode == 0 or re.search(r"\bis UP\b", out.stdout):
+            return
+        said = [ln.strip() for ln in (out.stdout + "\n" + out.stderr).splitlines()
+                if ln.strip() and not ln.strip().startswith("*")]
+        raise no_controller("scontrol ping: " + ("; ".join(said) or
+                                                 f"exit {out.returncode}"))
 
     def _nodes(self) -> int | None:
         """How many nodes the tasks may land on (``sinfo``), None when it cannot say."""
@@ -448,42 +531,143 @@ class SlurmExecutor:
 
     def wait(self, done: OnDone) -> None:
         """Submit the queued tasks, one job array per set of resources, and wait until each
-        has an outcome. Ctrl-C cancels the jobs not finished yet.
+        has an outcome. Whatever stops the wait early (an error, a request the cluster can
+        never meet, Ctrl-C, SIGTERM) cancels the jobs not finished yet; a submission that
+        fails before any job is queued leaves no log folder behind.
 
         Raises:
-            UsageError: sbatch refused a submission (the jobs already submitted are
-                cancelled).
+            UsageError: a request no node of the partition can meet (before anything is
+                submitted), sbatch refused a submission, a job is pending for a reason no
+                wait resolves (:data:`HOPELESS_REASONS`), or the controller cannot be
+                reached.
+            Terminated: SIGTERM while waiting.
             NcprobeError: ``squeue`` kept failing for :data:`SQUEUE_PATIENCE_S` seconds.
         """
         tasks, self._queue = self._queue, []
         if not tasks:
             return
-        import submitit
-
         assert self.folder is not None, "prepare() first"
         groups: dict[Resources, list[Task]] = {}
         for task in tasks:
             groups.setdefault(self.resources(task), []).append(task)
+        self._check_fits(groups)  # exit 2 before anything is written or submitted
+        made = [d for d in (self.folder, *self.folder.parents) if not d.exists()]
+        self.folder.mkdir(parents=True, exist_ok=True)
         watches: list[_Watch] = []
+        with _stop_on_sigterm():
+            try:
+                self._submit(groups, watches)
+            except BaseException as e:
+                self._cancel([w.job.job_id for w in watches])
+                if not watches:  # nothing queued: nothing to keep a log of
+                    _remove_made(self.folder, made)
+                stopped = self._stopped(e)
+                if stopped is e:
+                    raise
+                raise stopped from (None if isinstance(e, _Stop) else e)
+            try:
+                self._watch(watches, done)
+            except BaseException as e:
+                self._cancel([w.job.job_id for w in watches if not _has_result(w)])
+                stopped = self._stopped(e)
+                if stopped is e:
+                    raise
+                raise stopped from (None if isinstance(e, _Stop) else e)
+
+    def _stopped(self, err: BaseException) -> BaseException:
+        """What to raise once the jobs are cancelled after ``err`` stopped the wait: sbatch's
+        refusal (submitit's or subprocess's error) as a :class:`UsageError` saying why,
+        SIGTERM as :class:`Terminated`, anything else as it is."""
+        if isinstance(err, _Stop):
+            return Terminated("stopped by SIGTERM while waiting for the SLURM jobs; the jobs "
+                              "not finished were cancelled. Run the same command again to "
+                              "compute them: the runs that finished are kept")
+        if isinstance(err, NcprobeError) or not isinstance(err, Exception):
+            return err
+        said = _sbatch_message(err)
+        if _NO_CONTROLLER.search(str(err)):
+            return no_controller(f"sbatch: {said}")
+        return UsageError(f"sbatch refused the jobs: {said} (check --slurm-partition, "
+                          "--slurm-gpus, --slurm-mem, --slurm-time and --slurm-option against "
+                          "what the cluster offers: sinfo)")
+
+    def _submit(self, groups: Mapping[Resources, list[Task]], watches: list[_Watch]) -> None:
+        """One job array per group, each job's :class:`_Watch` appended to ``watches`` as
+        soon as it is queued (so that a later failure cancels it)."""
+        import submitit
+
+        assert self.folder is not None
+        call, expected = _job_function()
+        for res, members in groups.items():
+            ex = submitit.AutoExecutor(folder=self.folder / "%j", cluster="slurm")
+            ex.update_parameters(**self.parameters(res))
+            remote = [self._remote(t) for t in members]
+            if expected is None:
+                jobs = ex.map_array(run_task, remote)
+            else:
+                import cloudpickle
+
+                jobs = ex.map_array(call, [expected] * len(remote),
+                                    [cloudpickle.dumps(t) for t in remote])
+            for task, job in zip(members, jobs, strict=True):
+                watches.append(_Watch(task, job, res))
+                self._say(f"slurm: {task.label}: job {job.job_id} ({res.describe()}), log "
+                          f"{job.paths.stdout}")
+
+    def asked(self) -> str:
+        """The ``--slurm-*`` options that shape each request, as given (for messages)."""
+        given = []
+        if self.partition is not None:
+            given.append(f"--slurm-partition {self.partition}")
+        if self.gpus is not None:
+            given.append(f"--slurm-gpus {self.gpus}")
+        if self.mem is not None:
+            given.append(f"--slurm-mem {self.mem}")
+        if self.time_min is not None:
+            given.append(f"--slurm-time {self.time_min}")
+        for key, value in self.sbatch.items():
+            flag = key.replace("_", "-")
+            given.append(f"--slurm-option {flag}" + ("" if value is True else f"={value}"))
+        return ("asked with " + ", ".join(given)) if given else \
+            "asked with the registry's defaults (no --slurm-* option given)"
+
+    def _check_fits(self, groups: Mapping[Resources, list[Task]]) -> None:
+        """Refuse a group asking for more CPUs or memory than any node of the partition has
+        (``sinfo``; every node counts, down or not: one may come back). Nothing is checked
+        where sinfo does not answer: squeue's reason says it then."""
+        nodes = self._node_sizes()
+        if not nodes:
+            return
+        where = f"partition {self.partition}" if self.partition else "the default partition"
+        for res, members in groups.items():
+            problem = fits(res, nodes)
+            if problem is None:
+                continue
+            labels = ", ".join(t.label for t in members)
+            if problem == "cpus":
+                most = max(n.cpus for n in nodes)
+                option = (f"--slurm-option cpus-per-task={res.cpus}" if "cpus_per_task" in
+                          self.sbatch else f"the default of {res.cpus} CPUs per task for "
+                          f"{labels} (--slurm-option cpus-per-task=N sets it)")
+                raise UsageError(f"{option}: no node of {where} has {res.cpus} CPUs (the "
+                                 f"most: {most}; sinfo -N -o '%N %P %c %m'); ask for at most "
+                                 f"{most}. Nothing was submitted")
+            most_mb = max(n.mem_mb for n in nodes if n.cpus >= res.cpus)
+            option = (f"--slurm-mem {res.mem}" if self.mem is not None else
+                      f"the default of {res.mem} per task for {labels} (--slurm-mem sets it)")
+            raise UsageError(f"{option}: no node of {where} with {res.cpus} CPUs has that "
+                             f"much memory (the most: {most_mb}M; sinfo -N -o '%N %P %c %m'); "
+                             f"ask for at most {most_mb}M. Nothing was submitted")
+
+    def _node_sizes(self) -> list[NodeSize] | None:
+        """The nodes the jobs may land on, from ``sinfo`` (those of ``--slurm-partition``,
+        else of the default partition), or None when sinfo cannot say."""
+        cmd = ["sinfo", "-h", "-N", "-o", "%N|%P|%c|%m"]
         try:
-            for res, members in groups.items():
-                ex = submitit.AutoExecutor(folder=self.folder / "%j", cluster="slurm")
-                ex.update_parameters(**self.parameters(res))
-                jobs = ex.map_array(run_task, [self._remote(t) for t in members])
-                for task, job in zip(members, jobs, strict=True):
-                    watches.append(_Watch(task, job, res))
-                    self._say(f"slurm: {task.label}: job {job.job_id} ({res.describe()}), log "
-                              f"{job.paths.stdout}")
-        except Exception as e:  # sbatch's refusal comes as submitit's or subprocess's error
-            self._cancel([w.job.job_id for w in watches])
-            raise UsageError(f"sbatch refused the jobs: {_sbatch_message(e)} (check "
-                             "--slurm-partition, --slurm-gpus, --slurm-mem, --slurm-time and "
-                             "--slurm-option against what the cluster offers: sinfo)") from e
-        try:
-            self._watch(watches, done)
-        except BaseException:
-            self._cancel([w.job.job_id for w in watches if not _has_result(w)])
-            raise
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return nodes_of(out.stdout, self.partition)
 
     def _watch(self, watches: list[_Watch], done: OnDone) -> None:
         pending = list(watches)
@@ -496,11 +680,14 @@ class SlurmExecutor:
             if listed is None:
                 squeue_failing_since = squeue_failing_since or now
                 if now - squeue_failing_since > SQUEUE_PATIENCE_S:
+                    why = ("the SLURM controller (slurmctld) cannot be contacted" if
+                           _NO_CONTROLLER.search(self._squeue_error) else "see the warnings "
+                           "above")
                     raise NcprobeError(
-                        f"squeue has failed for {SQUEUE_PATIENCE_S / 60:.0f} min (see the "
-                        f"warnings above); stopped waiting for jobs {', '.join(ids)}. Run "
-                        "the same command again once the cluster answers: finished runs are "
-                        "kept")
+                        f"squeue has failed for {SQUEUE_PATIENCE_S / 60:.0f} min ({why}); "
+                        f"stopped waiting for jobs {', '.join(ids)}, which are cancelled "
+                        "where the controller answers. Run the same command again once the "
+                        "cluster answers: finished runs are kept")
                 time.sleep(self.poll_s)
                 continue
             squeue_failing_since = None
@@ -522,6 +709,13 @@ class SlurmExecutor:
                 if decision.action == "wait":
                     still.append(w)
                     continue
+                if decision.action == "impossible":  # wait() cancels every job left
+                    raise UsageError(
+                        f"job {w.job.job_id} ({w.task.label}: {w.resources.describe()}) "
+                        f"{decision.why}; {self.asked()}. Compare with what the cluster "
+                        "offers (sinfo -N -o '%N %P %c %m %G %f'), change the option and run "
+                        "the same command again: the runs that finished are kept, the jobs "
+                        "not finished are cancelled")
                 if decision.cancel:
                     self._cancel([w.job.job_id])
                 outcome = self._outcome(w) if decision.action == "result" else \
@@ -585,6 +779,7 @@ class SlurmExecutor:
         if out.returncode != 0:
             if "Invalid job id" in out.stderr:  # none of them is known any more
                 return {}
+            self._squeue_error = out.stderr
             log.warning("squeue failed (exit %d): %s", out.returncode, out.stderr.strip())
             return None
         return parse_squeue(out.stdout)
@@ -615,3 +810,170 @@ def _sbatch_message(err: BaseException) -> str:
     text = str(err)
     lines = [ln.strip() for ln in text.splitlines() if "error" in ln.lower()]
     return lines[-1] if lines else (text.strip().splitlines() or [type(err).__name__])[-1]
+
+
+def no_controller(said: str) -> UsageError:
+    """The error for a SLURM client whose controller does not answer; ``said``: what the
+    SLURM command printed."""
+    conf = os.environ.get("SLURM_CONF")
+    which = f"SLURM_CONF={conf}" if conf else "/etc/slurm/slurm.conf, or SLURM_CONF"
+    return UsageError(f"the SLURM controller (slurmctld) cannot be reached from this machine "
+                      f"({said}); nothing was submitted. Check that slurmctld runs and that "
+                      f"this machine's SLURM configuration ({which}) names it, or run ncprobe "
+                      "on the cluster's login node; then run the same command again")
+
+
+# --- what the nodes offer ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NodeSize:
+    """One node as ``sinfo -N -o '%N|%P|%c|%m'`` lists it: its CPUs and memory (MB)."""
+
+    name: str
+    cpus: int
+    mem_mb: int
+
+
+def nodes_of(text: str, partition: str | None) -> list[NodeSize]:
+    """The nodes of ``sinfo -h -N -o '%N|%P|%c|%m'`` output in ``partition`` (a name or a
+    comma list; None: the default partition, the one sinfo marks ``*``). A node in several
+    partitions is listed once per partition; lines that do not parse are left out."""
+    wanted = set(partition.split(",")) if partition else None
+    nodes: dict[str, NodeSize] = {}
+    for line in text.splitlines():
+        parts = [x.strip() for x in line.split("|")]
+        if len(parts) != 4 or not parts[2].isdigit():
+            continue
+        name, part, cpus, mem = parts
+        default = part.endswith("*")
+        if (wanted is None and not default) or (wanted is not None and
+                                                part.rstrip("*") not in wanted):
+            continue
+        mem_mb = int(mem.rstrip("+")) if mem.rstrip("+").isdigit() else 0
+        nodes[name] = NodeSize(name, int(cpus), mem_mb)
+    return list(nodes.values())
+
+
+def mem_mb(text: str) -> int:
+    """A memory size as :func:`parse_mem` returns it (``16G``, ``500``: megabytes) in MB,
+    rounded up."""
+    number, unit = int(re.sub(r"\D", "", text)), re.sub(r"\d", "", text) or "M"
+    return math.ceil(number * {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 ** 2}[unit])
+
+
+def fits(res: Resources, nodes: Iterable[NodeSize]) -> str | None:
+    """Whether some node has the CPUs and the memory ``res`` asks for: None, else what no
+    node has: ``cpus`` (no node has that many CPUs), or ``mem`` (none with the CPUs has that
+    much memory). A node whose memory sinfo does not state (0) is taken to have enough."""
+    nodes = list(nodes)
+    enough = [n for n in nodes if n.cpus >= res.cpus]
+    if not enough:
+        return "cpus"
+    need = mem_mb(res.mem)
+    if not any(n.mem_mb == 0 or n.mem_mb >= need for n in enough):
+        return "mem"
+    return None
+
+
+# --- stopping ----------------------------------------------------------------------------------
+
+class _Stop(BaseException):
+    """SIGTERM arrived while waiting: a BaseException, so that no ``except Exception`` on the
+    way swallows it before the jobs are cancelled."""
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm() -> Iterator[None]:
+    """While in the block, SIGTERM raises :class:`_Stop` (once: a second SIGTERM while the
+    jobs are being cancelled is ignored); the previous handler is restored after. Left as it
+    is outside the main thread (where Python cannot set handlers) and where SIGTERM is
+    ignored (``nohup``, a caller's choice)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        yield
+        return
+    stopping = False
+
+    def handler(signum, frame) -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            raise _Stop()
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _remove_made(folder: Path, made: list[Path]) -> None:
+    """Remove the log folder a failed submission made (submitit's job script and pickle
+    only: no job was queued), and those of its parents this run made, if left empty."""
+    shutil.rmtree(folder, ignore_errors=True)
+    for d in made:  # deepest first
+        if d == folder:
+            continue
+        try:
+            d.rmdir()
+        except OSError:  # not empty (another run's logs): keep it, and its parents
+            break
+
+
+# --- which ncprobe a job runs ------------------------------------------------------------------
+
+def _ncprobe_file() -> str:
+    """This process's ``ncprobe/__init__.py`` (that of the package this module is part of),
+    resolved; the package root is not imported for it."""
+    return os.path.realpath(Path(__file__).resolve().parents[1] / "__init__.py")
+
+
+def _job_function() -> tuple[Callable[..., Any], str | None]:
+    """What each job calls: :func:`~ncprobe.executors._guard.guarded_run`, sent as code
+    (cloudpickle by value) with the submitter's ``ncprobe/__init__.py``; or, with a
+    cloudpickle too old to send a module by value, :func:`run_task` and None."""
+    import cloudpickle
+
+    from . import _guard
+
+    register = getattr(cloudpickle, "register_pickle_by_value", None)
+    if register is None:  # cloudpickle < 2.0
+        return run_task, None
+    register(_guard)
+    return _guard.guarded_run, _ncprobe_file()
+
+
+def found_without_cwd(expected: str, path: list[str] | None = None,
+                      meta_path: list[Any] | None = None) -> bool:
+    """Whether a Python like this one, started elsewhere, imports the ``ncprobe`` at
+    ``expected``: the import system's finders asked for ``ncprobe`` as they would be, with
+    ``sys.path`` less its first entry (this process's working directory or script folder, a
+    job's own working directory there) and its relative entries."""
+    path = list(sys.path if path is None else path)
+    if not (getattr(sys.flags, "safe_path", False) or sys.flags.isolated):
+        path = path[1:]
+    path = [p for p in path if os.path.isabs(p)]
+    for finder in (sys.meta_path if meta_path is None else meta_path):
+        try:
+            if finder is importlib.machinery.PathFinder:
+                spec = finder.find_spec("ncprobe", path)
+            else:
+                find = getattr(finder, "find_spec", None)
+                spec = find("ncprobe", None) if find is not None else None
+        except Exception:  # noqa: BLE001 - a third-party finder's trouble: ask the next
+            continue
+        if spec is not None:
+            return spec.origin is not None and os.path.exists(spec.origin) and \
+                os.path.realpath(spec.origin) == expected
+    return False
+
+
+def _job_setup() -> list[str]:
+    """The job script's lines before the job's Python starts: put the submitter's package's
+    parent first on ``PYTHONPATH`` when the job would not find that package otherwise
+    (``python -m ncprobe`` in an uninstalled checkout); nothing when it would (an installed
+    package: its site-packages put first could shadow the standard library)."""
+    expected = _ncprobe_file()
+    if found_without_cwd(expected):
+        return []
+    parent = shlex.quote(str(Path(expected).parent.parent))
+    return [f"export PYTHONPATH={parent}${{PYTHONPATH:+:$PYTHONPATH}}"]
