@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -104,6 +105,7 @@ def output_error(err: OSError, path: str | os.PathLike | None = None, *,
     by default: choose a writable path or free space, and run the command again).
     """
     where = str(path if path is not None else (err.filename or "?"))
+    blocker = _not_a_directory(where) if err.errno == errno.ENOTDIR else None
     cause = {errno.EROFS: "the file system is read-only",
              errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
              errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
@@ -111,8 +113,25 @@ def output_error(err: OSError, path: str | os.PathLike | None = None, *,
              errno.EISDIR: "it is a directory",
              errno.ELOOP: "too many levels of symbolic links (a link loop)"}.get(
                  err.errno or 0, err.strerror or str(err))
+    if blocker is not None:  # say which part of the path is in the way
+        cause += f": {blocker}" if blocker.is_file() else f" ({blocker} is no directory)"
     todo = todo or "choose a writable path (or free space) and run the command again"
     return OutputError(f"cannot write the {what}: {cause}; {todo}", path=where)
+
+
+def _not_a_directory(path: str | os.PathLike) -> Path | None:
+    """The first part of ``path`` (a folder above it, or ``path`` itself) that exists but is
+    not a directory, following symbolic links; ``None`` when there is none (up to the first
+    part that does not exist)."""
+    p = Path(path)
+    for part in [*reversed(p.parents), p]:
+        try:
+            st = os.stat(part)
+        except OSError:  # missing (what follows would be created), a loop, no permission
+            return None
+        if not stat.S_ISDIR(st.st_mode):
+            return part
+    return None
 
 
 def check_can_write(where: str | os.PathLike, *, target: str | os.PathLike | None = None,

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import TypeGuard
+from typing import Iterable, TypeGuard
 
 from .data.stimuli import expand_contexts
 
 # The languages, levels and the choices of RunConfig's options are the schema's vocabularies:
 # their types (an editor completes them) and the values checked at run time (check_choice).
 from .schema import (
+    CONTEXT_GROUPS,
     DTYPE_CHOICES,
     EN_NATURALISTIC_CHOICES,
     GOLD_CHOICES,
     LANGS,
     LEVELS,
+    NCIMP_CONTEXTS,
     WORDSSYN_CHOICES,
     Dtype,
     EnNaturalistic,
@@ -26,6 +28,34 @@ from .schema import (
 )
 
 DEFAULT_MODEL = "glove-6b-50d"
+
+
+def canonical_contexts(contexts: str | Iterable[str]) -> str:
+    """The one spelling of a set of sentence contexts, whatever aliases, case, order or
+    repeats name it: ``all`` for the five NCIMP contexts, else the context groups
+    (:data:`~ncprobe.schema.CONTEXT_GROUPS`: ``nat``, ``neut``, ``neut-pl``, ``ncs``) whose
+    contexts are all there, and the context ids of a group only partly there, comma-separated
+    in the order of :data:`~ncprobe.schema.CONTEXTS`.
+
+    >>> canonical_contexts("Neutral, naturalistic")
+    'nat,neut'
+    >>> canonical_contexts("S2,N,plural,S1")
+    'S1,S2,neut,neut-pl'
+    >>> canonical_contexts("nat,neut,neut-pl,ncs")
+    'all,ncs'
+
+    Raises:
+        ValueError: an unknown context (:func:`~ncprobe.data.stimuli.expand_contexts`).
+    """
+    ids = expand_contexts(contexts)
+    parts: list[str] = []
+    if set(NCIMP_CONTEXTS) <= set(ids):
+        parts.append("all")  # the alias of runs made before this spelling: their names kept
+        ids = tuple(c for c in ids if c not in NCIMP_CONTEXTS)
+    for group, members in CONTEXT_GROUPS.items():
+        there = [c for c in members if c in ids]
+        parts += [group] if there and len(there) == len(members) else there
+    return ",".join(parts)
 
 
 def is_lang(value: object) -> TypeGuard[Lang]:
@@ -47,7 +77,9 @@ class RunConfig:
         lang: ``en`` or ``pt``.
         contexts: ``nat``, ``neut``, ``neut-pl``, ``ncs`` (the NCS dataset's neutral
             sentences, P_Rand generated: needs ``ncprobe[generate]``), ``all`` (the five
-            NCIMP contexts) or a comma list (see :func:`ncprobe.data.stimuli.expand_contexts`).
+            NCIMP contexts) or a comma list (see :func:`ncprobe.data.stimuli.expand_contexts`);
+            kept in one spelling per set of contexts (:func:`canonical_contexts`:
+            ``naturalistic,neutral`` is ``nat,neut``, the same run, directory and run id).
         levels: ``sent`` and/or ``nc``; ``None``: every level the model provides.
         layers: layer views of transformer models (``None``: mean of the last four;
             ``all``; ``-1``; ``9+10+11+12``; comma lists for several views).
@@ -67,8 +99,8 @@ class RunConfig:
         wordssyn: ``first`` (the paper's single P_WordsSyn) or ``all`` (every alternative).
         gold: ``comp`` (Eq. 1, token-level) or ``type`` (type-level score).
         per_sentence: also correlate sentence measures with each sentence's token-level score.
-        n_boot, seed: bootstrap resamples and their seed (confidence intervals).
-        top_k: rogue dimensions listed per condition.
+        n_boot, seed: bootstrap resamples and their seed (confidence intervals); both >= 0.
+        top_k: rogue dimensions listed per condition (>= 0).
         en_naturalistic: ``auto``, ``official`` or ``reference`` (see ``load_stimuli``).
         accept_modified_data: compute on NCIMP files whose git blob id differs from their
             pin (edited copies) instead of stopping; they are recorded in ``run.json``
@@ -89,7 +121,8 @@ class RunConfig:
         "option": "--context", "metavar": "C",
         "help": "nat, neut, neut-pl, ncs (the NCS dataset's neutral sentences, P_Rand "
                 "generated: needs ncprobe[generate]), all (= nat,neut,neut-pl) or a comma "
-                "list (default: %(default)s)"})
+                "list (default: %(default)s); aliases (naturalistic, neutral), order and case "
+                "name the same run"})
     levels: tuple[Level, ...] | None = field(default=None, metadata={
         "option": "--level", "metavar": "L",
         "help": "sent, nc or sent,nc (default: every level the model gives)"})
@@ -135,7 +168,9 @@ class RunConfig:
                 "recorded in run.json"})
 
     def __post_init__(self) -> None:
-        expand_contexts(self.contexts)  # raises on an unknown context
+        # one spelling per set of contexts (raises on an unknown one): the run's directory
+        # name and run id depend on what is computed, not on how it was asked for
+        object.__setattr__(self, "contexts", canonical_contexts(self.contexts))
         if self.levels is not None:
             if isinstance(self.levels, str):
                 object.__setattr__(self, "levels", tuple(self.levels.split(",")))
@@ -148,6 +183,10 @@ class RunConfig:
             raise ValueError("batch_tokens must be 0 (batches of batch_size) or more")
         if self.n_boot < 0:
             raise ValueError("n_boot must be 0 (no intervals) or more")
+        if self.seed < 0:  # numpy's generators take no negative seed
+            raise ValueError("seed must be a whole number >= 0")
+        if self.top_k < 0:
+            raise ValueError("top_k must be 0 (no rogue dimensions listed) or more")
         check_choice("store_dtype", self.store_dtype, DTYPE_CHOICES)
         check_choice("wordssyn", self.wordssyn, WORDSSYN_CHOICES)
         check_choice("gold", self.gold, GOLD_CHOICES)

@@ -65,6 +65,11 @@ log = logging.getLogger(__name__)
 MANIFEST = ".ncprobe-report.json"
 # what a report of ncprobe <= 0.1 (no manifest) wrote, recognised by its README heading
 _OLD_REPORT_RE = re.compile(r"^(fig\d\d_\w+\.\w+|table_\w+\.(md|tex)|README\.md)$")
+#: The kinds of report, by the probe whose results they show (the manifest records it, key
+#: ``report``): a report never replaces another kind's files without ``overwrite``.
+REPORT_KINDS = {"ncimp": "NCIMP report", "idiolink": "retrieval report (IdioLink)"}
+# the first line of each kind's index: the kind of a report whose manifest predates the key
+_INDEX_HEADINGS = {"# ncprobe report\n": "ncimp", "# ncprobe retrieval report\n": "idiolink"}
 
 
 def write_report(results: Results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
@@ -72,7 +77,8 @@ def write_report(results: Results, out_dir, *, formats: Sequence[str] = ("png", 
                  jobs: int | FigureWorkers = 1, provenance: str | None = None,
                  space: str | None = None, level: str | None = None,
                  correct: Correction = "holm", intervals: bool = True,
-                 progress: Callable[[str], None] | None = None) -> list[Path]:
+                 progress: Callable[[str], None] | None = None,
+                 overwrite: bool = False) -> list[Path]:
     """Save every figure and table of method §4 for ``results`` into ``out_dir``.
 
     When the results hold two or more single-layer views of some model (``--layers all``),
@@ -93,7 +99,8 @@ def write_report(results: Results, out_dir, *, formats: Sequence[str] = ("png", 
             default, NC level) and of the layer-wise figure and table.
         jobs: processes that draw figures (this one included), or :class:`FigureWorkers`
             started earlier; workers are fresh processes (``spawn``) given this process's
-            matplotlib settings, so the files are the same whatever ``jobs`` is.
+            matplotlib settings, so the files are the same whatever ``jobs`` is. Never more
+            processes than figures to draw or CPUs this process may use.
         provenance: a Markdown section that ends the index ``README.md``, after a blank
             line: how the files were made (``ncprobe reproduce`` gives
             :func:`reproduce_provenance`). It is part of the index, written with the rest
@@ -101,6 +108,8 @@ def write_report(results: Results, out_dir, *, formats: Sequence[str] = ("png", 
         progress: called with one line as each figure and table is written (``figure
             3/10: fig03_ratio``, ``table 2/9: table_means``; the CLI prints them on
             stderr); ``None``: nothing is said.
+        overwrite: replace a report of another probe (a retrieval report) that ``out_dir``
+            holds: its files are removed, and named in a logged warning.
 
     Returns:
         The files written, in order (the index ``README.md`` last).
@@ -108,7 +117,8 @@ def write_report(results: Results, out_dir, *, formats: Sequence[str] = ("png", 
     Raises:
         UsageError: a format that is not one of :data:`FORMATS`; ``out_dir`` is, or is inside,
             a results directory; it holds files that ncprobe did not write, or changed since,
-            under names the report would write (nothing is written); ``results`` hold one
+            under names the report would write, or (without ``overwrite``) another probe's
+            report (nothing is written); ``results`` hold one
             NC of one cell twice (two runs pooled: :meth:`~ncprobe.results.Results.concat`
             never joins them).
         OutputError: ``out_dir`` cannot be written (a read-only file system, a full disk, no
@@ -126,20 +136,21 @@ def write_report(results: Results, out_dir, *, formats: Sequence[str] = ("png", 
     # a space or level the results lack, an unknown correction: refused before any work
     view = _view(results, space, level, correct=correct, intervals=intervals, ncs=examples)
     if not isinstance(jobs, FigureWorkers):
-        check_out(Path(out_dir), formats)  # refused before any worker starts
-        with FigureWorkers(jobs) as workers:
+        check_out(Path(out_dir), formats, overwrite=overwrite)  # before any worker starts
+        # never more processes than figures to draw
+        with FigureWorkers(jobs, figures=len(_specs(view.layerwise)[0])) as workers:
             return write_report(results, out_dir, formats=formats, examples=examples,
                                 dpi=dpi, jobs=workers, provenance=provenance, space=space,
                                 level=level, correct=correct, intervals=intervals,
-                                progress=progress)
+                                progress=progress, overwrite=overwrite)
     out = Path(out_dir)
-    check_out(out, formats)
+    check_out(out, formats, overwrite=overwrite)
     workers = jobs
     return write_owned(
         out, _planned(formats, layerwise=view.layerwise),
         lambda put: _write(results, out, formats, dpi, workers, view, provenance=provenance,
                            put=put, progress=progress),
-        possible=_planned(FORMATS, layerwise=True))
+        possible=_planned(FORMATS, layerwise=True), kind="ncimp", overwrite=overwrite)
 
 
 #: What :func:`write_owned` hands its writer: writes files (path -> content), each recorded
@@ -148,7 +159,8 @@ Put = Callable[[dict[Path, bytes]], None]
 
 
 def write_owned(out_dir, planned: Sequence[str], write: Callable[[Put], list[Path]], *,
-                possible: Sequence[str] | None = None) -> list[Path]:
+                possible: Sequence[str] | None = None, kind: str = "ncimp",
+                overwrite: bool = False) -> list[Path]:
     """Write a report's files into ``out_dir`` as ncprobe's own: the file-ownership part of
     every report (:func:`write_report`, and the other probes' reports).
 
@@ -161,19 +173,27 @@ def write_owned(out_dir, planned: Sequence[str], write: Callable[[Put], list[Pat
     that this one did not write are removed where their content is still ncprobe's, and kept
     and named in a logged warning where it was changed.
 
+    A directory holding a report of another kind (another probe's: the manifest records
+    each report's ``kind``) is refused unless ``overwrite``: this report would remove that
+    one's files. With ``overwrite`` it is replaced, and a logged warning names the files
+    removed.
+
     Args:
         out_dir: the report directory (checked beforehand with :func:`check_report_dir`).
         planned: every name the report may write here (figures left undrawn included).
         write: draws and writes the files through the function it is given.
         possible: every name a report of this kind may ever write (any format), whose
             temporary files are removed; ``None``: ``planned``.
+        kind: the kind of report (:data:`REPORT_KINDS`: the probe whose results it shows).
+        overwrite: replace a report of another kind.
 
     Returns:
         What ``write`` returned.
 
     Raises:
         UsageError: a file that ncprobe did not write, or that was changed since, under a
-            planned name (nothing is written), or a file changed while the report ran.
+            planned name, or (without ``overwrite``) a report of another kind there
+            (nothing is written); a file changed while the report ran.
         OutputError: the directory or a file cannot be written; the message names it.
     """
     out = Path(out_dir)
@@ -183,12 +203,21 @@ def write_owned(out_dir, planned: Sequence[str], write: Callable[[Put], list[Pat
         raise _unwritable(e, out, "report directory") from None
     with dir_lock(out.resolve()):  # two reports into one directory: one after the other
         owned = _own_files(out)
+        _refuse_other_report(out, owned, kind, overwrite)
         _refuse_foreign(out, list(planned), owned)
         _remove_leftovers(out, list(planned if possible is None else possible) + [MANIFEST])
-        journal = _Journal(out, owned.files, owned.listed)  # written before every file
+        # written before every file
+        journal = _Journal(out, owned.files, owned.listed, kind=kind)
         written = write(journal.put)
         kept = journal.finish({p.name for p in written}) + (owned.changed if owned.listed
                                                             else [])
+    replaced = owned.kind if owned.kind not in (None, kind) and owned.files else None
+    if replaced is not None:  # only with overwrite (_refuse_other_report)
+        gone = journal.removed
+        log.warning("%s: replaced the %s that was there (overwrite): %s", out,
+                    REPORT_KINDS.get(replaced, f"{replaced} report"),
+                    f"removed {len(gone)} of its file(s): {', '.join(gone)}" if gone else
+                    "its files were all replaced by this report's")
     if kept:
         log.warning("%s: kept %d file(s) that an earlier report wrote and that were changed "
                     "since (%s): ncprobe neither replaces nor removes them, and no longer "
@@ -252,23 +281,26 @@ def check_formats(formats: Sequence[str] | str) -> tuple[str, ...]:
     return given
 
 
-def check_out(out_dir, formats: Sequence[str] = ("png", "pdf")) -> None:
-    """Refuse, before any work, an output directory that :func:`write_report` would refuse.
+def check_out(out_dir, formats: Sequence[str] = ("png", "pdf"), *,
+              overwrite: bool = False) -> None:
+    """Refuse, before any work, an output directory that :func:`write_report` would refuse
+    (``overwrite``: as its own).
 
     Raises:
         UsageError: a format that is not one (:func:`check_formats`); ``out_dir`` is a file,
             is or is inside a results directory (one holding ``run.json``: a report there
             would stop ``ncprobe compute`` from writing it again), or holds files that
             ncprobe did not write (or that were changed since) under names the report
-            would write.
+            would write, or (without ``overwrite``) another probe's report.
         OutputError: ``out_dir``, or the directory it would be made in, cannot be written
             (a read-only file system, no permission).
     """
     check_formats(formats)
-    check_report_dir(out_dir, lambda: _planned(formats))
+    check_report_dir(out_dir, lambda: _planned(formats), kind="ncimp", overwrite=overwrite)
 
 
-def check_report_dir(out_dir, planned: Callable[[], Sequence[str]]) -> None:
+def check_report_dir(out_dir, planned: Callable[[], Sequence[str]], *, kind: str = "ncimp",
+                     overwrite: bool = False) -> None:
     """Refuse, before any work, a report directory that :func:`write_owned` would refuse: the
     checks of :func:`check_out` that every report shares.
 
@@ -276,13 +308,17 @@ def check_report_dir(out_dir, planned: Callable[[], Sequence[str]]) -> None:
         out_dir: the report directory (it need not exist).
         planned: returns every name the report may write (called only when ``out_dir`` is
             a directory already).
+        kind, overwrite: as :func:`write_owned`'s.
 
     Raises:
         UsageError: ``out_dir`` is a file, is or is inside a results directory (one holding
-            ``run.json``), or holds files that ncprobe did not write (or that were changed
-            since) under planned names.
+            ``run.json``), holds files that ncprobe did not write (or that were changed
+            since) under planned names, or (without ``overwrite``) a report of another
+            kind.
         OutputError: ``out_dir``, or the directory it would be made in, cannot be written.
     """
+    from .results.store import enclosing_results
+
     out = Path(out_dir)
     if os.path.lexists(out) and not out.is_dir():
         raise UsageError(f"{out} exists and is not a directory: choose another --out")
@@ -291,17 +327,19 @@ def check_report_dir(out_dir, planned: Callable[[], Sequence[str]]) -> None:
     except (RuntimeError, OSError):  # a link loop on the way (Python < 3.13: RuntimeError)
         raise output_error(OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(out)), out,
                            what="report directory") from None
-    for above in (real, *real.parents):
-        if (above / "run.json").is_file():
-            where = "is" if above == real else f"is inside {above},"
-            raise UsageError(f"--out {out} {where} a results directory (it holds run.json): a "
-                             "report there would stop `ncprobe compute` from writing it again, "
-                             "and nothing was written; choose an --out outside every results "
-                             "directory")
+    above = enclosing_results(real, itself=True)
+    if above is not None:
+        where = "is" if above == real else f"is inside {above},"
+        raise UsageError(f"--out {out} {where} a results directory (it holds run.json): a "
+                         "report there would stop `ncprobe compute` from writing it again, "
+                         "and nothing was written; choose an --out outside every results "
+                         "directory")
     # a report directory that cannot be written: refused before any figure is drawn
     check_can_write(out, what="report directory")
     if out.is_dir():
-        _refuse_foreign(out, list(planned()), _own_files(out))
+        owned = _own_files(out)
+        _refuse_other_report(out, owned, kind, overwrite)
+        _refuse_foreign(out, list(planned()), owned)
 
 
 def _unwritable(err: OSError, path: Path, what: str) -> OSError | OutputError:
@@ -386,6 +424,8 @@ class _Owned(NamedTuple):
     #: whether a manifest names the files (a report older than the manifest has none: its
     #: files that this report does not write are left in place)
     listed: bool
+    #: the kind of the report there (:data:`REPORT_KINDS`), when it says or its index shows
+    kind: str | None = None
 
 
 def _sha256_of(data: bytes) -> str:
@@ -432,7 +472,10 @@ def _own_files(out: Path) -> _Owned:
                          "ncprobe wrote; remove the directory by hand or choose another --out"
                          ) from None
     else:
-        return _verify(out, digests, when, listed=True)
+        kind = manifest.get("report")
+        if not isinstance(kind, str):  # a manifest of an earlier ncprobe: the index says
+            kind = _index_kind(out) if "README.md" in digests else None
+        return _verify(out, digests, when, listed=True)._replace(kind=kind)
     try:  # a report older than the manifest: recognised by its index, written last
         with open(out / "README.md", encoding="utf-8") as fh:
             head = fh.read(64)
@@ -442,7 +485,38 @@ def _own_files(out: Path) -> _Owned:
     if not head.startswith("# ncprobe report\n"):
         return _Owned({}, [], False)
     return _verify(out, {n: None for n in os.listdir(out) if _OLD_REPORT_RE.match(n)}, when,
-                   listed=False)
+                   listed=False)._replace(kind="ncimp")
+
+
+def _index_kind(out: Path) -> str | None:
+    """The kind of report whose index ``out/README.md`` is, by its first line; ``None``
+    when it is none of ncprobe's."""
+    try:
+        with open(out / "README.md", encoding="utf-8") as fh:
+            head = fh.readline()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return _INDEX_HEADINGS.get(head)
+
+
+def _refuse_other_report(out: Path, owned: _Owned, kind: str, overwrite: bool) -> None:
+    """Refuse (unless ``overwrite``) a directory holding a report of another kind than
+    ``kind`` whose files are still ncprobe's: this report would remove them."""
+    if overwrite or owned.kind in (None, kind) or not owned.files:
+        return
+    names = sorted(owned.files)
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    raise UsageError(
+        f"{out} holds {_a(owned.kind)} ({len(names)} file(s) ncprobe wrote: {shown}); "
+        f"{_a(kind)} written there would replace or remove them. Nothing was written: "
+        "choose another --out, or pass --overwrite (Python: overwrite=True) to replace "
+        "that report")
+
+
+def _a(kind: str) -> str:
+    """``an NCIMP report``, ``a retrieval report (IdioLink)``: a kind of report in words."""
+    name = REPORT_KINDS.get(kind, f"{kind} report")
+    return ("an " if name.startswith(("NCIMP", "a", "e", "i", "o", "u")) else "a ") + name
 
 
 def _verify(out: Path, digests: dict, written_by: int, *, listed: bool) -> _Owned:
@@ -504,15 +578,18 @@ class _Journal:
     same command resumes instead of taking them for the user's.
     """
 
-    def __init__(self, out: Path, files: dict[str, str], listed: bool = True) -> None:
+    def __init__(self, out: Path, files: dict[str, str], listed: bool = True, *,
+                 kind: str = "ncimp") -> None:
         self.out = out
         self.files = dict(files)  # name -> sha256 of what is there
         self.writing: dict[str, str] = {}  # name -> sha256 of the content being written
         self.listed = listed
+        self.kind = kind
+        self.removed: list[str] = []  # files of earlier reports removed by finish()
         self._save()  # the directory is ncprobe's report from now on
 
     def _save(self) -> None:
-        manifest: dict = {"format": 2, "ncprobe": __version__,
+        manifest: dict = {"format": 2, "ncprobe": __version__, "report": self.kind,
                           "files": dict(sorted(self.files.items()))}
         if self.writing:
             manifest["writing"] = dict(sorted(self.writing.items()))
@@ -541,8 +618,8 @@ class _Journal:
 
     def finish(self, written: set[str]) -> list[str]:
         """Record the report as complete; remove the files of earlier reports that this one
-        did not write and whose content is still ncprobe's. Returns the names of those
-        changed since (kept)."""
+        did not write and whose content is still ncprobe's (named in :attr:`removed`).
+        Returns the names of those changed since (kept)."""
         self.files.update(self.writing)
         self.writing = {}
         kept = []
@@ -564,6 +641,7 @@ class _Journal:
                 continue
             except OSError as e:
                 raise _unwritable(e, path, "report directory") from None
+            self.removed.append(name)
         self._save()
         return kept
 
@@ -690,6 +768,15 @@ def _kill_with_parent() -> bool:
         return False
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one, e.g.
+    under SLURM or ``taskset``; else every CPU), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS, Windows: no affinity masks
+        return max(1, os.cpu_count() or 1)
+
+
 class FigureWorkers:
     """Worker processes that draw figures for :func:`write_report`.
 
@@ -697,12 +784,27 @@ class FigureWorkers:
     so that a caller with other work first (``reproduce`` computes) overlaps the
     workers' start with it. ``jobs`` counts the calling process too: ``jobs - 1``
     workers are started, none for ``jobs=1``.
+
+    Never more processes than there are figures to draw (a process more would only start,
+    import matplotlib and wait: hundreds of MB each) or CPUs this process may use
+    (:func:`usable_cpus`): :attr:`jobs` is ``jobs`` capped so, :attr:`asked` what was given.
+
+    Args:
+        jobs: processes that draw figures, this one included (1 or more).
+        figures: the most figures the report will draw; ``None``: every figure a report
+            may draw (the study's and ncprobe's additions).
     """
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, *, figures: int | None = None) -> None:
         if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
             raise UsageError(f"jobs={jobs!r}: give a whole number of processes, 1 or more")
-        self.jobs = jobs
+        if figures is None:
+            figures = len(_specs(True)[0])
+        self.asked = jobs
+        self.jobs = max(1, min(jobs, figures, usable_cpus()))
+        if self.jobs < jobs:
+            log.info("jobs=%d: %d process(es) draw the figures (%d figure(s) at most, %d "
+                     "CPU(s) usable)", jobs, self.jobs, figures, usable_cpus())
         self.pool: ProcessPoolExecutor | None = None  # started by __enter__ for jobs > 1
 
     def __enter__(self) -> "FigureWorkers":
@@ -881,4 +983,5 @@ def _first_paragraph(doc: str) -> str:
     import re
 
     text = " ".join(doc.strip().split("\n\n")[0].split())
-    return re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+    # written for readers of the report: no reST roles or double backticks
+    return re.sub(r"``([^`]+)``", r"\1", re.sub(r":\w+:`~?([^`]+)`", r"\1", text))

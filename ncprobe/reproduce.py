@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .config import RunConfig, is_lang
-from .encoders.registry import MODELS, availability, offline_models, study_models
+from .encoders.registry import availability, offline_models, study_models
 from .errors import UsageError
 from .executors import Executor, Task
 from .pipeline import compute, run_dir
@@ -122,17 +122,30 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
                     model, lang, "device", options["device"]):
                 notes.append(f"{model} ({lang}): device={options['device']!r} does not apply "
                              "(it runs on no device, or only on another); run without it")
-    # refuse to replace another run before spending any time computing
+            if options.get("batch_tokens") is not None and not takes_option(
+                    model, lang, "batch_tokens", options["batch_tokens"]):
+                notes.append(f"{model} ({lang}): batch_tokens={options['batch_tokens']!r} does "
+                             "not apply (no sub-word tokens: batches of a count); run without "
+                             "it")
+    runner = make_executor(executor, executor_options)
+    # why each model x language cannot run here (None: it runs), asked once
+    unavailable: dict[tuple[str, str], str | None] = {}
     for model in models:
         for lang in langs:
-            spec = MODELS.get(model)
-            if spec is None or spec.covers(lang):
-                cfg = _run_config(model, lang, options)
-                out = run_dir(results_dir, model, lang, cfg)
-                check_target(out, cfg.to_dict(), overwrite=overwrite)
-                check_writable(out)  # a read-only or unwritable results_dir: exit 6 now
+            device = options.get("device")
+            if device is not None and not takes_option(model, lang, "device", device):
+                device = None  # not passed to this model (a note says so)
+            unavailable[(model, lang)] = availability(
+                model, lang, device=runner.assumed_device(model, lang, device))
+    # refuse to replace another run before spending any time computing; a run that is
+    # skipped writes nothing, so what its directory holds is no reason to stop
+    for (model, lang), why in unavailable.items():
+        if why is None:
+            cfg = _run_config(model, lang, options)
+            out = run_dir(results_dir, model, lang, cfg)
+            check_target(out, cfg.to_dict(), overwrite=overwrite, option="--results-dir")
+            check_writable(out)  # a read-only or unwritable results_dir: exit 6 now
 
-    runner = make_executor(executor, executor_options)
     keep = runner.resume_default if resume is None else resume
     runner.prepare(results_dir=Path(results_dir),
                    cache_dir=cache_root(cache_dir) if cache else None)
@@ -155,11 +168,7 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
     for model in models:
         for lang in langs:
             index = order[(model, lang)] = len(order)
-            device = options.get("device")
-            if device is not None and not takes_option(model, lang, "device", device):
-                device = None  # not passed to this model (a note says so)
-            why = availability(model, lang,
-                               device=runner.assumed_device(model, lang, device))
+            why = unavailable[(model, lang)]
             if why:
                 skip(model, lang, why)
                 continue
@@ -241,14 +250,14 @@ def takes_option(model: str, lang: str, option: str, value: object) -> bool:
     class lists the option for any value, or for this one (static vectors: ``device`` ``cpu``
     only). ``value`` ``None``: whether it takes any value. Nothing is loaded; a name that does
     not resolve counts as taking it (its run says what is wrong)."""
-    from .encoders.registry import _resolve
+    from .encoders.registry import _resolve, accepted_options
     from .errors import NcprobeError
 
     try:
         target = _resolve(model, lang, allow_pickle=False, allow_gensim=False)
     except (NcprobeError, ValueError):
         return True
-    accepts = getattr(target.cls, "OPTIONS", {})
+    accepts = accepted_options(target.cls)
     if option not in accepts or option in target.drop:
         return False
     allowed = accepts[option]
@@ -258,11 +267,12 @@ def takes_option(model: str, lang: str, option: str, value: object) -> bool:
 def _run_config(model: str, lang: str, options: dict) -> RunConfig:
     """The RunConfig of one run (a language of the NCIMP data: :func:`reproduce` refuses the
     others first). ``layers`` is left out for a model without layers (:func:`takes_layers`),
-    ``device`` for one it does not apply to (:func:`takes_option`)."""
+    ``device`` and ``batch_tokens`` for one they do not apply to (:func:`takes_option`)."""
     assert is_lang(lang), lang
     if options.get("layers") is not None and not takes_layers(model, lang):
         options = {k: v for k, v in options.items() if k != "layers"}
-    if options.get("device") is not None and not takes_option(model, lang, "device",
-                                                              options["device"]):
-        options = {k: v for k, v in options.items() if k != "device"}
+    for option in ("device", "batch_tokens"):
+        if options.get(option) is not None and not takes_option(model, lang, option,
+                                                                options[option]):
+            options = {k: v for k, v in options.items() if k != option}
     return RunConfig(model=model, lang=lang, **options)

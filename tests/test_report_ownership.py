@@ -304,6 +304,11 @@ def _running(pid: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 def test_figure_workers_end_when_the_report_is_killed(results_dir, tmp_path):
+    # --jobs 3 starts at most 2 workers: fewer where fewer CPUs are usable (never more
+    # processes than CPUs)
+    workers = min(3, report.usable_cpus()) - 1
+    if workers < 1:
+        pytest.skip("one usable CPU: the report starts no worker")
     proc = subprocess.Popen(
         [sys.executable, "-m", "ncprobe", "report", str(results_dir), "--out",
          str(tmp_path / "rep"), "--jobs", "3", "--format", "png"],
@@ -313,10 +318,10 @@ def test_figure_workers_end_when_the_report_is_killed(results_dir, tmp_path):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
             kids = _children(proc.pid)
-            if len(kids) >= 3:  # two figure workers and the resource tracker
+            if len(kids) >= workers + 1:  # the figure workers and the resource tracker
                 break
             time.sleep(0.05)
-        assert len(kids) >= 3, f"the report started {len(kids)} processes"
+        assert len(kids) >= workers + 1, f"the report started {len(kids)} processes"
         time.sleep(2.0)  # the workers up and waiting for figures
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -396,3 +401,107 @@ def test_reproduce_passes_device_to_the_models_it_applies_to(res, tmp_path, monk
     noted = [line for line in err.splitlines() if line.startswith("note: glove-6b-50d")]
     assert len(noted) == (device != "cpu")
     assert not [line for line in err.splitlines() if line.startswith("note: minilm")]
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. one directory, two probes' reports: never replaced without --overwrite (issue 28)
+
+
+@pytest.fixture(scope="module")
+def retrieval_dir(raw_dir, tmp_path_factory) -> Path:
+    """bm25 on one idiom of IdioLink's val split: a retrieval results directory."""
+    from ncprobe.retrieval.probe import retrieve
+
+    out = tmp_path_factory.mktemp("retrieval") / "idiolink-val-bm25"
+    retrieve(["bm25"], "all", "val", idioms=["in the dock"], data_dir=raw_dir, n_boot=20,
+             progress=False, out=out)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", ["ncimp", "idiolink"])
+def test_a_report_of_another_probe_is_replaced_only_with_overwrite(
+        results_dir, retrieval_dir, tmp_path, capsys, caplog, two_figures, first):
+    source = {"ncimp": results_dir, "idiolink": retrieval_dir}
+    second = "idiolink" if first == "ncimp" else "ncimp"
+    out = tmp_path / "rep"
+    assert cli.main(["report", str(source[first]), "--out", str(out), "--format", "png",
+                     "--jobs", "1", "--quiet"]) == 0
+    before = _snapshot(out)
+    theirs = set(json.loads(before[MANIFEST])["files"])
+    assert len(theirs) > 3 and theirs == set(before) - {MANIFEST}
+    capsys.readouterr()
+    assert cli.main(["report", str(source[second]), "--out", str(out), "--format", "png",
+                     "--jobs", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    said = {"ncimp": "an NCIMP report", "idiolink": "a retrieval report"}
+    assert f"holds {said[first]}" in err and f"{len(theirs)} file(s)" in err
+    assert "--overwrite" in err
+    assert _snapshot(out) == before  # nothing written, nothing removed
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ncprobe.report"):
+        assert cli.main(["report", str(source[second]), "--out", str(out), "--format", "png",
+                         "--jobs", "1", "--quiet", "--overwrite"]) == 0
+    after = _snapshot(out)
+    ours = set(json.loads(after[MANIFEST])["files"])
+    assert ours == set(after) - {MANIFEST}
+    gone = sorted(theirs - ours)
+    assert gone and not any((out / n).exists() for n in gone)
+    warned = [r.getMessage() for r in caplog.records if "replaced the" in r.getMessage()]
+    assert len(warned) == 1 and said[first].split(" ", 1)[1] in warned[0]
+    assert f"removed {len(gone)} of its file(s): {', '.join(gone)}" in warned[0]
+    # the manifest now says whose report it is: the same report again needs no --overwrite
+    assert json.loads(after[MANIFEST])["report"] == second
+    assert cli.main(["report", str(source[second]), "--out", str(out), "--format", "png",
+                     "--jobs", "1", "--quiet"]) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# 10. never more figure workers than figures to draw or CPUs (issue 28)
+
+
+class _CountingPool:
+    """A stand-in for ProcessPoolExecutor that records how many workers were asked for and
+    runs nothing (its futures stay pending: the caller draws every figure itself)."""
+
+    asked: list[int] = []
+
+    def __init__(self, max_workers: int, **_kw) -> None:
+        _CountingPool.asked.append(max_workers)
+
+    def submit(self, *_a, **_k):
+        from concurrent.futures import Future
+
+        return Future()
+
+    def shutdown(self, **_kw) -> None:
+        pass
+
+
+@pytest.mark.slow
+def test_figure_workers_never_outnumber_figures_or_cpus(results_dir, tmp_path, monkeypatch,
+                                                         capsys, two_figures):
+    import concurrent.futures
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _CountingPool)
+    monkeypatch.setattr(report, "usable_cpus", lambda: 16)
+    _CountingPool.asked = []
+    with report.FigureWorkers(24, figures=10) as w:
+        assert w.jobs == 10 and w.asked == 24
+    monkeypatch.setattr(report, "usable_cpus", lambda: 3)
+    with report.FigureWorkers(24, figures=10) as w:
+        assert w.jobs == 3
+    with report.FigureWorkers(1, figures=10) as w:
+        assert w.jobs == 1
+    assert _CountingPool.asked == [9, 2]  # workers besides this process; none for 1
+    # the report of two figures with --jobs 24: one worker besides this process
+    monkeypatch.setattr(report, "usable_cpus", lambda: 16)
+    _CountingPool.asked = []
+    assert cli.main(["report", str(results_dir), "--out", str(tmp_path / "rep"), "--format",
+                     "png", "--jobs", "24", "--quiet"]) == 0
+    assert _CountingPool.asked == [len(two_figures) - 1]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        cli.main(["report", "--help"])
+    assert "never more than the figures to draw or the CPUs" in " ".join(
+        capsys.readouterr().out.split())

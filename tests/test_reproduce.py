@@ -65,6 +65,30 @@ def test_reproduce_refuses_an_unknown_language_before_computing(tmp_path, monkey
     assert not (tmp_path / "r").exists() and not (tmp_path / "o").exists()
 
 
+def test_a_skipped_model_s_directory_does_not_stop_reproduce(tmp_path, monkeypatch,
+                                                              offline_hub) -> None:
+    """Issue 28: a directory at the default place of a model that is skipped here (the
+    README's Python example used to save there) is no reason to stop: that run writes
+    nothing. One at the place of a model that runs still stops it, naming --results-dir."""
+    import ncprobe.reproduce as rp
+    from ncprobe.errors import UsageError
+    from ncprobe.pipeline import run_dir
+
+    def never(*a, **k):
+        raise AssertionError("computed")
+
+    monkeypatch.setattr(rp, "compute", never)
+    results = tmp_path / "results"
+    for model in ("bert-ml", "glove-6b-50d"):  # bert-ml: not in the (empty) hub cache
+        theirs = run_dir(results, model, "en", rp._run_config(model, "en", {}))
+        theirs.mkdir(parents=True)
+        (theirs / "my-notes.txt").write_text("not ncprobe's")
+    done = rp.reproduce(["bert-ml"], ["en"], results_dir=results, progress=False)
+    assert [(m, lg) for m, lg, _ in done.skipped] == [("bert-ml", "en")] and not done.ran
+    with pytest.raises(UsageError, match="choose another --results-dir"):
+        rp.reproduce(["glove-6b-50d"], ["en"], results_dir=results, progress=False)
+
+
 @pytest.mark.slow
 def test_reproduce_passes_the_storage_dtype_and_the_token_budget(raw_dir, tmp_path,
                                                                  offline_hub) -> None:

@@ -69,6 +69,34 @@ seconds = number(float, minimum=0.0, name="seconds",
 #: A finite number > 0 (a width).
 positive_number = number(float, minimum=0.0, strict=True, name="positive_number",
                          message="{text!r} is not a number > 0")
+#: Any finite number (not nan, not inf): the ends of a scale, a float field of RunConfig
+#: (whose own checks say what else is refused).
+finite_number = number(float, minimum=-math.inf, name="finite_number",
+                       message="{text!r} is not a finite number")
+
+
+def at_most(parse: Callable[[str], N], maximum: N, message: str) -> Callable[[str], N]:
+    """``parse`` (a :func:`number` type) that also refuses values above ``maximum``, with
+    ``message`` (``{text!r}`` and ``{value}`` as in :func:`number`)."""
+    def bounded(text: str) -> N:
+        value = parse(text)
+        if value > maximum:
+            raise argparse.ArgumentTypeError(message.format(text=text, value=value))
+        return value
+    bounded.__name__ = parse.__name__
+    return bounded
+
+
+#: BM25's k1: a finite number >= 0.
+bm25_k1 = number(float, minimum=0.0, name="bm25_k1",
+                 message="expected a finite number >= 0 (BM25's k1; the benchmark's 0.9), "
+                 "not {text!r}")
+#: BM25's b: a finite number from 0 to 1.
+bm25_b = at_most(number(float, minimum=0.0, name="bm25_b",
+                        message="expected a finite number from 0 to 1 (BM25's b; the "
+                        "benchmark's 0.4), not {text!r}"), 1.0,
+                 "expected a finite number from 0 to 1 (BM25's b; the benchmark's 0.4), not "
+                 "{text!r}")
 
 
 def url_template(text: str) -> str:

@@ -18,7 +18,7 @@ from typing import Sequence
 from ..config import RunConfig
 from ..errors import UsageError
 from ..schema import CORRECTIONS
-from ._argtypes import positive_int
+from ._argtypes import finite_number, positive_int
 
 #: The RunConfig fields that ``reproduce`` passes to every run.
 REPRODUCE_OPTIONS = ("contexts", "layers", "device", "batch_tokens", "store_dtype", "standardise",
@@ -33,9 +33,9 @@ def config_options(parser, config: type | None = None,
     The option is ``--<name>`` (``_`` as ``-``) or the field's ``option`` metadata, with
     ``dest`` the field's name, the field's default, its ``help`` and ``metavar`` metadata,
     the values of a ``Literal`` type as choices (an optional one, ``dtype``, is not
-    restricted: the encoders take other spellings too), a flag for a ``bool`` and a number
-    for an ``int`` or ``float``. Other values are checked by ``config`` itself, in
-    :func:`config_from_args`.
+    restricted: the encoders take other spellings too), a flag for a ``bool``, a whole
+    number for an ``int`` and a finite number for a ``float``. Ranges and other values are
+    checked by ``config`` itself, in :func:`config_from_args`.
     """
     config = config or RunConfig
     hints = typing.get_type_hints(config)
@@ -51,8 +51,10 @@ def config_options(parser, config: type | None = None,
                 kw["choices"] = typing.get_args(hint)
             if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: X
                 hint = next(a for a in typing.get_args(hint) if a is not type(None))
-            if hint in (int, float):
-                kw["type"] = hint
+            if hint is int:  # ranges: RunConfig's checks (the Python API has the same)
+                kw["type"] = int
+            elif hint is float:  # nan and inf are no value of any field
+                kw["type"] = finite_number
             if "metavar" in f.metadata:
                 kw["metavar"] = f.metadata["metavar"]
         parser.add_argument(_option(f), **kw)
@@ -116,7 +118,8 @@ def jobs_option(p: argparse.ArgumentParser) -> None:
     default = min(os.cpu_count() or 1, 4)
     p.add_argument("--jobs", type=positive_int, default=default, metavar="N",
                    help="processes that draw the figures, this one included (default: the "
-                   "CPUs, at most 4; here %(default)s); the files do not depend on it")
+                   "CPUs, at most 4; here %(default)s); never more than the figures to draw "
+                   "or the CPUs this process may use; the files do not depend on it")
 
 
 def accept_edited_option(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ..data.sources import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from ..errors import DataError
-from ._argtypes import count, positive_seconds, seconds, url_template
+from ..schema import PROBE_TASKS
+from ._argtypes import comma_list, count, positive_seconds, seconds, url_template
 from ._options import data_dir_option
 
 
@@ -53,6 +54,10 @@ def add_data_parser(sub, config: type) -> argparse.ArgumentParser:
                         "every tag column and load every stimulus; print each problem with its "
                         "file, row and column. Exit 3 when anything is wrong.")
     data_dir_option(p)
+    p.add_argument("--probe", metavar="P", type=comma_list, default=None,
+                   help=f"check only the files of these probes ({', '.join(PROBE_TASKS)}, or a "
+                   "comma list), each of them required: a missing one is an error (default: "
+                   "every pinned file; a missing extra file is a note naming its probe)")
 
     p = dsub.add_parser("path", help="print the data directory in use")
     data_dir_option(p)
@@ -91,7 +96,7 @@ def _check(root: Path, args: argparse.Namespace) -> int:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        report = check(root)
+        report = check(root, probes=args.probe)
     for w in caught:
         print(f"warning: {w.message}")
     for line in report.tolerated + report.notes:
@@ -121,7 +126,9 @@ def _info(root: Path, args: argparse.Namespace) -> int:
 def _print_info(info: dict) -> None:
     print(f"data directory: {info['data_dir']}")
     for path, f in info["files"].items():
-        print(f"  {f['status']:<10} {f['need']:<9} {path}")
+        # the probe that reads a file; "-": read by none (pinned for completeness or for a
+        # probe to come)
+        print(f"  {f['status']:<10} {f['need']:<9} {f['probe'] or '-':<9} {path}")
     for lang, d in info["languages"].items():
         cls = " / ".join(f"{d['classes'][c]}" for c in ("I", "PC", "C"))
         means = " / ".join("-" if d["class_mean_gold"][c] is None

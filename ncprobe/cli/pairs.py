@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..errors import UsageError
-from ._argtypes import count, positive_number
+from ._argtypes import count, finite_number, positive_number
 
 
 def add_pairs_parser(sub, config: type) -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def add_pairs_parser(sub, config: type) -> argparse.ArgumentParser:
     p.add_argument("--head", choices=("first", "last", "ask"), default=None,
                    help="for rows without head/modifier: the first or last part of a "
                    "two-part compound is the head, or ask for each compound on the terminal")
-    p.add_argument("--scale", type=float, nargs=2, default=(0, 5), metavar=("LOW", "HIGH"),
+    p.add_argument("--scale", type=finite_number, nargs=2, default=(0, 5), metavar=("LOW", "HIGH"),
                    help="the range of the comp gold scores (default 0 5, as NCIMP); a score "
                    "outside it is a bad row (exit 3)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")

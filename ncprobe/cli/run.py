@@ -90,6 +90,11 @@ def add_report_parser(sub, config: type) -> argparse.ArgumentParser:
     accept_edited_option(p)
     p.add_argument("--out", metavar="DIR", default="report", help="output directory "
                    "(default: report)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the report of another probe that --out holds (an NCIMP "
+                   "report by a retrieval report, or the other way round; the files removed "
+                   "are listed); without it such a directory is exit 2. Files ncprobe did not "
+                   "write are never replaced")
     p.add_argument("--format", default="png,pdf",
                    help="comma list of figure formats: png, pdf, svg, svgz, eps, ps, jpg, jpeg, "
                    "tif, tiff, webp (default: png,pdf)")
@@ -114,8 +119,8 @@ def run_report(args: argparse.Namespace, config: type) -> int:
     from ..results.store import probe_of_all
 
     formats = check_formats(args.format)  # before any results are read
-    if probe_of_all(args.results, args.exclude, advice="one report shows one probe; give "
-                    "each its own --out") == "idiolink":
+    if probe_of_all(args.results, args.exclude,
+                    advice="one report shows the results of one probe") == "idiolink":
         return _retrieval_report(args, formats)
     res = load_results(args.results, exclude=args.exclude,  # never two runs of one cell
                        accept_edited=args.accept_edited_results)
@@ -123,7 +128,7 @@ def run_report(args: argparse.Namespace, config: type) -> int:
                            examples=comma_list(args.examples) if args.examples else None,
                            jobs=args.jobs, space=args.space, level=args.level,
                            correct=args.correct, intervals=not args.compact_tables,
-                           progress=None if args.quiet else say)
+                           progress=None if args.quiet else say, overwrite=args.overwrite)
     print(f"{len(written)} files written to {args.out}")
     return 0
 
@@ -139,7 +144,10 @@ def _retrieval_report(args: argparse.Namespace, formats) -> int:
                          "have no such choice")
     res = RetrievalResults.load_many(args.results, exclude=args.exclude,
                                      accept_edited=args.accept_edited_results)
-    written = res.report(args.out, formats=formats)
+    for line in res.edited_lines():  # first, where it cannot be missed
+        print(line, file=sys.stderr)
+    written = res.report(args.out, formats=formats, overwrite=args.overwrite,
+                         progress=None if args.quiet else say)
     print(f"{len(written)} files written to {args.out}")
     return 0
 

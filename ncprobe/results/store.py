@@ -11,7 +11,8 @@ metadata. :func:`read_results` (behind :meth:`Results.from_parquet
 recomputes the run id and the SHA-256 of every file, and refuses a directory edited since
 ncprobe wrote it, naming what differs.
 
-Directory safety: :func:`check_target` (never replace what must not be), :func:`inspect_dir`
+Directory safety: :func:`check_target` (never replace what must not be, never write inside
+another results directory: :func:`enclosing_results`), :func:`inspect_dir`
 (what a path holds), :func:`check_writable` (refuse an unwritable path before any work), and
 the tidying of what killed writes left (:func:`tidy_leftovers`). :func:`find_results` and
 :func:`drop_excluded` name the directories that ``ncprobe report`` and ``compare`` read.
@@ -144,16 +145,38 @@ def probe_of_all(paths, exclude: Iterable[str | os.PathLike] = (), *, advice: st
     ``exclude``) holds: ``ncimp`` when none is found.
 
     Raises:
-        UsageError: directories of different probes, with ``advice`` (what to do).
+        UsageError: directories of different probes: the message names each probe's
+            directories, says ``advice`` (why they cannot go together), and gives the
+            ``--exclude`` options that leave out each probe's directories.
     """
     found = find_results(paths)
     if exclude:
         found = drop_excluded(found, exclude, require_match=False)
-    probes = {probe_of(d) for d in found}
-    if len(probes) > 1:
-        raise UsageError("these directories hold results of different probes ("
-                         + ", ".join(sorted(probes)) + f"): {advice}")
-    return probes.pop() if probes else NCIMP_LAYOUT.probe
+    by_probe: dict[str, list[Path]] = {}
+    for d in found:
+        by_probe.setdefault(probe_of(d), []).append(d)
+    if len(by_probe) > 1:
+        raise UsageError(_mixed_probes_message(by_probe, advice))
+    return next(iter(by_probe)) if by_probe else NCIMP_LAYOUT.probe
+
+
+def _mixed_probes_message(by_probe: Mapping[str, list[Path]], advice: str) -> str:
+    """The refusal of results of several probes read together: each probe's directories,
+    then, per probe, the ``--exclude`` options that keep only its results."""
+    def shown(dirs: list[Path], limit: int = 6) -> str:
+        more = f" and {len(dirs) - limit} more" if len(dirs) > limit else ""
+        return ", ".join(map(str, dirs[:limit])) + more
+
+    held = "; ".join(f"{probe}: {shown(dirs)}" for probe, dirs in sorted(by_probe.items()))
+    keep = []
+    for probe in sorted(by_probe):
+        others = [d for p, dirs in sorted(by_probe.items()) if p != probe for d in dirs]
+        keep.append(f"for the {probe} results alone, add "
+                    + " ".join(f"--exclude {d}" for d in others[:6])
+                    + (f" (and the {len(others) - 6} other directories listed)"
+                       if len(others) > 6 else ""))
+    return (f"these directories hold results of different probes ({held}): {advice}. Leave "
+            f"one probe's directories out: {'; '.join(keep)}")
 
 
 def table_entries(frames: Frames, layout: Layout = NCIMP_LAYOUT) -> dict[str, dict]:
@@ -431,7 +454,13 @@ def _digests_ok(stored, tables: Iterable[str]) -> bool:
 
 
 def _check_runs(runs: list, meta_file: Path, keys: Iterable[str] = ("model", "lang")) -> None:
-    """Refuse a ``run.json`` whose runs lack what every reader of them needs."""
+    """Refuse a ``run.json`` whose runs lack what every reader of them needs: no run at all
+    (nothing says what made the tables), or a run without its ``config`` and the ``keys``
+    of it."""
+    if not runs:
+        raise DataError("its list of runs is empty: nothing says which model, options and "
+                        "data made the tables (ncprobe writes one run per model); the file "
+                        "was edited or damaged: recompute the results", file=str(meta_file))
     for i, m in enumerate(runs, start=1):
         where = f"run {i} of {len(runs)}"
         if not isinstance(m, dict):
@@ -489,7 +518,7 @@ def run_identity(meta: list[dict] | dict) -> list[dict]:
     """
     from dataclasses import MISSING
 
-    from ..config import RunConfig
+    from ..config import RunConfig, canonical_contexts
 
     # a field that a run.json of an older ncprobe lacks had its default value then
     defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
@@ -497,6 +526,12 @@ def run_identity(meta: list[dict] | dict) -> list[dict]:
     out = []
     for m in runs:
         cfg = {**defaults, **(m.get("config") or {})}
+        # contexts as RunConfig spells them: a run that an older ncprobe recorded as asked
+        # (`naturalistic`) is the same run as `nat`
+        try:
+            cfg["contexts"] = canonical_contexts(cfg["contexts"])
+        except (TypeError, ValueError, AttributeError):
+            pass  # an unknown context: compared as written
         ident = {"config": {k: v for k, v in cfg.items() if k not in NOT_IDENTITY},
                  "fingerprint": m.get("fingerprint"), "data_sources": m.get("data_sources")}
         # as written to run.json (tuples become lists), so that read and new compare equal
@@ -575,7 +610,28 @@ def check_writable(path: str | Path) -> None:
     check_can_write(target.parent, target=path, what="results directory")
 
 
-def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool = False) -> None:
+def enclosing_results(path: str | Path, *, itself: bool = False) -> Path | None:
+    """The results directory that ``path`` is inside: the nearest directory above it
+    (``itself``: or ``path`` itself) that holds ``run.json``, or ``None``.
+
+    Anything written there would change that results directory (a directory ncprobe does
+    not write there makes it foreign: never replaced again, and read as two by ``ncprobe
+    report``): results (:func:`check_target`) and reports
+    (:func:`ncprobe.report.check_report_dir`) refuse such a place. ``path`` need not exist;
+    links are followed (where it would be written).
+    """
+    try:
+        real = Path(path).expanduser().resolve()
+    except (RuntimeError, OSError):  # a link loop: the writers name it themselves
+        return None
+    for above in ((real,) if itself else ()) + tuple(real.parents):
+        if (above / "run.json").is_file():
+            return above
+    return None
+
+
+def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool = False,
+                 option: str = "--out") -> None:
     """Refuse to write a run into ``path`` when that would replace something it must not.
 
     Args:
@@ -583,17 +639,31 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
         meta: the new results' ``meta`` (a list of runs), or a RunConfig dict, or runs
             with a ``config`` alone (a check before computing, on the configs alone).
         overwrite: allow replacing a results directory of a different run.
+        option: the command's option that chose ``path`` (``--results-dir`` for reproduce,
+            whose run directories are named below it), named in the messages.
 
     Raises:
-        UsageError: ``path`` is not an ncprobe results directory (never replaced), or holds
-            a different run and ``overwrite`` is false.
+        UsageError: ``path`` is inside a results directory (:func:`enclosing_results`: it
+            would change that one), is not an ncprobe results directory (never replaced), or
+            holds a different run and ``overwrite`` is false.
     """
-    kind, why, runs = inspect_dir(path)
+    above = enclosing_results(path)
+    if above is not None:
+        raise UsageError(f"{path} is inside the results directory {above} (it holds run.json): "
+                         "results written there would change it (ncprobe would no longer "
+                         "take it for a results directory, and would never replace it "
+                         f"again); nothing was written: choose an {option} outside every "
+                         "results directory")
+    try:
+        kind, why, runs = inspect_dir(path)
+    except NotADirectoryError:  # a file where a folder of the path is needed: exit 6,
+        check_writable(path)  # naming it, by the one writability check
+        raise
     if kind in ("missing", "empty"):
         return
     if kind == "foreign":
         raise UsageError(f"{path} is not an ncprobe results directory ({why}); ncprobe never "
-                         "replaces it, even with --overwrite: choose another --out")
+                         f"replaces it, even with --overwrite: choose another {option}")
     new = run_identity(meta)
     old = run_identity(runs)
     if isinstance(meta, dict) or all(m.get("fingerprint") is None for m in meta):
@@ -605,8 +675,8 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
     described = ", ".join("/".join(str(r["config"][k]) for k in ("model", "lang")
                                    if r["config"].get(k) is not None) for r in runs)
     raise UsageError(f"{path} holds another run ({described}; {_differences(old, new)}); "
-                     "pass --overwrite (Python: overwrite=True) to replace it, or choose another "
-                     "--out")
+                     f"pass --overwrite (Python: overwrite=True) to replace it, or choose another "
+                     f"{option}")
 
 
 def _only_results_files(path: str) -> bool:
