@@ -24,6 +24,7 @@ and the footnotes are :mod:`ncprobe.significance`'s (also importable from here, 
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
@@ -38,6 +39,7 @@ from .schema import (
     GOLD,
     LEVEL_LABELS,
     MEASURE_LABELS,
+    MEASURE_MATH_LABELS,
     PAPER_TABLES,
     RATIO,
     SCALED,
@@ -362,22 +364,53 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in _one_line(text))
 
 
+def _measure_pattern() -> re.Pattern[str]:
+    """The plain label of every measure that has a typeset one, longest first (so that
+    ``Sim_R|Syn / Sim_R|WordsSyn`` is one match, not two), never inside a longer name."""
+    labels = sorted({lab for m, lab in MEASURE_LABELS.items()
+                     if MEASURE_MATH_LABELS.get(m, lab) != lab}, key=len, reverse=True)
+    return re.compile("(?<![A-Za-z0-9_])(" + "|".join(re.escape(lab) for lab in labels)
+                      + ")(?![A-Za-z0-9_])")
+
+
+_MEASURES = _measure_pattern()
+#: plain label -> the label the figures typeset (mathtext, which LaTeX reads as it is)
+_TYPESET = {lab: MEASURE_MATH_LABELS.get(m, lab) for m, lab in MEASURE_LABELS.items()}
+
+
+def latex_text(text: str) -> str:
+    """``text`` as :func:`latex_escape` prints it, with every measure's plain label
+    (``Sim_R|Syn``, ``P_Comp(head)`` ...) typeset as the figures typeset it
+    (:data:`~ncprobe.schema.MEASURE_MATH_LABELS`).
+
+    >>> print(latex_text("rho of Sim_R|Syn, 5% > 0"))
+    rho of $\\mathit{Sim}_{\\mathrm{R|Syn}}$, 5\\% $>$ 0
+    """
+    text = _one_line(text)
+    out, at = [], 0
+    for match in _MEASURES.finditer(text):
+        out += [latex_escape(text[at:match.start()]), _TYPESET[match.group(1)]]
+        at = match.end()
+    return "".join(out) + latex_escape(text[at:])
+
+
 def to_latex(df: pd.DataFrame, caption: str | None = None) -> str:
     """A booktabs ``tabular`` (inside a ``table`` with the caption, when one is given).
 
     Label columns (the index levels) are ``l``, value columns ``r``; every header, cell and
-    the caption are escaped with :func:`latex_escape`. Needs ``\\usepackage{booktabs}``.
+    the caption are written with :func:`latex_text` (escaped, measure names and rho typeset
+    as in the figures). Needs ``\\usepackage{booktabs}``.
     """
     header, rows, n_labels = _flat(df)
     spec = "l" * n_labels + "r" * (len(header) - n_labels)
     body = [r"\begin{tabular}{" + spec + "}", r"\toprule",
-            " & ".join(latex_escape(h) for h in header) + r" \\", r"\midrule"]
-    body += [" & ".join(latex_escape(c) for c in r) + r" \\" for r in rows]
+            " & ".join(latex_text(h) for h in header) + r" \\", r"\midrule"]
+    body += [" & ".join(latex_text(c) for c in r) + r" \\" for r in rows]
     body += [r"\bottomrule", r"\end{tabular}"]
     if caption is None:
         return "\n".join(body) + "\n"
     return "\n".join([r"\begin{table}[ht]", r"\centering", r"\small"] + body
-                     + [r"\caption{" + latex_escape(caption) + "}", r"\end{table}"]) + "\n"
+                     + [r"\caption{" + latex_text(caption) + "}", r"\end{table}"]) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,11 +431,15 @@ def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
     each for ``n``, ``rho A``, ``rho B``, ``diff [95% CI]`` (``rho A - rho B`` and its paired
     bootstrap interval), ``p boot``, ``Williams t``, ``p Williams``, ``p corrected`` and
     ``sig.`` (:func:`stars` of the corrected p). Rhos and differences have three decimals,
-    p-values three (``<0.001`` below that).
+    p-values three (``<0.001`` below that); a p that is only a bound (``p_boot_bound``,
+    ``p_corrected_bound``: no resample on the other side of 0) reads ``< 0.0002``
+    (:func:`p_text`). Outputs written before the bound and family columns existed are shown
+    without bounds.
     """
     from .comparison import STAT_COLUMNS
 
-    missing = [c for c in STAT_COLUMNS if c not in df.columns]
+    optional = ("p_boot_bound", "p_corrected_bound", "family", "family_size")
+    missing = [c for c in STAT_COLUMNS if c not in df.columns and c not in optional]
     if missing:
         raise ValueError(f"comparison_table needs the output of ncprobe.comparison.compare; "
                          f"columns missing: {', '.join(missing)}")
@@ -422,11 +459,19 @@ def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
     shown["rho A"] = [_num(x, ".3f") for x in df["rho_a"]]
     shown["rho B"] = [_num(x, ".3f") for x in df["rho_b"]]
     shown["diff [95% CI]"] = diff
-    shown["p boot"] = [p_text(p) for p in df["p_boot"]]
+    def flags(column: str) -> list[bool]:
+        return ([not pd.isna(x) and bool(x) for x in df[column]] if column in df.columns
+                else [False] * len(df))
+
+    shown["p boot"] = [p_text(p, b) for p, b in zip(df["p_boot"], flags("p_boot_bound"),
+                                                     strict=True)]
     shown["Williams t"] = [_num(x, ".2f") for x in df["williams_t"]]
     shown["p Williams"] = [p_text(p) for p in df["p_williams"]]
-    shown["p corrected"] = [p_text(p) for p in df["p_corrected"]]
-    shown["sig."] = [stars(p) for p in df["p_corrected"]]
+    corrected_bound = flags("p_corrected_bound")
+    shown["p corrected"] = [p_text(p, b) for p, b in zip(df["p_corrected"], corrected_bound,
+                                                          strict=True)]
+    shown["sig."] = [stars(p, b) for p, b in zip(df["p_corrected"], corrected_bound,
+                                                  strict=True)]
     return shown.set_index([names[k] for k in keys]) if keys else shown
 
 

@@ -135,3 +135,26 @@ def test_cache_info_and_clear(tmp_path: Path, capsys) -> None:
     assert "m1" in capsys.readouterr().out
     assert main(["cache", "clear", "--cache-dir", str(tmp_path)]) == 0
     assert "removed 1" in capsys.readouterr().out
+
+
+def test_ncprobe_warnings_are_plain_lines_on_stderr() -> None:
+    """Issue 28: a warning of ncprobe's reads `warning: ...` (as errors read `error: ...`),
+    without the path, line and source of ncprobe's code; other packages' warnings as Python
+    shows them. In a process of its own: pytest records warnings instead of showing them."""
+    code = """if True:
+        import warnings
+        from ncprobe.cli import _plain_warnings
+        from ncprobe.significance import ResolutionWarning
+        warnings.simplefilter("always")
+        with _plain_warnings():
+            warnings.warn("2 rows limited by 200 resamples", ResolutionWarning)
+            warnings.warn("someone else's", DeprecationWarning)
+        warnings.warn("after the command", ResolutionWarning)
+    """
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stderr
+    assert "warning: 2 rows limited by 200 resamples\n" in err
+    assert "DeprecationWarning: someone else's" in err
+    # outside a command, Python's own format again
+    assert "ResolutionWarning: after the command" in err
+    assert err.count("ResolutionWarning") == 1

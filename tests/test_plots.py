@@ -428,7 +428,10 @@ def test_ax_draws_one_panel_into_the_callers_axes(res):
     # the ratio: one point per condition, at the median over all NCs, bars to the quartiles
     out = plots.fig_ratio(a, ax=left)
     assert out is mine and mine.axes == [left, right]
-    assert left.get_title() == "model-a" and not right.has_data()
+    # the panel's title, and under it what its values count (the caller's figure has no
+    # title of ncprobe's to hold it)
+    title, n = left.get_title().splitlines()
+    assert title == "model-a" and n.startswith("n = ") and not right.has_data()
     medians, spans = _points(left)
     want = [_dist(res, "model-a", "all", c) for c in CONDITIONS]
     assert sorted(medians) == pytest.approx(sorted(w[0] for w in want))
@@ -451,7 +454,8 @@ def test_ax_of_a_correlogram_of_one_condition(res):
     mine = Figure()
     ax = mine.add_subplot()
     out = plots.fig_correlogram(en_a, contexts="nat", ax=ax, correct="none")
-    assert out is mine and ax.get_title() == "EN-Nat"
+    assert out is mine and ax.get_title().splitlines()[0] == "EN-Nat"
+    assert ax.get_title().splitlines()[1].startswith("n = ")
     want = _expected_correlogram(res, "EN-Nat", models=["model-a"])
     arr = ax.collections[0].get_array()
     drawn = np.ma.filled(np.ma.asarray(arr, dtype=float), np.nan).reshape(want.shape)
@@ -476,3 +480,20 @@ def test_ax_is_refused_for_more_than_one_panel(res, call):
 def test_ax_is_not_taken_by_the_figure_of_two_affinities(res):
     with pytest.raises(TypeError):
         plots.fig_affinity_by_class(_one_model(res), ax=Figure().add_subplot())
+
+
+@pytest.mark.parametrize("name", list(plots.FIGURES))
+def test_every_figure_states_its_n(figure, name):
+    """Issue 28: every figure says what its values count. The synthetic results hold 12 scored
+    English NCs (4 per class) and one without a score or class, and 12 Portuguese ones (4 per
+    class): a panel counts 12 or 13 NCs, a panel by class 12 (4 per class)."""
+    import re
+
+    lines = figure(name)._suptitle.get_text().splitlines()
+    assert len(lines) == 2, lines
+    m = re.fullmatch(r"n = (\d+)(?:-(\d+))? NCs per model and condition(.*)", lines[1])
+    assert m, lines[1]
+    counts = {int(m.group(1)), int(m.group(2) or m.group(1))}
+    by_class = name.endswith("by_class")
+    assert counts == ({12} if by_class else {12, 13})
+    assert m.group(3).startswith(" (I 4, PC 4, C 4)" if by_class else ("", ";"))

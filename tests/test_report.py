@@ -89,6 +89,7 @@ def test_write_report_writes_every_figure_and_table_whatever_the_workers(results
     assert {f"table_{t}.tex" for t in tables.TABLES} <= set(names)
     index = (tmp_path / "one" / "README.md").read_text()
     assert "model-a (en)" in index and "model-b (pt)" in index
+    _assert_written_for_readers(index)
     # figure workers (fresh processes) write the same files, byte for byte
     two = write_report(results, tmp_path / "two", formats=("png", "pdf"), dpi=60, jobs=2)
     assert [p.name for p in one] == [p.name for p in two]
@@ -141,3 +142,27 @@ def test_jobs_must_be_a_whole_number_of_processes(results, tmp_path, jobs):
     with pytest.raises(UsageError, match="jobs="):
         write_report(results, tmp_path / "out", jobs=jobs)
     assert not (tmp_path / "out").exists()
+
+
+def _code_names() -> set[str]:
+    """The names of ncprobe's functions and classes that figure and table code defines."""
+    import inspect
+
+    from ncprobe import inference, report, selection, stats
+
+    names: set[str] = set()
+    for module in (plots, tables, inference, report, selection, stats):
+        names |= {n for n, obj in vars(module).items()
+                  if (inspect.isfunction(obj) or inspect.isclass(obj)) and "_" in n.strip("_")}
+    return names
+
+
+def _assert_written_for_readers(index: str) -> None:
+    """Issue 28: no function names, reST roles or double backticks in the report's index."""
+    import re
+
+    assert "``" not in index and not re.search(r":\w+:`", index)
+    # outside the file names in backticks, no word is the name of a function of ncprobe's
+    prose = re.sub(r"`[^`]*`", "", index)
+    words = set(re.findall(r"\b[A-Za-z]\w*_\w+\b", prose))
+    assert not words & _code_names(), words & _code_names()

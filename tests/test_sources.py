@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import ncprobe
 from ncprobe.cli import main
 from ncprobe.data import sources
 from ncprobe.errors import DownloadError, UsageError
@@ -53,6 +54,26 @@ def test_data_dir_resolution_order(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.delenv("NCPROBE_DATA")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert sources.resolve_data_dir(None) == tmp_path / "cache" / "ncprobe" / "ncimp"
+
+
+def test_a_relative_data_dir_is_named_whole_with_where_it_came_from(monkeypatch, tmp_path):
+    """Issue 28: the README's relative $NCPROBE_DATA from another directory (a notebook's)
+    names the directory it looked in, absolute, and that the variable was relative."""
+    from ncprobe.errors import DataError
+
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    monkeypatch.setenv("NCPROBE_DATA", "../shared/ncimp/raw")
+    where = sources.resolve_data_dir(None)
+    assert where == tmp_path / "shared" / "ncimp" / "raw" and where.is_absolute()
+    with pytest.raises(DataError) as e:
+        ncprobe.load_stimuli("en")
+    msg = str(e.value)
+    assert f"the data directory {tmp_path / 'shared' / 'ncimp' / 'raw'} does not exist" in msg
+    assert "$NCPROBE_DATA=../shared/ncimp/raw" in msg and str(tmp_path / "notebooks") in msg
+    # taken from the directory current when it was resolved, not later
+    monkeypatch.chdir(tmp_path)
+    assert sources.resolve_data_dir(tmp_path / "x") == tmp_path / "x"
 
 
 def _data_pt() -> sources.UpstreamFile:

@@ -73,3 +73,14 @@ def test_one_agg_backend_for_the_suite() -> None:
         for node in top_level:
             assert not _backend_calls(node), f"{path.name}:{node.lineno}: module-level use()"
         assert "Agg" not in [b for _, b in _backend_calls(tree)], path.name
+
+
+def test_the_longest_files_named_to_run_first_exist() -> None:
+    """conftest.py's LONGEST_FIRST names test files of this folder (a renamed file would
+    silently go back to the end of the queue)."""
+    tree = ast.parse((TESTS / "conftest.py").read_text(encoding="utf-8"))
+    [LONGEST_FIRST] = [ast.literal_eval(node.value) for node in ast.walk(tree)
+                       if isinstance(node, ast.Assign)
+                       and [getattr(t, "id", None) for t in node.targets] == ["LONGEST_FIRST"]]
+    missing = [name for name in LONGEST_FIRST if not (TESTS / name).is_file()]
+    assert not missing and len(set(LONGEST_FIRST)) == len(LONGEST_FIRST), missing

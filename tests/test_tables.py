@@ -164,7 +164,16 @@ def _gfm_grid(text: str) -> list[list[str]]:
 _LATEX_READ = {r"\textbackslash{}": "\\", r"\&": "&", r"\%": "%", r"\$": "$", r"\#": "#",
                r"\_": "_", r"\{": "{", r"\}": "}", r"\textasciitilde{}": "~",
                r"\textasciicircum{}": "^", r"\textbar{}": "|", r"\textless{}": "<",
-               r"\textgreater{}": ">", r"$<$": "<", r"$>$": ">", r"$\pm$": "±"}
+               r"\textgreater{}": ">", r"$<$": "<", r"$>$": ">", r"$\pm$": "±",
+               # the measures, typeset as in the figures (issue 28: not as escaped text)
+               r"$P_{\mathrm{Syn}}$": "P_Syn", r"$P_{\mathrm{Comp}}$": "P_Comp",
+               r"$P_{\mathrm{WordsSyn}}$": "P_WordsSyn", r"$P_{\mathrm{Rand}}$": "P_Rand",
+               r"$A_{\mathrm{Syn|WordsSyn}}$": "A_Syn|WordsSyn",
+               r"$A_{\mathrm{Syn|Rand}}$": "A_Syn|Rand",
+               r"$\mathit{Sim}_{\mathrm{R|Syn}}\,/\,\mathit{Sim}_{\mathrm{R|WordsSyn}}$":
+                   "Sim_R|Syn / Sim_R|WordsSyn",
+               r"$\mathit{Sim}_{\mathrm{R|Syn}}$": "Sim_R|Syn",
+               r"$\mathit{Sim}_{\mathrm{R|WordsSyn}}$": "Sim_R|WordsSyn"}
 _LATEX_RAW_FORBIDDEN = set("\\&%$#_{}~^|<>±\n")
 
 
@@ -242,6 +251,18 @@ def test_latex_is_a_booktabs_table_with_every_cell(res, name):
     # index levels are label columns (l), measures value columns (r)
     assert spec == "l" * df.index.nlevels + "r" * df.shape[1]
     assert caption == tables.CAPTIONS[name]
+
+
+def test_latex_typesets_measure_names_as_the_figures_do(res):
+    """Issue 28: measure names in LaTeX tables are mathematics, not escaped underscores."""
+    tex = tables.to_latex(tables.TABLES["scaled_correlations"](res),
+                          tables.CAPTIONS["scaled_correlations"])
+    header = tex.splitlines()[tex.splitlines().index(r"\toprule") + 1]
+    for typeset in (r"$\mathit{Sim}_{\mathrm{R|Syn}}$", r"$\mathit{Sim}_{\mathrm{R|WordsSyn}}$"):
+        assert typeset in header
+    assert r"Sim\_R" not in tex and r"\textbar{}" not in header
+    # a name that only starts like a measure stays text
+    assert tables.latex_text("P_Synx") == r"P\_Synx"
 
 
 def test_latex_escapes_every_special_character():

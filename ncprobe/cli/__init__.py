@@ -17,10 +17,13 @@ it; these modules parse, call and print.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import logging
 import os
 import sys
-from typing import Callable, NamedTuple, Sequence
+import warnings
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 from .._io import UNWRITABLE_ERRNOS, output_error
 from .._version import VERSION as __version__
@@ -111,10 +114,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
 
 
+@contextlib.contextmanager
+def _plain_warnings() -> Iterator[None]:
+    """ncprobe's own warnings (their categories are ncprobe's) as ``warning: <message>`` on
+    stderr while a command runs, as its errors are ``error: <message>``: no file name, line
+    number or source line of ncprobe's code. Other packages' warnings as Python shows them."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if category.__module__.split(".")[0] == "ncprobe":
+            print(f"warning: {message}", file=sys.stderr if file is None else file)
+            return
+        shown(message, category, filename, lineno, file, line)
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
 def _run(argv: Sequence[str] | None) -> int:
     config = RunConfig  # looked up here: a test may patch the module's RunConfig
     parser = build_parser(config)
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if args.command is None:
@@ -125,7 +147,8 @@ def _run(argv: Sequence[str] | None) -> int:
         command_parser.print_help()
         return EXIT_USAGE
     try:
-        return COMMANDS[args.command].run(args, config)
+        with _plain_warnings():
+            return COMMANDS[args.command].run(args, config)
     except DataErrors as e:
         for err in e.errors:
             print(f"error: {err}", file=sys.stderr)
@@ -144,6 +167,35 @@ def _run(argv: Sequence[str] | None) -> int:
         unwritable = output_error(e)
         print(f"error: {unwritable}", file=sys.stderr)
         return unwritable.exit_code
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, with an unknown option refused by the command it was
+    given to: that command's usage, and the options closest to it (``--standardize``: did
+    you mean --standardise?), as argparse's own message names only the top-level usage."""
+    args, extras = parser.parse_known_args(argv)
+    if not extras:
+        return args
+    words = list(sys.argv[1:] if argv is None else argv)
+    owner = parser
+    # the command (and its action) the unknown words came after; words before the command
+    # are the top-level parser's
+    first = words.index(extras[0]) if extras[0] in words else len(words)
+    command = getattr(args, "command", None)
+    if command is not None and command in words[:first]:
+        owner = _subparser(parser, command)
+        action = _subparsers(owner)
+        name = getattr(args, action.dest, None) if action is not None else None
+        if name is not None and name in words[:first]:
+            owner = _subparser(owner, name)
+    known = [s for a in owner._actions for s in a.option_strings if s.startswith("--")]
+    shown = []
+    for word in extras:
+        close = (difflib.get_close_matches(word.split("=", 1)[0], known, n=3, cutoff=0.6)
+                 if word.startswith("--") else [])
+        shown.append(f"{word} (did you mean {' or '.join(close)}?)" if close else word)
+    owner.error(f"unrecognized arguments: {' '.join(shown)}")
+    raise AssertionError("unreachable")  # error() exits (SystemExit 2)
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:

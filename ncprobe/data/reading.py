@@ -256,6 +256,18 @@ class LoadContext:
         """
         path = self.data_dir / rel
         if not path.is_file():
+            if not self.data_dir.is_dir():
+                from .sources import data_dir_origin
+
+                if "<data dir>" in self._reported:  # said once, not once per file
+                    return None
+                self._reported.add("<data dir>")
+                self.sink.error(
+                    f"the data directory {self.data_dir} does not exist (from "
+                    f"{data_dir_origin(Path(self.data_dir))}); run `ncprobe data download`, or "
+                    "point --data-dir / $NCPROBE_DATA at the directory that holds the files "
+                    "(an absolute path works from every directory)", file=rel)
+                return None
             self.sink.error("file not found; run `ncprobe data download`, or point --data-dir / "
                             "$NCPROBE_DATA at a directory that holds it", file=str(path))
             return None

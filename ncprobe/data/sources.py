@@ -14,10 +14,12 @@ mirror. The pins live in ``ncprobe/data/upstream.tsv``.
 from __future__ import annotations
 
 import csv
+import errno
 import http.client
 import logging
 import math
 import os
+import stat
 import string
 import time
 import urllib.error
@@ -101,21 +103,60 @@ def default_data_dir() -> Path:
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
-    """The data directory: ``data_dir``, else ``$NCPROBE_DATA``, else the user cache."""
+    """The data directory, as an absolute path: ``data_dir``, else ``$NCPROBE_DATA``, else
+    the user cache. A relative path is taken from the current directory, once, here: what is
+    read later, and what messages name, does not depend on a directory changed since (a
+    notebook's kernel runs in the notebook's directory)."""
     if data_dir:
-        return Path(data_dir).expanduser()
+        return Path(os.path.abspath(Path(data_dir).expanduser()))
     env = os.environ.get(ENV_VAR)
     if env:
-        return Path(env).expanduser()
+        return Path(os.path.abspath(Path(env).expanduser()))
     return default_data_dir()
 
 
+def data_dir_origin(path: Path) -> str:
+    """Where the data directory ``path`` came from, for messages: ``"$NCPROBE_DATA=../x,
+    relative to the current directory /home/me/notebooks"``, ``"the user cache"`` ..."""
+    env = os.environ.get(ENV_VAR)
+    if env and Path(os.path.abspath(Path(env).expanduser())) == path:
+        raw = Path(env).expanduser()
+        return f"${ENV_VAR}={env}" + ("" if raw.is_absolute() else
+                                       f", relative to the current directory {os.getcwd()}")
+    if path == default_data_dir():
+        return "the user cache, as neither --data-dir nor $NCPROBE_DATA is set"
+    return "--data-dir"
+
+
+#: What :func:`file_status` returns (a status to report, never a crash): ``verified``;
+#: ``missing`` (nothing at the path); ``mismatch`` (a file with other content);
+#: ``unreadable`` (a file that cannot be read, e.g. no read permission); ``not-file``
+#: (present but a directory, a FIFO, a socket or a device); ``bad-link`` (a symbolic link
+#: to nothing, or a link loop).
+FILE_STATUSES = ("verified", "missing", "mismatch", "unreadable", "not-file", "bad-link")
+
+
 def file_status(data_dir: Path, f: UpstreamFile) -> str:
-    """``verified``, ``missing``, ``mismatch`` (present with other content) or ``unreadable``
-    (present but cannot be read, e.g. no read permission: a status to report, not a crash)."""
+    """The status of the pinned file ``f`` in ``data_dir``: one of :data:`FILE_STATUSES`.
+
+    Only a regular file is read (following symbolic links): a directory or a FIFO at the path
+    is ``not-file``, never opened, and a link that leads nowhere is ``bad-link``, not
+    ``missing``: both are something the user put there, which ``missing`` would hide.
+    """
     p = Path(data_dir) / f.local_path
-    if not p.is_file():
-        return "missing"
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        # a dangling link: the path exists (lstat), its target does not
+        return "bad-link" if os.path.islink(p) else "missing"
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "bad-link"
+        if e.errno == errno.ENOTDIR:  # a file where a folder of the path should be
+            return "missing"
+        return "unreadable"  # e.g. no search permission on a folder of the path
+    if not stat.S_ISREG(st.st_mode):
+        return "not-file"
     try:
         data = p.read_bytes()
     except OSError:

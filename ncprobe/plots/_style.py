@@ -207,6 +207,37 @@ def _label(measure: str) -> str:
     return MEASURE_MATH_LABELS.get(measure, measure)
 
 
+def _span(counts) -> str:
+    """``280``, or ``279-280`` where the counts differ."""
+    values = sorted({int(c) for c in counts})
+    return f"{values[0]}" if len(values) == 1 else f"{values[0]}-{values[-1]}"
+
+
+def n_text(data: pd.DataFrame, *, by_class: bool = False) -> str:
+    """What ``n`` is in a figure of per-NC values: the NCs with a value in each panel's
+    condition (``"n = 280 NCs per condition"``; ``"n = 279-280 ..."`` where models or
+    conditions differ), and per class when ``by_class`` (``"(I 103, PC 88, C 89)"``).
+
+    ``data`` has the columns ``model``, ``condition``, ``nc``, ``value`` (and ``cls``); each
+    NC counts once per model and condition however many rows (measures) it has there.
+    """
+    rows = data.dropna(subset=["value"])
+    if by_class and "cls" in rows.columns:  # an NC without a class is in no panel
+        rows = rows[rows["cls"].isin(CLASSES)]
+    if rows.empty:
+        return "n = 0 NCs"
+    keys = ["model", "condition"]
+    text = (f"n = {_span(rows.groupby(keys, observed=True)['nc'].nunique())} NCs per "
+            + ("model and condition" if rows["model"].nunique() > 1 else "condition"))
+    if by_class and "cls" in rows.columns:
+        counts = rows.groupby([*keys, "cls"], observed=True)["nc"].nunique()
+        shown = [f"{cls} {_span(counts.xs(cls, level='cls'))}" for cls in CLASSES
+                 if cls in counts.index.get_level_values("cls")]
+        if shown:
+            text += " (" + ", ".join(shown) + ")"
+    return text
+
+
 def _models_with(data: pd.DataFrame, all_models: list[str], what: str, notes: list[str]
                  ) -> list[str]:
     have = set(data["model"]) if len(data) else set()
@@ -276,11 +307,13 @@ class _Grid:
         """Where the legends go: the figure, or the caller's Axes."""
         return self.fig if self.ax is None else self.ax
 
-    def finish(self, title: str) -> None:
-        """The figure's title (not on the caller's figure) and readable tick labels."""
+    def finish(self, title: str, n: str) -> None:
+        """The figure's title and ``n`` (what the values count, :func:`n_text`) under it, and
+        readable tick labels; on the caller's Axes, ``n`` under its title instead."""
         if self.ax is None:
-            _finish(self.fig, title)
+            _finish(self.fig, title, n)
         else:
+            self.ax.set_title(f"{self.ax.get_title()}\n{n}" if self.ax.get_title() else n)
             _declutter(self.fig, [self.ax])
 
 
@@ -373,9 +406,16 @@ def _declutter(fig, axes=None) -> None:
                 t.set_rotation_mode("anchor")
 
 
-def _finish(fig, title: str) -> None:
-    fig.suptitle(title)
+def _finish(fig, title: str, n: str) -> None:
+    """The title, ``n`` on a second line (every figure says what it counts), and readable
+    tick labels."""
+    suptitle(fig, title, n)
     _declutter(fig)
+
+
+def suptitle(fig, title: str, n: str) -> None:
+    """A figure's title with ``n`` (what its values count) on a second line."""
+    fig.suptitle(f"{title}\n{n}")
 
 
 def _boxes(ax, sub: pd.DataFrame, *, x: str, order: list[str], hue: str, hue_order: list[str],

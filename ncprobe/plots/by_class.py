@@ -29,6 +29,7 @@ from ._style import (
     _one_panel,
     _returned,
     _short,
+    n_text,
     style,
 )
 
@@ -66,7 +67,8 @@ def _class_figure(results: Results, *, measures: list[str], level: str, title: s
         _mark_classes(results, grid.axes, models, measures, conds, notes, level=level,
                       space=space, contexts=contexts, layers=layers, correct=correct)
         _legend(grid.legend_on, _class_handles())
-        grid.finish(title + f", {LEVEL_LABELS.get(level, level)} level ({space} space)")
+        grid.finish(title + f", {LEVEL_LABELS.get(level, level)} level ({space} space)",
+                    n_text(data, by_class=True))
     return _returned(grid.fig, notes, return_notes)
 
 

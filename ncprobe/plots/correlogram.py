@@ -26,9 +26,11 @@ from ._style import (
     _one_panel,
     _returned,
     _short,
+    n_text,
     new_figure,
     root_figure,
     style,
+    suptitle,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,12 +111,13 @@ def fig_correlogram(results: Results, *, level: str = "nc", space: str = "raw", 
     panels = [(c, *correlogram_matrix(results, c, level=level, space=space, measures=measures,
                                       gold=gold, layers=layers)) for c in conds]
     panels, blank = _corrected_panels(panels, correct)
+    n = n_text(conds_all) + "; a cell: the NCs both variables have"
     if ax is not None:
         with style():
             cond, variables, rho, p = panels[0]
             mesh = _correlogram_panel(ax, variables, rho, p)
             _model_axis_names(ax, variables)
-            ax.set_title(cond)
+            ax.set_title(f"{cond}\n{n}")
             if mesh is not None:
                 ax.figure.colorbar(mesh, ax=ax, aspect=30,
                                    label=f"Spearman ρ\n(blank: {blank})")
@@ -150,8 +153,8 @@ def fig_correlogram(results: Results, *, level: str = "nc", space: str = "raw", 
         if mesh is not None:
             fig.colorbar(mesh, ax=list(flat[:len(panels)]), shrink=min(0.8, 3.0 / height + 0.3),
                          aspect=30, label=f"Spearman ρ\n(blank: {blank})")
-        fig.suptitle(f"Correlogram of models × measures, {LEVEL_LABELS.get(level, level)} level "
-                     f"({space} space)")
+        suptitle(fig, f"Correlogram of models × measures, {LEVEL_LABELS.get(level, level)} "
+                 f"level ({space} space)", n)
     return _returned(fig, notes, return_notes)
 
 

@@ -25,6 +25,7 @@ from ._style import (
     _short,
     _short_measure,
     condition_palette,
+    n_text,
     style,
 )
 
@@ -60,7 +61,7 @@ def _distribution_figure(results: Results, *, measures: list[str], level: str, t
                     loc="outside lower left", ncols=1 if len(models) == 1 else None)
         else:
             _condition_legend(grid.legend_on, conds)
-        grid.finish(title + f" ({space} space)")
+        grid.finish(title + f" ({space} space)", n_text(data))
     return _returned(grid.fig, notes, return_notes)
 
 
@@ -119,7 +120,7 @@ def fig_nc_cosines(results: Results, *, space: str = "raw", contexts=None, layer
                    sharey: bool = False, ideal: bool | None = None, ax: Axes | None = None,
                    return_notes: bool = False
         ) -> Figure | tuple[Figure, list[str]]:
-    """Figure 2: as sentence_cosines at NC level (the NC's own tokens, in context).
+    """Figure 2: as figure 1 at NC level (the NC's own tokens, in context).
 
     That is :func:`fig_sentence_cosines` with the NC-level values. P_Comp is the
     per-sentence max of the head and modifier substitutions. Sentence-level-only

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from ..inference import ratio_quartiles
 from ..schema import CLASSES, LEVEL_LABELS, RATIO, Correction
+from ..selection import select
 from ._docs import fill_doc
 from ._style import (
     CLASS_PALETTE,
@@ -30,6 +31,7 @@ from ._style import (
     _returned,
     _short,
     condition_palette,
+    n_text,
     style,
 )
 from .by_class import _mark_classes
@@ -96,8 +98,10 @@ def fig_ratio(results: Results, *, level: str = "nc", space: str = "raw", contex
               layers=None, ax: Axes | None = None, return_notes: bool = False
         ) -> Figure | tuple[Figure, list[str]]:
     """Figure 8: the ratio Sim_R|Syn / Sim_R|WordsSyn, median and inter-quartile range
-    (25th-75th percentile) over the NCs, per model and condition (per-NC ``measures`` table,
-    all NCs; the numbers: :func:`ratio_quartiles`).
+    (25th-75th percentile) over all the NCs, per model and condition.
+
+    The numbers: :func:`ncprobe.inference.ratio_quartiles` (from the per-NC ``measures``
+    table).
 
     The study drew mean ± sd; the ratio is heavy-tailed (NCs with Sim_R|WordsSyn near 0
     give values far out: GloVe's mean ± sd spans about -30..30), so the median and IQR are
@@ -133,7 +137,9 @@ def fig_ratio_by_class(results: Results, *, level: str = "nc", space: str = "raw
                        return_notes: bool = False, correct: Correction = "holm"
         ) -> Figure | tuple[Figure, list[str]]:
     """Figure 9: the ratio Sim_R|Syn / Sim_R|WordsSyn, median and inter-quartile range per
-    class and condition (as figure 8, :func:`fig_ratio`).
+    class and condition (as figure 8).
+
+    Drawn as :func:`fig_ratio` draws figure 8.
 
     {class_marks}
 
@@ -184,8 +190,11 @@ def _ratio_figure(results: Results, *, by_class: bool, level, space, contexts, l
                 _ideal_panel(grid.ideal[0], [RATIO], ratio=True)
                 grid.ideal[0].set_xticks([0], [_label(RATIO)])
             _legend(grid.legend_on, _class_handles())
+        values = select(results.measures, space=space, level=level, contexts=contexts,
+                        measures=[RATIO], layers=layers)
         grid.finish(f"Ratio of Scaled Similarities{' by class' if by_class else ''} "
-                    f"(median, IQR), {LEVEL_LABELS.get(level, level)} level ({space} space)")
+                    f"(median, IQR), {LEVEL_LABELS.get(level, level)} level ({space} space)",
+                    n_text(values, by_class=by_class))
     return _returned(grid.fig, notes, return_notes)
 
 

@@ -27,7 +27,16 @@ from matplotlib.ticker import PercentFormatter
 
 from ..errors import NoData, UsageError
 from ..retrieval.queries import USAGE_NAMES, check_table, mode_label
-from ._style import PANEL_HEIGHT, _declutter, _legend, _short, new_figure, root_figure, style
+from ._style import (
+    PANEL_HEIGHT,
+    _declutter,
+    _legend,
+    _short,
+    new_figure,
+    root_figure,
+    style,
+    suptitle,
+)
 
 #: Colour of each query mode, in the order the modes are shown: plain queries blue (sentence
 #: darker, span lighter), instructed queries orange (likewise).
@@ -66,6 +75,18 @@ def _mode_handles(modes: Sequence[str], *, dots: bool = False) -> list:
                        markeredgewidth=0.5, label=mode_label(m)) for m in modes]
     return [Patch(facecolor=MODE_PALETTE[m], edgecolor=_EDGE, linewidth=0.5,
                   label=mode_label(m)) for m in modes]
+
+
+def _n_queries(rows: pd.DataFrame) -> str:
+    """``n = 1500 queries, 75 idioms`` of a panel's rows (the counts every row of it has; a
+    range where models or modes differ)."""
+    parts = []
+    for col, unit in (("n", "queries"), ("n_idioms", "idioms")):
+        values = sorted({int(v) for v in rows[col] if pd.notna(v)}) if col in rows else []
+        if values:
+            shown = f"{values[0]}" if len(values) == 1 else f"{values[0]}-{values[-1]}"
+            parts.append(f"{shown} {unit}")
+    return "n = " + ", ".join(parts) if parts else "n not recorded"
 
 
 def _percent_axis(axis) -> None:
@@ -147,7 +168,7 @@ def plot_modes(overall: pd.DataFrame, metric: str, *, ax: Axes | None = None,
             pax.set_ylim(0, 100)
             _percent_axis(pax.yaxis)
             pax.grid(False, axis="x")
-            pax.set_title(USAGE_TITLES[u])
+            pax.set_title(f"{USAGE_TITLES[u]}\n{_n_queries(rows)}")
             pax.set_ylabel(METRIC_NAMES[metric] if i == 0 else "")
         handles = _mode_handles(modes)
         if ax is None:
@@ -249,7 +270,11 @@ def plot_idioms(per_idiom: pd.DataFrame, metric: str, *, model: str | Sequence[s
             pax.set_xlabel(f"{METRIC_NAMES[metric]} (mean over the idiom's queries)")
         _legend(fig, _mode_handles(shown_modes, dots=True), title="query mode")
         shown = f"the {len(order)} hardest idioms" if top is not None else "every idiom"
-        fig.suptitle(f"{METRIC_NAMES[metric]} per idiom, all queries: {shown}, hardest first")
+        counts = rows.drop_duplicates(["model", "mode", "idiom"])["n"]
+        per = sorted({int(c) for c in counts if pd.notna(c)})
+        queries = (f"{per[0]}" if len(per) == 1 else f"{per[0]}-{per[-1]}") if per else "?"
+        suptitle(fig, f"{METRIC_NAMES[metric]} per idiom, all queries: {shown}, hardest first",
+                 f"n = {queries} queries per idiom, {len(order)} idioms shown")
     return fig
 
 
