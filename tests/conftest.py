@@ -12,14 +12,24 @@ import pytest
 
 from .data_dir import data_dir_verdict
 
+# With pytest -n, each worker (and every process it starts: the README's commands, the
+# notebooks' kernels) computes with its share of the cores. Left alone, torch starts one
+# thread per core in every process, and two workers' threads wait on each other by spinning
+# (OpenMP): the README test took 352 s beside the notebooks, 120 s alone. Set before
+# anything imports torch; a value already set is kept.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS",
+                          str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
+
 #: The test files that take longest on a 2-core machine (seconds, all their tests, measured
 #: 2026-11-26), run first: with ``-n`` and ``--dist loadfile`` each file goes whole to one
 #: worker, in collection order (``--no-loadscope-reorder``, setup.cfg), so the long ones start
 #: while the short ones fill the gaps, instead of one long file starting last.
-LONGEST_FIRST = ("test_readme.py",        # 123 s: the README's commands, in order
-                 "test_notebooks.py",     # 93 s: every notebook, top to bottom
-                 "test_slurm.py",         # 73 s: a real cluster's jobs
-                 "test_report_ownership.py", "test_layers.py", "test_report.py",
+LONGEST_FIRST = ("test_readme.py",        # 135 s: the README's commands, in order
+                 "test_notebooks.py",     # 79 s: every notebook, top to bottom
+                 "test_slurm.py",         # 76 s: a real cluster's jobs
+                 "test_report.py", "test_layers.py", "test_report_ownership.py",
                  "test_encoders.py", "test_reproduce.py", "test_compare_cli.py")
 
 

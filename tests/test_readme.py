@@ -50,11 +50,11 @@ def test_every_block_is_run_or_left_out_for_a_stated_reason() -> None:
     langs = {lang for lang, _ in blocks}
     assert langs <= {"bash", "python", "bibtex"}, langs
     run = runnable(blocks)
-    # the first-run sequence is run: the data, both offline models, the report, the second
-    # probe, the Python API
+    # the first-run sequence is run: the data, the default model, the report, the second
+    # probe with the offline minilm, the Python API
     joined = "\n".join(code for _, code in run)
-    for command in ("export NCPROBE_DATA=", "ncprobe compute", "ncprobe compute --model minilm",
-                    "ncprobe report results", "ncprobe retrieve", "import ncprobe"):
+    for command in ("export NCPROBE_DATA=", "ncprobe compute", "ncprobe report results",
+                    "ncprobe retrieve --model minilm", "import ncprobe"):
         assert command in joined, command
 
 
@@ -84,8 +84,10 @@ def test_the_readme_commands_run_in_order_from_a_fresh_checkout(raw_dir, tmp_pat
                                       f"{code}\n--- stderr:\n{done.stderr[-3000:]}")
         if lang == "bash":
             env = dict(item.split("=", 1) for item in envfile.read_text().split("\0") if item)
-    # what the sequence promises is there: both runs, their report, the retrieval run
+    # what the sequence promises is there: the run, its report, the retrieval run and its
+    # report, the Python example's report
     results = checkout / "results"
     assert (results / "glove-6b-50d-en" / "run.json").is_file()
-    assert (results / "minilm-en" / "run.json").is_file()
-    assert (checkout / "report" / "README.md").is_file()
+    assert (results / "idiolink-test-minilm+bm25" / "run.json").is_file()
+    for report in ("report", "report-idiolink", "report-glove"):
+        assert (checkout / report / "README.md").is_file(), report
