@@ -69,9 +69,7 @@ def analyse(stimuli: Stimuli, emb: Embeddings, cfg: RunConfig, *, model: str,
     if len(view_levels) != len(view_names):
         raise ValueError(f"view_levels has {len(view_levels)} entries for {len(view_names)} "
                          "views")
-    empty = [name for name, have in zip(view_names, view_levels, strict=True)
-             if not set(have) & set(levels)]
-    if empty and len(empty) == len(view_names):
+    if view_levels and not any(set(have) & set(levels) for have in view_levels):
         raise ValueError(f"no view has the level(s) {', '.join(levels)} of the run")
     meta = dict(meta or {"config": cfg.to_dict()})
     notes = list(meta.get("notes", []))

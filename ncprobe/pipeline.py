@@ -197,10 +197,12 @@ def compute(config: RunConfig | None = None, *,
     loss, said = store_loss_record(cfg.store_dtype, emb.store_loss)  # what half precision did
     meta.update(loss)
     notes += said
-    names = _view_names(encoder)
     with emb:
-        return analyse(stimuli, emb, cfg, model=encoder.name, view_names=names,
-                       levels=run_levels, meta=meta, view_levels=_view_levels(encoder, names))
+        # view_levels: a sentence-transformers model's own embedding has the sentence level
+        # only; an encoder that does not say has its levels in every view
+        return analyse(stimuli, emb, cfg, model=encoder.name, view_names=_view_names(encoder),
+                       levels=run_levels, meta=meta,
+                       view_levels=getattr(encoder, "view_levels", None))
 
 
 def _levels(cfg: RunConfig, encoder) -> tuple[Level, ...]:
@@ -219,15 +221,6 @@ def _view_names(encoder) -> list[str]:
     if named:
         return list(named)
     return ["+".join(str(i) for i in v) for v in encoder.views]
-
-
-def _view_levels(encoder, names: Sequence[str]) -> list[tuple[str, ...]]:
-    """The levels of each view: the encoder's ``view_levels`` where it has them (its own
-    sentence embedding: the sentence level only), else its levels for every view."""
-    given = getattr(encoder, "view_levels", None)
-    if given is not None:
-        return [tuple(v) for v in given]
-    return [tuple(getattr(encoder, "levels", LEVELS))] * len(names)
 
 
 def _versions() -> dict:

@@ -131,7 +131,7 @@ def _compare_retrieval(args: argparse.Namespace, out) -> int:
     the same queries, mode by mode (paired tests over idioms, corrected across the rows)."""
     from ..retrieval.report import paired_tests_latex, paired_tests_markdown
     from ..retrieval.results import RetrievalResults
-    from ..retrieval.stats import paired_tests
+    from ..retrieval.stats import across_family, paired_tests
 
     if args.select_a or args.select_b:
         raise UsageError("--a/--b select rows of NCIMP results; retrieval results are "
@@ -151,7 +151,7 @@ def _compare_retrieval(args: argparse.Namespace, out) -> int:
     # two directories names it (ncprobe.retrieval.results.tests_across_runs)
     df = paired_tests(both.per_query, pairs, n_boot=args.n_boot, seed=args.seed,
                       correction=args.correct, n_flips=args.n_flips,
-                      family=f"models across runs: {args.results_a}, {args.results_b}")
+                      family=across_family([args.results_a, args.results_b]))
     # results read although edited: said first, where it cannot be missed
     text = "".join(f"{line}\n\n" for line in both.edited_lines()) + paired_tests_markdown(df)
     print(text, end="" if text.endswith("\n") else "\n")

@@ -108,18 +108,23 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     read later, and what messages name, does not depend on a directory changed since (a
     notebook's kernel runs in the notebook's directory)."""
     if data_dir:
-        return Path(os.path.abspath(Path(data_dir).expanduser()))
+        return _absolute(data_dir)
     env = os.environ.get(ENV_VAR)
     if env:
-        return Path(os.path.abspath(Path(env).expanduser()))
+        return _absolute(env)
     return default_data_dir()
+
+
+def _absolute(path: str | os.PathLike) -> Path:
+    """``path`` with ``~`` expanded, made absolute from the current directory (links kept)."""
+    return Path(os.path.abspath(Path(path).expanduser()))
 
 
 def data_dir_origin(path: Path) -> str:
     """Where the data directory ``path`` came from, for messages: ``"$NCPROBE_DATA=../x,
     relative to the current directory /home/me/notebooks"``, ``"the user cache"`` ..."""
     env = os.environ.get(ENV_VAR)
-    if env and Path(os.path.abspath(Path(env).expanduser())) == path:
+    if env and _absolute(env) == path:
         raw = Path(env).expanduser()
         return f"${ENV_VAR}={env}" + ("" if raw.is_absolute() else
                                        f", relative to the current directory {os.getcwd()}")

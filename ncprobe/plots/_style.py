@@ -2,9 +2,11 @@
 
 Public: the palettes (:data:`CONDITION_PALETTE`, :func:`condition_palette`,
 :data:`CLASS_PALETTE`), the ideal values (:data:`IDEAL`), the layout sizes, :func:`style`
-(the context every figure is drawn in) and :func:`new_figure` (a Figure unknown to pyplot,
-drawn with Agg). The helpers with a leading underscore are the figure modules' own: the grid
-of panels, legends, the ideal panel, boxes, and readable tick labels.
+(the context every figure is drawn in), :func:`new_figure` (a Figure unknown to pyplot,
+drawn with Agg), and what every figure states under its title: :func:`suptitle` (the title
+and ``n``), :func:`n_text` (the NCs of a figure of per-NC values) and :func:`count_range`
+(``280``, or ``279-280``). The helpers with a leading underscore are the figure modules'
+own: the grid of panels, legends, the ideal panel, boxes, and readable tick labels.
 """
 
 from __future__ import annotations
@@ -207,9 +209,12 @@ def _label(measure: str) -> str:
     return MEASURE_MATH_LABELS.get(measure, measure)
 
 
-def _span(counts) -> str:
-    """``280``, or ``279-280`` where the counts differ."""
-    values = sorted({int(c) for c in counts})
+def count_range(counts) -> str | None:
+    """How many, as a figure's ``n`` says it: ``280``, or ``279-280`` where the counts
+    differ (missing values left out); ``None`` for no count at all."""
+    values = sorted({int(c) for c in counts if not pd.isna(c)})
+    if not values:
+        return None
     return f"{values[0]}" if len(values) == 1 else f"{values[0]}-{values[-1]}"
 
 
@@ -227,11 +232,11 @@ def n_text(data: pd.DataFrame, *, by_class: bool = False) -> str:
     if rows.empty:
         return "n = 0 NCs"
     keys = ["model", "condition"]
-    text = (f"n = {_span(rows.groupby(keys, observed=True)['nc'].nunique())} NCs per "
+    text = (f"n = {count_range(rows.groupby(keys, observed=True)['nc'].nunique())} NCs per "
             + ("model and condition" if rows["model"].nunique() > 1 else "condition"))
     if by_class and "cls" in rows.columns:
         counts = rows.groupby([*keys, "cls"], observed=True)["nc"].nunique()
-        shown = [f"{cls} {_span(counts.xs(cls, level='cls'))}" for cls in CLASSES
+        shown = [f"{cls} {count_range(counts.xs(cls, level='cls'))}" for cls in CLASSES
                  if cls in counts.index.get_level_values("cls")]
         if shown:
             text += " (" + ", ".join(shown) + ")"

@@ -27,6 +27,7 @@ from ._style import (
     _one_panel,
     _returned,
     _short,
+    count_range,
     new_figure,
     root_figure,
     style,
@@ -212,8 +213,5 @@ def _band_and_line(pax: Axes, rows: pd.DataFrame, colour: str, measure: str) -> 
 def _n_text(cor: pd.DataFrame) -> str:
     """``n`` of the figure: the NCs each rho is computed over (``n = 281 NCs per rho``; a
     range where conditions, models or layers differ)."""
-    counts = sorted({int(v) for v in cor["n"].dropna()})
-    if not counts:
-        return "n = 0 NCs"
-    shown = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-    return f"n = {shown} NCs per ρ"
+    shown = count_range(cor["n"])
+    return "n = 0 NCs" if shown is None else f"n = {shown} NCs per ρ"

@@ -32,6 +32,7 @@ from ._style import (
     _declutter,
     _legend,
     _short,
+    count_range,
     new_figure,
     root_figure,
     style,
@@ -80,12 +81,9 @@ def _mode_handles(modes: Sequence[str], *, dots: bool = False) -> list:
 def _n_queries(rows: pd.DataFrame) -> str:
     """``n = 1500 queries, 75 idioms`` of a panel's rows (the counts every row of it has; a
     range where models or modes differ)."""
-    parts = []
-    for col, unit in (("n", "queries"), ("n_idioms", "idioms")):
-        values = sorted({int(v) for v in rows[col] if pd.notna(v)}) if col in rows else []
-        if values:
-            shown = f"{values[0]}" if len(values) == 1 else f"{values[0]}-{values[-1]}"
-            parts.append(f"{shown} {unit}")
+    shown = [(count_range(rows[col]) if col in rows else None, unit)
+             for col, unit in (("n", "queries"), ("n_idioms", "idioms"))]
+    parts = [f"{n} {unit}" for n, unit in shown if n is not None]
     return "n = " + ", ".join(parts) if parts else "n not recorded"
 
 
@@ -270,9 +268,7 @@ def plot_idioms(per_idiom: pd.DataFrame, metric: str, *, model: str | Sequence[s
             pax.set_xlabel(f"{METRIC_NAMES[metric]} (mean over the idiom's queries)")
         _legend(fig, _mode_handles(shown_modes, dots=True), title="query mode")
         shown = f"the {len(order)} hardest idioms" if top is not None else "every idiom"
-        counts = rows.drop_duplicates(["model", "mode", "idiom"])["n"]
-        per = sorted({int(c) for c in counts if pd.notna(c)})
-        queries = (f"{per[0]}" if len(per) == 1 else f"{per[0]}-{per[-1]}") if per else "?"
+        queries = count_range(rows.drop_duplicates(["model", "mode", "idiom"])["n"]) or "?"
         suptitle(fig, f"{METRIC_NAMES[metric]} per idiom, all queries: {shown}, hardest first",
                  f"n = {queries} queries per idiom, {len(order)} idioms shown")
     return fig

@@ -34,6 +34,7 @@ from ..schema import ResultTable as Table
 from .query import Filter, filter_rows
 from .store import (
     TABLES,
+    data_read,
     drop_excluded,
     find_results,
     read_results,
@@ -391,15 +392,7 @@ def check_same_data(results: Sequence[Results], names: Sequence[str]) -> None:
         UsageError: naming both results, each file whose blob ids differ (and which side's
             file differs from its pin, ``modified_data``), and what to do.
     """
-    def data_of(res: Results) -> tuple[dict[str, str], set[str]]:
-        data: dict[str, str] = {}
-        modified: set[str] = set()
-        for m in res.meta:
-            data.update({str(k): str(v) for k, v in (m.get("data_sources") or {}).items()})
-            modified |= set(map(str, m.get("modified_data") or {}))
-        return data, modified
-
-    seen = [data_of(r) for r in results]
+    seen = [data_read(r.meta) for r in results]
     for j in range(len(results)):
         for i in range(j):
             (da, ma), (db, mb) = seen[i], seen[j]

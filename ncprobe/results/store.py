@@ -610,6 +610,20 @@ def check_writable(path: str | Path) -> None:
     check_can_write(target.parent, target=path, what="results directory")
 
 
+def data_read(runs: Iterable[Mapping]) -> tuple[dict[str, str], set[str]]:
+    """What the runs ``runs`` (a results' ``meta``) were computed from: every data file read,
+    file -> git blob id (``run.json``'s ``data_sources``), and those of them that differed
+    from their pin (``modified_data``). Results are shown or tested together only where
+    these agree (:func:`ncprobe.results.check_same_data`, and the retrieval probe's
+    ``check_same_items``)."""
+    data: dict[str, str] = {}
+    modified: set[str] = set()
+    for m in runs:
+        data.update({str(k): str(v) for k, v in (m.get("data_sources") or {}).items()})
+        modified |= set(map(str, m.get("modified_data") or {}))
+    return data, modified
+
+
 def enclosing_results(path: str | Path, *, itself: bool = False) -> Path | None:
     """The results directory that ``path`` is inside: the nearest directory above it
     (``itself``: or ``path`` itself) that holds ``run.json``, or ``None``.

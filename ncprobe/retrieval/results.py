@@ -380,12 +380,9 @@ def check_same_items(results: Sequence["RetrievalResults"], names: Sequence[str]
 
 def _items_of(res: "RetrievalResults") -> dict:
     """What a retrieval result was run on: split, idioms, queries, documents, data files."""
-    data: dict[str, str] = {}
-    modified: set[str] = set()
+    data, modified = store.data_read(res.meta)
     documents: set[int] = set()
     for m in res.meta:
-        data.update({str(k): str(v) for k, v in (m.get("data_sources") or {}).items()})
-        modified |= set(m.get("modified_data") or {})
         n = (m.get("corpus") or {}).get("documents")
         if isinstance(n, int):
             documents.add(n)
@@ -491,7 +488,7 @@ def tests_across_runs(results: Sequence["RetrievalResults"], names: Sequence[str
         A tests table (:data:`ncprobe.retrieval.stats.TEST_COLUMNS`), empty when no two
         results share a mode.
     """
-    from .stats import TEST_COLUMNS, paired_tests
+    from .stats import TEST_COLUMNS, across_family, paired_tests
 
     modes = list(dict.fromkeys(mode for r in results for _, mode in r.cells))
     pairs = []
@@ -506,7 +503,7 @@ def tests_across_runs(results: Sequence["RetrievalResults"], names: Sequence[str
     return paired_tests(per_query, pairs, n_boot=int(_shared_option(results, "n_boot", 1000)),
                         seed=int(_shared_option(results, "seed", 0)),
                         correction=str(_shared_option(results, "correction", "holm")),
-                        family="models across runs: " + ", ".join(map(str, names)))
+                        family=across_family(names))
 
 
 def check_models(models: Iterable[str]) -> list[str]:

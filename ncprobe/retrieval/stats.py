@@ -55,8 +55,8 @@ from ..stats import (
 )
 from .metrics import METRICS
 
-__all__ = ["MODE_PAIRS", "TEST_COLUMNS", "USAGES", "cluster_intervals", "default_pairs",
-           "paired_tests", "run_family"]
+__all__ = ["MODE_PAIRS", "TEST_COLUMNS", "USAGES", "across_family", "cluster_intervals",
+           "default_pairs", "paired_tests", "run_family"]
 
 #: The query usages of a cell's rows: every query, then each usage alone.
 USAGES = ("all", "literal", "idiomatic")
@@ -201,6 +201,13 @@ def run_family(models: Sequence[str]) -> str:
     """The name of a run's own family of tests: its mode comparisons and its model
     comparisons, corrected together whatever else is reported with them."""
     return f"run {' + '.join(models)}: its modes and models"
+
+
+def across_family(names: Sequence[object]) -> str:
+    """The name of the family of model-vs-model tests between the runs ``names`` (their
+    results directories): corrected together, never with a run's own tests (a report of
+    several directories and ``ncprobe compare`` name it alike)."""
+    return "models across runs: " + ", ".join(map(str, names))
 
 
 def _cell_name(cell: Cell) -> str:
