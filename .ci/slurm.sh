@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A single-node SLURM cluster on this machine, for the tests of `ncprobe reproduce --executor
-# slurm` (tests/test_slurm.py): Debian's packages, no systemd, no accounting, everything under
+# slurm` (tests/executors/test_slurm.py): Debian's packages, no systemd, no accounting, everything under
 # one state directory. Needs root (the daemons run as root; apt-get installs what is missing).
 #
 #   eval "$(bash .ci/slurm.sh start)"   # starts it; prints `export SLURM_CONF=...` on stdout

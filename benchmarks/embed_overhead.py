@@ -123,7 +123,7 @@ def main() -> None:
 
     import ncprobe
     from ncprobe.batches import plan_batches
-    from ncprobe.cache import EmbeddingStore
+    from ncprobe.cache.store import EmbeddingStore
     from ncprobe.embed import embed
     from ncprobe.encoders import load_encoder
 

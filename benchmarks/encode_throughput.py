@@ -62,7 +62,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import ncprobe
-    from ncprobe.cache import EmbeddingStore
+    from ncprobe.cache.store import EmbeddingStore
     from ncprobe.embed import embed
     from ncprobe.encoders import load_encoder
 

@@ -67,15 +67,32 @@ def _split_grouped(text: str) -> str:
     return "\n".join(out)
 
 
+def _imported_doc(obj: griffe.Object) -> str | None:
+    """The docstring a class has once its module is imported, where ncprobe writes part of
+    it then: a config class whose ``Attributes`` come from its fields' help
+    (:func:`ncprobe.config.document_fields`); else ``None``."""
+    if not obj.is_class:
+        return None
+    import importlib
+    import inspect
+
+    runtime = getattr(importlib.import_module(obj.module.path), obj.name, None)
+    if not getattr(runtime, "_doc_from_fields", False):
+        return None
+    return inspect.cleandoc(runtime.__doc__ or "")
+
+
 class ExampleSections(griffe.Extension):
-    """Rewrite a docstring's ``Example:``, Sphinx roles and grouped parameters (see above)."""
+    """Rewrite a docstring's ``Example:``, Sphinx roles and grouped parameters (see above);
+    a config class's docstring is the one it has when imported."""
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
             # the figures' shared paragraphs ({return_notes} ...), filled as at import time
             from ncprobe.plots._docs import FIGURE_DOCS
 
-            text = FIGURE_DOCS.fill_text(obj.docstring.value, strict=False)
+            text = _imported_doc(obj) or obj.docstring.value
+            text = FIGURE_DOCS.fill_text(text, strict=False)
             text = _EXAMPLE.sub(r"\1Examples:", text)
             text = _ROLE.sub(_role, text)
             obj.docstring.value = _split_grouped(text)

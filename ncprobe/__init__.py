@@ -12,6 +12,11 @@ The public API::
     res.wide(level="nc")    # one row per NC, one column per measure (ncprobe.MEASURES)
     print(res.summary())
     ncprobe.compare(res_a, res_b)    # rho of two runs, cell by cell: a tidy DataFrame
+    ret = ncprobe.run("idiolink", models=["minilm"])   # any probe by name (ncprobe.probes)
+    ret.select("overall", usage="idiomatic")        # every probe's results: one interface
+
+``ncprobe.run(PROBE, ...)`` runs any probe of :data:`ncprobe.probes.PROBES`;
+``ncprobe.compute`` is ``run("ncimp", ...)``, ``ncprobe.retrieve`` ``run("idiolink", ...)``.
 
 ``ncprobe.compare`` is :func:`ncprobe.comparison.compare`; the module's other names (e.g.
 ``STAT_COLUMNS``) are in :mod:`ncprobe.comparison`.
@@ -43,25 +48,27 @@ from .errors import (
     NcprobeError,
 )
 from .pipeline import compute
+from .probes import run
 from .results import Results
 
-# the vocabularies (ncprobe.schema holds every name): PROBES are the stimuli's probe
-# families, TABLES the tables of a Results
-from .schema import CLASSES, CONTEXTS, MEASURES
-from .schema import PROBE_FAMILIES as PROBES
+# the vocabularies (ncprobe.schema holds every name): SUBSTITUTIONS are the stimuli's
+# substitutions (P_Syn ...), TABLES the tables of a Results
+from .schema import CLASSES, CONTEXTS, MEASURES, SUBSTITUTIONS
 from .schema import RESULT_TABLES as TABLES
 
 if TYPE_CHECKING:
     from .data.generate import generate_pairs
     from .data.idiolink import load_idiolink
+    from .retrieval.config import RetrievalConfig
     from .retrieval.probe import retrieve
     from .retrieval.results import RetrievalResults
 
-__all__ = ["CLASSES", "CONTEXTS", "MEASURES", "PROBES", "TABLES", "DataError", "DataErrors",
+__all__ = ["CLASSES", "CONTEXTS", "MEASURES", "SUBSTITUTIONS", "TABLES", "DataError", "DataErrors",
            "DownloadError", "MissingPackageError", "ModelUnavailableError", "NcprobeError",
-           "NounCompound", "Results", "RetrievalResults", "RunConfig", "SplicedStimuliWarning",
-           "Stimuli", "Stimulus", "__version__", "compare", "compute", "download", "generate_pairs",
-           "load_idiolink", "load_pairs", "load_stimuli", "resolve_data_dir", "retrieve"]
+           "NounCompound", "Results", "RetrievalConfig", "RetrievalResults", "RunConfig",
+           "SplicedStimuliWarning", "Stimuli", "Stimulus", "__version__", "compare", "compute",
+           "download", "generate_pairs", "load_idiolink", "load_pairs", "load_stimuli",
+           "resolve_data_dir", "retrieve", "run"]
 
 
 def __getattr__(name: str):
@@ -82,4 +89,8 @@ def __getattr__(name: str):
         from .retrieval.results import RetrievalResults
 
         return RetrievalResults
+    if name == "RetrievalConfig":
+        from .retrieval.config import RetrievalConfig
+
+        return RetrievalConfig
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,8 @@ process uses (``tempfile.mkstemp`` in the target directory), is flushed to disk
 the final name only ever holds complete content.
 
 Hashes: :func:`file_sha256` (a file's content), :class:`FileHashCache` (the same,
-remembered between runs), :func:`tree_sha256` (a directory), :func:`git_blob_sha1`
+remembered between runs; :func:`hash_cache` is the one of model weights, in the cache root
+that :func:`cache_root` names), :func:`tree_sha256` (a directory), :func:`git_blob_sha1`
 (the id git gives a file) and :func:`json_sha256` (a JSON-able value).
 """
 
@@ -303,6 +304,39 @@ class FileHashCache:
         except OSError as e:  # a read-only cache only costs time
             log.debug("could not write %s: %s", self.path, e)
         self._entries, self._dirty = keep, False
+
+
+#: The environment variable naming the embedding cache root (when no directory is given).
+CACHE_ENV = "NCPROBE_CACHE"
+
+
+def cache_root(path: str | os.PathLike | None = None) -> Path:
+    """The embedding cache root: ``path``, else ``$NCPROBE_CACHE``, else the user cache
+    directory (``platformdirs.user_cache_dir("ncprobe")/embeddings``)."""
+    if path:
+        return Path(path).expanduser()
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("ncprobe")) / "embeddings"
+
+
+@contextlib.contextmanager
+def hash_cache() -> Iterator[FileHashCache]:
+    """The per-file hash cache of model weights, ``<cache root>/file-sha256.json``, saved
+    when the block ends (whether or not hashing succeeded).
+
+    Fingerprints hash the content of every weight file; remembering each file's digest
+    (by path, size and times) keeps that to one read per changed file. It lives in the
+    cache root beside the store entries, which ``cache info`` and ``cache clear`` leave
+    alone. Here, not in :mod:`ncprobe.cache`, so that encoders need not import the store.
+    """
+    cache = FileHashCache(cache_root() / HASH_CACHE_NAME)
+    try:
+        yield cache
+    finally:
+        cache.save()
 
 
 def _skipped(rel: Path) -> bool:

@@ -36,9 +36,9 @@ from .schema import (
     GROUP_OF_CONTEXT,
     NATURALISTIC,
     OWN_VIEW,
-    PROBE_MEASURES,
     RESULT_COLUMNS,
     RUN_KEYS,
+    SUBSTITUTION_MEASURES,
     TOKEN_SCORE_COLUMNS,
     Level,
 )
@@ -351,7 +351,7 @@ def _lexical_overlap(sentences: pd.DataFrame, base: pd.DataFrame, cfg: RunConfig
                      ) -> pd.DataFrame:
     """Spearman between naturalistic sentence length (words) and the sentence-level Sim."""
     nat = sentences[(sentences["level"] == "sent") & sentences["context"].isin(NATURALISTIC)
-                    & sentences["measure"].isin(PROBE_MEASURES)]
+                    & sentences["measure"].isin(SUBSTITUTION_MEASURES)]
     lengths = base.drop_duplicates(["lang", "nc", "context"])[["lang", "nc", "context", "length"]]
     nat = nat.merge(lengths, on=["lang", "nc", "context"], how="left")
     rows = []

@@ -34,16 +34,20 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from .errors import UsageError
-from .results import CELL_KEYS, Results, refuse_repeated_cells
-from .results.query import filter_rows
+from .query import filter_rows
+from .results.cells import CELL_KEYS, check_same_data, refuse_repeated_cells
 from .schema import GOLD, Correction
 from .significance import ALPHA, check_correction, warn_resolution
 from .stats import correct_bounded, paired_bootstrap_rho_diff, resamples_for, spearman, williams_t
+
+if TYPE_CHECKING:
+    from .results import Results
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +146,6 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
     """
     check_correction(correct)
     if b is not None and b is not a:  # two runs of different data: never one test
-        from .results.core import check_same_data
-
         check_same_data([a, b], ["side A", "side B"])
     if b is None:
         if select_b is None or dict(select_b) == dict(select_a or {}):
@@ -418,7 +420,7 @@ def differing_options(a: Results, b: Results | None) -> str | None:
     import json
     from dataclasses import MISSING, fields
 
-    from .cache import LOSS_KEY
+    from .cache.dtypes import LOSS_KEY
     from .config import RunConfig
 
     order = [f.name for f in fields(RunConfig)]

@@ -1,9 +1,21 @@
-"""RunConfig: everything that defines one ``ncprobe compute`` run."""
+"""RunConfig: everything that defines one ``ncprobe compute`` run; and what makes a config
+class the one place a probe's run options are declared.
+
+A config class is a frozen dataclass whose fields are the run options, each with its default,
+its check (in ``__post_init__``) and its ``help`` metadata. From it come: the command line's
+options (:func:`ncprobe.cli.config_options`), the keyword options of the function that runs
+the probe (:func:`config_of`, as :func:`ncprobe.compute` takes ``model=...``) and that
+function's signature as ``help()`` and editors show it (:func:`takes_config`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Iterable, TypeGuard
+import difflib
+import inspect
+import textwrap
+import typing
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields
+from typing import Any, Callable, Iterable, TypeGuard, TypeVar
 
 from .data.stimuli import expand_contexts
 
@@ -28,6 +40,9 @@ from .schema import (
 )
 
 DEFAULT_MODEL = "glove-6b-50d"
+
+C = TypeVar("C")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def canonical_contexts(contexts: str | Iterable[str]) -> str:
@@ -216,3 +231,90 @@ _FIELDS = {f.name: f for f in fields(RunConfig)}
 #: default: a run that does not use them keeps the ``run.json`` and run id it had before
 #: (a missing field reads as its default everywhere: ``from_dict``, run identity).
 OMITTED_AT_DEFAULT = ("store_dtype", "batch_tokens")
+
+
+def field_default(f: Field) -> Any:
+    """The default of a config field (every field of a config class has one: an option left
+    out takes it)."""
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    raise TypeError(f"config field {f.name!r} has no default")
+
+
+def config_of(cls: type[C], config: C | None, options: dict[str, Any], *, caller: str) -> C:
+    """The config a function that takes ``config`` or keyword ``options`` runs with.
+
+    Each option is a field of ``cls``; ``None`` stands for the field's default.
+
+    Args:
+        cls: the config class (a dataclass: :class:`RunConfig`, ...).
+        config: an instance of ``cls``, or ``None``.
+        options: the function's keyword options (its ``**options``).
+        caller: the function's name, for the messages.
+
+    Raises:
+        TypeError: an option that is no field of ``cls`` (with the closest names), a
+            ``config`` of another class, or both ``config`` and options.
+        ValueError: a value ``cls`` refuses (its own checks).
+    """
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    for name in options:
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=3)
+            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}"
+                            + (f" (did you mean {' or '.join(close)}?)" if close else "")
+                            + f"; its options are the fields of {cls.__name__}: "
+                            + ", ".join(names))
+    given = {name: value for name, value in options.items() if value is not None}
+    if config is None:
+        return cls(**given)
+    if not isinstance(config, cls):
+        raise TypeError(f"{caller}() takes a {cls.__name__} as its first argument, not "
+                        f"{type(config).__name__} (give the options by name: "
+                        f"{caller}({names[0]}=...))")
+    if given:
+        raise TypeError(f"give either a {cls.__name__} or keyword options, not both (got "
+                        f"{', '.join(given)} with the {cls.__name__})")
+    return config
+
+
+def document_fields(cls: type[C]) -> type[C]:
+    """Class decorator: ``cls``'s docstring gains an ``Attributes`` section, one entry per
+    field made from its ``help`` metadata (``%(default)s`` as the default), so that
+    ``help(cls)`` and the API reference say what each field means without a second text
+    to keep in step."""
+    lines = ["", "", "    Attributes:"]
+    for f in fields(cls):  # type: ignore[arg-type]
+        text = f.metadata.get("help", "").replace("%(default)s", str(field_default(f)))
+        lines += textwrap.wrap(f"{f.name}: {text.replace('%%', '%')}", width=92,
+                               initial_indent=" " * 8, subsequent_indent=" " * 12,
+                               break_on_hyphens=False)
+    cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n".join(lines) + "\n    "
+    # the API reference reads the source, where the section is not: docs/griffe_ncprobe.py
+    # takes the docstring of a class marked so from the class itself
+    cls._doc_from_fields = True  # type: ignore[attr-defined]
+    return cls
+
+
+def takes_config(cls: type) -> Callable[[F], F]:
+    """Decorator: the function's signature, as :func:`inspect.signature`, ``help()`` and
+    IPython show it, names the fields of ``cls`` (their types and defaults) in place of its
+    ``**options``, before its other keyword-only parameters; the function itself is
+    unchanged (:func:`config_of` makes its config)."""
+    hints = typing.get_type_hints(cls)
+
+    def decorate(func: F) -> F:
+        sig = inspect.signature(func)
+        params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        first = [p for p in params if p.kind is not p.KEYWORD_ONLY]
+        rest = [p for p in params if p.kind is p.KEYWORD_ONLY]
+        options = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
+                                     default=field_default(f), annotation=hints[f.name])
+                   for f in fields(cls)]
+        func.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[*first, *options, *rest])
+        return func
+
+    return decorate

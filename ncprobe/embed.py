@@ -3,14 +3,14 @@
 Identical (sentence, span) items — the original sentence that every probe of
 a context is compared with, or sentences shared between contexts — are
 encoded once. Missing items are sorted by length (less padding), encoded in
-batches, and written to the :class:`~ncprobe.cache.EmbeddingStore` every
+batches, and written to the :class:`~ncprobe.cache.store.EmbeddingStore` every
 ``flush_every`` items (or sooner: when the batches waiting hold ``flush_bytes`` of
 vectors, and in halving shards near the end, see :func:`_shard_full`), so an interrupted
 run loses at most that much work.
 
 What :func:`embed` returns is addressed by layer view: :meth:`Embeddings.part` gives
 the vectors of one part (sentence or span) and one view, read from the store when
-they are needed (:class:`~ncprobe.cache.StoredVectors`), so a layer-wise run never
+they are needed (:class:`~ncprobe.cache.store.StoredVectors`), so a layer-wise run never
 holds more than one view's vectors of its stimuli. ``Embeddings.sent`` and
 ``Embeddings.span`` still give every view at once, for the small cases that want them.
 
@@ -30,14 +30,8 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from .batches import BackgroundWriter, run_batches
-from .cache import (
-    EmbeddingStore,
-    StoredVectors,
-    check_store_dtype,
-    decode_vectors,
-    encode_measured,
-    item_key,
-)
+from .cache.dtypes import check_store_dtype, decode_vectors, encode_measured
+from .cache.store import EmbeddingStore, StoredVectors, item_key
 from .data.stimuli import Stimulus
 from .encoders.base import Encoded, Encoder, SentenceTooLongError, has_own_sentence
 from .errors import DataError, NcprobeError, UsageError
@@ -75,7 +69,7 @@ class _Arrays:
     where given, ``(items, 1, own dim)``."""
 
     #: how far storing moved them (see StoredVectors.store_loss): set by _Collector
-    store_loss: float | None = 0.0
+    store_loss: float = 0.0
 
     def __init__(self, sent: np.ndarray, span: np.ndarray, rows: np.ndarray | None = None,
                  dtype: str | None = None, own: np.ndarray | None = None) -> None:
@@ -110,9 +104,8 @@ class _WithOwn:
         return self.main.read(part, view)
 
     @property
-    def store_loss(self) -> float | None:
-        a, b = self.main.store_loss, self.own.store_loss
-        return None if a is None or b is None else max(a, b)
+    def store_loss(self) -> float:
+        return max(self.main.store_loss, self.own.store_loss)
 
     def close(self) -> None:
         try:
@@ -171,10 +164,9 @@ class Embeddings:
         return bool(getattr(self._source, "has_own", False))
 
     @property
-    def store_loss(self) -> float | None:
+    def store_loss(self) -> float:
         """The largest angle (radians) between a vector as kept (``store_dtype``) and its
-        float32 original (:func:`ncprobe.cache.storage_loss`; 0.0: float32, exact); ``None``
-        where the store does not say (half precision stored by ncprobe <= 0.2)."""
+        float32 original (:func:`ncprobe.cache.dtypes.storage_loss`; 0.0: float32, exact)."""
         return getattr(self._source, "store_loss", 0.0)
 
     def part(self, part: str, view: int) -> np.ndarray:
@@ -276,7 +268,7 @@ def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStor
     from the look-up to the last shard written: a second run on the same cache waits,
     then finds the items the first one stored instead of encoding and storing them again.
     When something must be encoded, the entries are checked to be writable first
-    (:meth:`~ncprobe.cache.EmbeddingStore.check_writable`), so a read-only cache stops the
+    (:meth:`~ncprobe.cache.store.EmbeddingStore.check_writable`), so a read-only cache stops the
     run before the encoding, not after it. The vectors are then read from the store one
     view at a time, when asked for (the shards are opened before the lock is released;
     :meth:`Embeddings.close` lets them go). Without a store, the unique items' vectors stay
@@ -480,7 +472,7 @@ class _Collector:
         self.own: np.ndarray | None = None
         self.missing = np.zeros(items, dtype=np.int64)
         self.missing_span = np.zeros(items, dtype=np.int64)
-        self.loss = 0.0  # the largest angle storing moved a vector (cache.storage_loss)
+        self.loss = 0.0  # the largest angle storing moved a vector (cache.dtypes.storage_loss)
 
     def _encode(self, x) -> np.ndarray:
         """``x`` as kept in the dtype: refused where it would lose more than rounding."""

@@ -42,17 +42,17 @@ from .schema import (
     GROUP_OF_CONTEXT,
     MEASURES,
     NC_KEYS,
-    PROBE_MEASURES,
     RATIO,
     RUN_KEYS,
     SCALED,
+    SUBSTITUTION_MEASURES,
 )
 
 #: Distance from 1 (for Sim(rand)) or 0 (for a ratio's denominator) below which a
 #: scaled value is undefined.
 EPS = 1e-6
 
-__all__ = ["AFFINITIES", "EPS", "MEASURES", "PROBE_MEASURES", "RATIO", "RUN_KEYS", "SCALED",
+__all__ = ["AFFINITIES", "EPS", "MEASURES", "SUBSTITUTION_MEASURES", "RATIO", "RUN_KEYS", "SCALED",
            "affinity", "cosine", "nc_measures", "ratio", "scaled_similarity",
            "sentence_measures", "undefined_counts"]
 

@@ -16,18 +16,18 @@ import warnings
 from dataclasses import MISSING, fields
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ._io import json_sha256, safe_name
+from ._io import cache_root, json_sha256, safe_name
 from ._version import VERSION as __version__
 from .analysis import analyse
-from .config import RunConfig, is_level
+from .config import RunConfig, config_of, is_level, takes_config
 from .data.stimuli import Stimuli
 from .embed import embed, own_store
 from .encoders.base import has_own_sentence
 from .errors import UsageError
 from .results import Results
-from .schema import LEVELS, Dtype, EnNaturalistic, Gold, Lang, Level, WordsSyn
+from .schema import LEVELS, Level
 
 log = logging.getLogger(__name__)
 
@@ -35,63 +35,21 @@ _PACKAGES = ("numpy", "pandas", "pyarrow", "torch", "transformers", "sentence-tr
              "gensim", "simple-elmo-pytorch")
 
 
-def compute(config: RunConfig | None = None, *,
-            model: str | None = None,
-            lang: Lang | None = None,
-            contexts: str | None = None,
-            levels: Level | Sequence[Level] | str | None = None,
-            layers: str | None = None,
-            device: str | None = None,
-            dtype: Dtype | None = None,
-            batch_size: int | None = None,
-            batch_tokens: int | None = None,
-            store_dtype: Dtype | None = None,
-            standardise: bool | None = None,
-            wordssyn: WordsSyn | None = None,
-            gold: Gold | None = None,
-            per_sentence: bool | None = None,
-            n_boot: int | None = None,
-            seed: int | None = None,
-            top_k: int | None = None,
-            en_naturalistic: EnNaturalistic | None = None,
-            accept_modified_data: bool | None = None,
-            stimuli: Stimuli | None = None, encoder=None,
+@takes_config(RunConfig)
+def compute(config: RunConfig | None = None, /, *, stimuli: Stimuli | None = None, encoder=None,
             data_dir=None, cache: bool = True, cache_dir=None, progress: bool = True,
-            allow_pickle: bool = False, allow_gensim_downloader: bool = False) -> Results:
+            allow_pickle: bool = False, allow_gensim_downloader: bool = False,
+            **options: Any) -> Results:
     """Run one model on one language: every cosine, measure and statistic.
 
-    The options from ``model`` to ``accept_modified_data`` are the fields of
-    :class:`~ncprobe.config.RunConfig`, with its meanings and checks. ``None``, the
-    default of each, means the RunConfig default (``RunConfig`` is the one place that
-    holds the defaults: ``glove-6b-50d``, ``en``, ``nat,neut``, 32, 1000 ...); a field
-    whose default is ``None`` (``levels``, ``layers``, ``device``, ``dtype``) means the
-    same either way.
+    The run options are the fields of :class:`~ncprobe.config.RunConfig` (``model``,
+    ``lang``, ``contexts``, ``levels``, ``layers``, ``n_boot``, ...: ``help(RunConfig)``),
+    given either as a ``RunConfig`` or as keywords, with RunConfig's defaults, meanings and
+    checks; ``help(compute)`` lists them in its signature. An option given as ``None`` takes
+    its default.
 
     Args:
-        config: a :class:`~ncprobe.config.RunConfig`, instead of the options (not both).
-        model: alias (``ncprobe models``), HuggingFace id, model directory or vector file.
-        lang: ``en`` or ``pt``.
-        contexts: ``nat``, ``neut``, ``neut-pl``, ``all``, or a comma list of those or of
-            context ids (``S1,N``).
-        levels: ``sent`` and/or ``nc`` (a sequence or a comma list); default: every level
-            the model provides.
-        layers: layer views of transformer models (default: mean of the last four;
-            ``all``; ``-1``; ``9+10+11+12``; comma lists for several views).
-        device, dtype: where and in which precision the model runs (``float32``,
-            ``float16``, ``bfloat16``).
-        batch_size: sentences per forward pass.
-        batch_tokens: transformer models: as many sentences per forward pass as keep
-            sentences x the longest one's tokens within this budget (instead of a count).
-        store_dtype: how vectors are kept in the embedding cache and in memory (``float32``,
-            exact; ``float16`` or ``bfloat16``: half the disk, results move slightly).
-        standardise: also compute every measure on z-scored vectors (space ``standardised``).
-        wordssyn: ``first`` (the paper's single P_WordsSyn) or ``all`` (every alternative).
-        gold: ``comp`` (Eq. 1, token level) or ``type`` (type-level score).
-        per_sentence: also correlate sentence measures with each sentence's token-level score.
-        n_boot, seed: bootstrap resamples (0: no intervals) and their seed.
-        top_k: rogue dimensions listed per condition.
-        en_naturalistic: ``auto``, ``official`` or ``reference`` (see ``load_stimuli``).
-        accept_modified_data: compute on NCIMP files that differ from their pin.
+        config: a :class:`~ncprobe.config.RunConfig`, instead of the keyword options (not both).
         stimuli: stimuli to use instead of the NCIMP files (e.g. ``load_pairs(...)``).
         encoder: an encoder object to use instead of loading ``config.model``; every table
             and ``meta["config"]["model"]`` then name ``encoder.name``. The config's
@@ -103,34 +61,25 @@ def compute(config: RunConfig | None = None, *,
         progress: show a progress bar while encoding.
         allow_pickle, allow_gensim_downloader: passed to
             :func:`~ncprobe.encoders.load_encoder` (gensim ``.kv`` pickles; gensim-data).
+        **options: the fields of :class:`~ncprobe.config.RunConfig`, by name.
 
     Raises:
-        TypeError: an unknown keyword, or both ``config`` and options.
+        TypeError: an option that is no RunConfig field (naming the closest), or both
+            ``config`` and options.
         ValueError: an option value RunConfig refuses.
 
     Example:
         >>> res = ncprobe.compute(model="glove-6b-50d", lang="en")   # doctest: +SKIP
         >>> print(res.summary())                                      # doctest: +SKIP
     """
-    # the RunConfig fields, one keyword each (a test holds these names to RunConfig's fields)
-    keywords: dict[str, Any] = {
-        "model": model, "lang": lang, "contexts": contexts, "levels": levels, "layers": layers,
-        "device": device, "dtype": dtype, "batch_size": batch_size,
-        "batch_tokens": batch_tokens, "store_dtype": store_dtype,
-        "standardise": standardise,
-        "wordssyn": wordssyn, "gold": gold, "per_sentence": per_sentence, "n_boot": n_boot,
-        "seed": seed, "top_k": top_k, "en_naturalistic": en_naturalistic,
-        "accept_modified_data": accept_modified_data}
-    options = {name: value for name, value in keywords.items() if value is not None}
-    from .cache import EmbeddingStore, cache_root, store_loss_record, vector_shape
+    cfg = config_of(RunConfig, config, options, caller="compute")  # before any import
+    from .cache.dtypes import store_loss_record
+    from .cache.shapes import vector_shape
+    from .cache.store import EmbeddingStore
     from .data import check_coverage, load_stimuli
     from .encoders import load_encoder
     from .encoders.registry import check_options
 
-    if config is not None and options:
-        raise TypeError(f"give either a RunConfig or keyword options, not both (got "
-                        f"{', '.join(options)} with the RunConfig)")
-    cfg = config if config is not None else RunConfig(**options)
     notes: list[str] = []
     # the config names what the user asked for (e.g. a path: run identity compares it); when
     # an encoder object is given, the encoder's own name is the only name there is

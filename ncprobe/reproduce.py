@@ -97,7 +97,7 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
             ``slurm``: yes). A model whose weights changed under the same name is not
             noticed: pass ``resume=False`` then.
     """
-    from .cache import cache_root
+    from ._io import cache_root
     from .executors import Outcome, make_executor
     from .results import check_target, check_writable
 
@@ -192,7 +192,7 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
             assert outcome.path is not None
             ran.append((task.model, task.lang, outcome.path))
             parts.append(outcome.results if outcome.results is not None
-                         else Results.from_parquet(outcome.path))
+                         else Results.load(outcome.path))
             if outcome.status == "resumed":
                 resumed.append((task.model, task.lang, outcome.path))
         elif outcome.status == "failed":
@@ -232,7 +232,7 @@ def _finished(task: Task) -> Results | None:
         except OSError:
             return None
     try:
-        return Results.from_parquet(task.out)
+        return Results.load(task.out)
     except (NcprobeError, OSError):
         return None
 
@@ -250,11 +250,11 @@ def takes_option(model: str, lang: str, option: str, value: object) -> bool:
     class lists the option for any value, or for this one (static vectors: ``device`` ``cpu``
     only). ``value`` ``None``: whether it takes any value. Nothing is loaded; a name that does
     not resolve counts as taking it (its run says what is wrong)."""
-    from .encoders.registry import _resolve, accepted_options
+    from .encoders.registry import accepted_options, resolve_target
     from .errors import NcprobeError
 
     try:
-        target = _resolve(model, lang, allow_pickle=False, allow_gensim=False)
+        target = resolve_target(model, lang, allow_pickle=False, allow_gensim=False)
     except (NcprobeError, ValueError):
         return True
     accepts = accepted_options(target.cls)

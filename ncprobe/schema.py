@@ -16,10 +16,14 @@ but :mod:`typing`), so any module may import it. Three parts:
 
 Names that look alike and are not the same:
 
-* :data:`PROBE_FAMILIES` are the probe families of the stimuli (``original`` and the five
-  substitutions; ``ncprobe.PROBES``); :data:`DISPLAY_PROBES` the four that the figures and
+* a *probe* is a question asked of a model (NCIMP, IdioLink: :mod:`ncprobe.probes`); a
+  *substitution* is one of NCIMP's minimal-pair variants (P_Syn, P_Comp, P_WordsSyn, P_Rand),
+  the values of the tables' column ``probe`` and of the stimuli loaders' ``probes=``.
+  :data:`SUBSTITUTIONS` are the stimuli's (``original`` and the five substitutions;
+  ``ncprobe.SUBSTITUTIONS``); :data:`DISPLAY_SUBSTITUTIONS` the four that the figures and
   tables show (``comp`` is the per-sentence max of ``comp-head`` and ``comp-mod``);
-  :data:`PROBE_MEASURES` the measures that are a probe's Sim (the five and ``comp``).
+  :data:`SUBSTITUTION_MEASURES` the measures that are a substitution's Sim (the five and
+  ``comp``).
 * the measure ``comp`` (P_Comp) is not the gold score: the results tables name that
   :data:`GOLD` (``gold``); the run option ``gold`` chooses which score it holds, ``comp``
   (Eq. 1, token level, the ``comp_token`` column) or ``type`` (``comp_type``).
@@ -87,25 +91,26 @@ CONTEXT_ALIASES: dict[str, tuple[str, ...]] = {
 
 #: The substitutions of the study: P_Syn, P_Comp (head and modifier kept apart), P_WordsSyn,
 #: P_Rand; the values of the column ``probe`` of the ``cosines`` table.
-Probe = Literal["syn", "comp-head", "comp-mod", "wordssyn", "rand"]
-#: Probe families of the stimuli: ``original`` is the NC itself (``ncprobe.PROBES``).
-PROBE_FAMILIES: tuple[str, ...] = ("original",) + get_args(Probe)
+Substitution = Literal["syn", "comp-head", "comp-mod", "wordssyn", "rand"]
+#: The substitutions of the stimuli, and ``original``, the NC itself (``ncprobe.SUBSTITUTIONS``).
+SUBSTITUTIONS: tuple[str, ...] = ("original",) + get_args(Substitution)
 #: What ``probes=`` options accept besides probe families.
-PROBE_ALIASES: dict[str, tuple[str, ...]] = {"comp": ("comp-head", "comp-mod"),
-                                             "all": PROBE_FAMILIES}
+SUBSTITUTION_ALIASES: dict[str, tuple[str, ...]] = {"comp": ("comp-head", "comp-mod"),
+                                             "all": SUBSTITUTIONS}
 #: The probe families of the study's figures and tables: P_Comp is the per-sentence max of
 #: the head and modifier substitutions (the components are in the results, not shown).
-DISPLAY_PROBES: tuple[str, ...] = ("syn", "comp", "wordssyn", "rand")
+DISPLAY_SUBSTITUTIONS: tuple[str, ...] = ("syn", "comp", "wordssyn", "rand")
 
 #: The measures (method §3, :mod:`ncprobe.measures`): Sim of each probe (and ``comp``), the
 #: Affinities (Eq. 4), the Scaled Similarities (Eq. 5) and their ratio, in this order.
-PROBE_MEASURES: tuple[str, ...] = ("syn", "comp-head", "comp-mod", "comp", "wordssyn", "rand")
+SUBSTITUTION_MEASURES: tuple[str, ...] = ("syn", "comp-head", "comp-mod", "comp", "wordssyn",
+                                          "rand")
 AFFINITIES: tuple[str, ...] = ("A_Syn|WordsSyn", "A_Syn|Rand")
 SCALED: tuple[str, ...] = ("Sim_R|Syn", "Sim_R|WordsSyn")
 RATIO = "Sim_R|Syn/Sim_R|WordsSyn"
-MEASURES: tuple[str, ...] = PROBE_MEASURES + AFFINITIES + SCALED + (RATIO,)
+MEASURES: tuple[str, ...] = SUBSTITUTION_MEASURES + AFFINITIES + SCALED + (RATIO,)
 #: The measures the study's figures and tables show (no ``comp-head`` / ``comp-mod``).
-DISPLAY_MEASURES: tuple[str, ...] = DISPLAY_PROBES + AFFINITIES + SCALED + (RATIO,)
+DISPLAY_MEASURES: tuple[str, ...] = DISPLAY_SUBSTITUTIONS + AFFINITIES + SCALED + (RATIO,)
 
 #: Levels: the whole sentence's vector, or the NC's (the probe's) own tokens.
 Level = Literal["sent", "nc"]
@@ -156,10 +161,6 @@ DTYPE_CHOICES: tuple[str, ...] = get_args(Dtype)
 #:   Benjamini-Hochberg's step-up (false discovery rate), or none.
 Correction = Literal["holm", "fdr_bh", "none"]
 CORRECTIONS: tuple[str, ...] = get_args(Correction)
-#: The probes of ncprobe (what a model is meant for, whose results a directory holds): NCIMP's
-#: idiomaticity probe and IdioLink's retrieval probe.
-ProbeTask = Literal["ncimp", "idiolink"]
-PROBE_TASKS: tuple[str, ...] = get_args(ProbeTask)
 
 
 def _alternatives(choices: Sequence[object]) -> str:
@@ -371,13 +372,13 @@ __all__ = [
     "AFFINITIES", "ALL_CLASSES", "ANALYSES", "Analysis", "CLASSES", "CLASS_LABELS", "CONDITIONS",
     "CONTEXTS", "CONTEXT_ALIASES", "CONTEXT_GROUPS", "CONTEXT_GROUP_LABELS", "CORRECTIONS",
     "Class", "Cls", "Context", "ContextGroup", "Correction", "DEFAULT_CONTEXT_GROUPS",
-    "DISPLAY_MEASURES", "DISPLAY_PROBES", "DTYPE_CHOICES", "Dtype", "EN_NATURALISTIC_CHOICES",
-    "EnNaturalistic", "GOLD", "GOLD_CHOICES", "Gold", "GROUP_OF_CONTEXT", "LANGS", "LEVELS",
-    "LEVEL_LABELS", "Lang", "Level",
+    "DISPLAY_MEASURES", "DISPLAY_SUBSTITUTIONS", "DTYPE_CHOICES", "Dtype",
+    "EN_NATURALISTIC_CHOICES", "EnNaturalistic", "GOLD", "GOLD_CHOICES", "Gold",
+    "GROUP_OF_CONTEXT", "LANGS", "LEVELS", "LEVEL_LABELS", "Lang", "Level",
     "MEASURES", "MEASURE_LABELS", "MEASURE_MATH_LABELS", "NATURALISTIC", "NCIMP_CONTEXTS",
     "NCS_CONTEXT", "NC_KEYS", "NEUTRAL", "OWN_VIEW", "OWN_VIEW_LABEL",
-    "NEUTRAL_PLURAL", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS", "PROBE_ALIASES",
-    "PROBE_FAMILIES", "PROBE_MEASURES", "PROBE_TASKS", "Probe", "ProbeTask", "RATIO",
+    "NEUTRAL_PLURAL", "PAPER_FIGURES", "PAPER_TABLES", "PAPER_TABLE_CAPTIONS",
+    "SUBSTITUTION_ALIASES", "SUBSTITUTIONS", "SUBSTITUTION_MEASURES", "Substitution", "RATIO",
     "RESULT_COLUMNS", "RESULT_NUMERIC_COLUMNS", "RESULT_TABLES",
     "RUN_KEYS", "ResultTable", "SCALED", "SHOWN_WHEN_PRESENT", "SPACES", "SentenceContext",
     "Space", "TOKEN_SCORE_COLUMNS", "WORDSSYN_CHOICES", "WordsSyn", "check_choice",

@@ -31,7 +31,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from .results.query import filter_rows
+from .query import filter_rows
 from .schema import (
     CONDITIONS,
     CONTEXT_GROUP_LABELS,
@@ -140,7 +140,7 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
         conditions of other languages present (``FR-Nat`` ...), as :func:`conditions_in`
         orders them.
     """
-    # the rows: filtered by the one engine of ncprobe.results.query, leniently (a filter
+    # the rows: filtered by the one engine of ncprobe.query, leniently (a filter
     # applies where the table has its column; a value not present keeps no row)
     out = filter_rows(df, {"space": space}, strict=False)
     if "layers" in out.columns and len(out):

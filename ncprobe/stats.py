@@ -114,7 +114,7 @@ def spearman(x, y) -> Correlation:
 
 
 @lru_cache(maxsize=32)
-def _resample_counts(n: int, n_boot: int, seed: int) -> np.ndarray:
+def resample_counts(n: int, n_boot: int, seed: int) -> np.ndarray:
     """``(n_boot, n)`` counts: how often each of ``n`` items is drawn in each resample.
 
     The draws are ``default_rng(seed).integers(0, n, (n_boot, n))``, the same resamples as
@@ -145,7 +145,7 @@ def _resample_ranks(data: bytes, n_boot: int, seed: int) -> tuple[np.ndarray, np
     """
     x = np.frombuffer(data, dtype=np.float64)
     n = len(x)
-    counts = _resample_counts(n, n_boot, seed)
+    counts = resample_counts(n, n_boot, seed)
     order = np.argsort(x, kind="mergesort")
     xs = x[order]
     new = np.r_[True, xs[1:] != xs[:-1]]                   # first item of each tie group
@@ -168,7 +168,7 @@ def _resample_rhos(x: np.ndarray, y: np.ndarray, n_boot: int, seed: int) -> np.n
     n = len(x)
     ra, sa = _resample_ranks(x.tobytes(), n_boot, seed)
     rb, sb = _resample_ranks(y.tobytes(), n_boot, seed)
-    cov = np.einsum("ij,ij,ij->i", _resample_counts(n, n_boot, seed), ra, rb)
+    cov = np.einsum("ij,ij,ij->i", resample_counts(n, n_boot, seed), ra, rb)
     den = np.sqrt(sa * sb)
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = np.where(den > 0, cov / den, np.nan)

@@ -15,10 +15,10 @@ method §4;
 condition labels are those of :mod:`ncprobe.schema`.
 
 Nothing here computes a statistic beyond the correction of a table's own family of
-p-values: the per-class tests are :func:`ncprobe.inference.class_tests` (importable from
-here as ``class_tests``; :func:`class_tests_table` is their display form), and the
-corrections' names, :func:`~ncprobe.significance.stars`, :func:`~ncprobe.significance.p_text`
-and the footnotes are :mod:`ncprobe.significance`'s (also importable from here, as before).
+p-values: the per-class tests are :func:`ncprobe.inference.class_tests`
+(:func:`class_tests_table` is their display form), and the corrections' names,
+:func:`~ncprobe.significance.stars`, :func:`~ncprobe.significance.p_text` and the footnotes
+are :mod:`ncprobe.significance`'s.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .schema import (
     AFFINITIES,
     ALL_CLASSES,
     DISPLAY_MEASURES,
-    DISPLAY_PROBES,
+    DISPLAY_SUBSTITUTIONS,
     GOLD,
     LEVEL_LABELS,
     MEASURE_LABELS,
@@ -160,12 +160,12 @@ def correlations(results: Results, measures: Sequence[str], *, level=None, analy
 
 def sent_correlations(results: Results, **kw) -> pd.DataFrame:
     """Spearman of the probes' sentence-level similarities with Comp."""
-    return correlations(results, DISPLAY_PROBES, level="sent", **kw)
+    return correlations(results, DISPLAY_SUBSTITUTIONS, level="sent", **kw)
 
 
 def nc_correlations(results: Results, **kw) -> pd.DataFrame:
     """Spearman of the probes' NC-level similarities with Comp."""
-    return correlations(results, DISPLAY_PROBES, level="nc", **kw)
+    return correlations(results, DISPLAY_SUBSTITUTIONS, level="nc", **kw)
 
 
 def length_correlations(results: Results, *, space: str = "raw", intervals: bool = True,
@@ -175,10 +175,10 @@ def length_correlations(results: Results, *, space: str = "raw", intervals: bool
     ``correct`` as in :func:`correlations`; the ``lexical_overlap`` table holds no bootstrap
     interval, so ``intervals`` changes nothing here (it is accepted like the other tables').
     """
-    lo = select(results.lexical_overlap, space=space, measures=DISPLAY_PROBES)
+    lo = select(results.lexical_overlap, space=space, measures=DISPLAY_SUBSTITUTIONS)
     lo = lo.assign(level="sent", condition=[condition_label(lg, "nat") for lg in lo["lang"]])
     cell, lo, n = _rho_cells(lo, intervals=intervals, correct=correct)
-    return _noted(_layout(lo, cell, DISPLAY_PROBES, model_order(results.lexical_overlap)),
+    return _noted(_layout(lo, cell, DISPLAY_SUBSTITUTIONS, model_order(results.lexical_overlap)),
                   correct, n, False)
 
 
@@ -194,7 +194,7 @@ def scaled_correlations(results: Results, **kw) -> pd.DataFrame:
 
 def filtered_correlations(results: Results, **kw) -> pd.DataFrame:
     """The correlations without the NCs whose gold synonym shares a word with the NC."""
-    return correlations(results, DISPLAY_PROBES + AFFINITIES + SCALED,
+    return correlations(results, DISPLAY_SUBSTITUTIONS + AFFINITIES + SCALED,
                         analysis="overlap-filtered", **kw)
 
 

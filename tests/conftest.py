@@ -26,17 +26,23 @@ if _WORKERS > 1:
 #: 2026-11-26), run first: with ``-n`` and ``--dist loadfile`` each file goes whole to one
 #: worker, in collection order (``--no-loadscope-reorder``, setup.cfg), so the long ones start
 #: while the short ones fill the gaps, instead of one long file starting last.
-LONGEST_FIRST = ("test_readme.py",        # 135 s: the README's commands, in order
-                 "test_notebooks.py",     # 79 s: every notebook, top to bottom
-                 "test_slurm.py",         # 76 s: a real cluster's jobs
-                 "test_report.py", "test_layers.py", "test_report_ownership.py",
-                 "test_encoders.py", "test_reproduce.py", "test_compare_cli.py")
+#: Paths below tests/.
+LONGEST_FIRST = ("test_readme.py",              # 135 s: the README's commands, in order
+                 "test_notebooks.py",           # 79 s: every notebook, top to bottom
+                 "executors/test_slurm.py",     # 76 s: a real cluster's jobs
+                 "test_report.py", "plots/test_layers.py", "test_report_ownership.py",
+                 "encoders/test_encoders.py", "test_reproduce.py", "cli/test_compare.py")
+_TESTS = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     """The files of :data:`LONGEST_FIRST` first, in that order; the others as collected."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+    def where(item) -> str:
+        path = Path(item.path).resolve()
+        return path.relative_to(_TESTS).as_posix() if path.is_relative_to(_TESTS) else ""
+    items.sort(key=lambda item: rank.get(where(item), len(rank)))
 
 # One backend for the whole suite, chosen before any test module imports pyplot: figures are
 # drawn off screen, the same on a desktop, a headless CI machine and an xdist worker.
@@ -87,11 +93,13 @@ def own_cache(tmp_path, monkeypatch) -> Path:
 
 
 # --- tiny models, built once per session (per xdist worker) ----------------------------------
+# Every worker builds the same files (a fixed vocabulary, seeded weights: tests/tiny_models.py).
 # Read only: a test that changes a model's files copies the directory first (shutil.copytree).
 
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory) -> Path:
-    """The 3-layer BERT of :mod:`tests.tiny_models` (WordPiece tokenizer trained on the fly)."""
+    """The 3-layer BERT of :mod:`tests.tiny_models` (a WordPiece tokenizer of a fixed
+    vocabulary)."""
     from .tiny_models import tiny_bert
 
     return tiny_bert(tmp_path_factory.mktemp("bert") / "tiny-bert")

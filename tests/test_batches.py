@@ -23,7 +23,7 @@ from ncprobe.batches import (
     run_batches,
     token_budget,
 )
-from ncprobe.cache import EmbeddingStore
+from ncprobe.cache.store import EmbeddingStore
 from ncprobe.data.stimuli import Stimulus
 from ncprobe.embed import embed
 from ncprobe.encoders import load_encoder
@@ -33,7 +33,8 @@ from ncprobe.encoders.hf import HFEncoder
 
 pytestmark = pytest.mark.usefixtures("own_cache")  # fingerprints write a hash cache
 
-# words of the tiny models' training corpus, and a few that split into pieces or [UNK]
+# words of the tiny models' corpus (tests/tiny_models.py), and a few that split into pieces or
+# [UNK]
 VOCAB = ("o montanha-russa é rápida e a ação do coração vinho branco pão-duro lua cheia the "
          "grey matter of brain is an eager beaver economic aid research lab police car Este "
          "um Esta uma . zebra quixotic Übermut").split()
@@ -91,17 +92,26 @@ def _concat(parts: list[Encoded]) -> Encoded:
 
 @pytest.fixture(scope="module")
 def minilm():
+    """all-MiniLM-L6-v2 (the offline package): a real WordPiece model with token type ids.
+    Its loading takes seconds, so every test that asks for it is marked slow."""
     return load_encoder("minilm", "en")
 
 
-def _encoder(kind, tiny_bert_dir, tiny_llama_dir, tiny_st_dir, minilm):
+#: minilm beside the tiny models, for a tokenizer that gives token type ids (slow: it loads a
+#: real model).
+MINILM = pytest.param("minilm", marks=pytest.mark.slow)
+
+
+def _encoder(kind, tiny_bert_dir, tiny_llama_dir, tiny_st_dir, request):
+    """The encoder of ``kind``; minilm is asked for only when used, so the quick loop
+    (``-m "not slow"``) never builds it."""
     if kind == "bert":
         return HFEncoder(str(tiny_bert_dir), layers="all", device="cpu")
     if kind == "llama":
         return HFEncoder(str(tiny_llama_dir), device="cpu")
     if kind == "st":
         return load_encoder(str(tiny_st_dir), device="cpu")
-    return minilm
+    return request.getfixturevalue("minilm")
 
 
 class Fake:
@@ -190,12 +200,12 @@ def test_bad_batch_arguments(args) -> None:
 
 # --- 2. collate ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["bert", "llama", "minilm"])
-def test_collate_equals_the_tokenizers_padding(kind, tiny_bert_dir, tiny_llama_dir, minilm
+@pytest.mark.parametrize("kind", ["bert", "llama", MINILM])
+def test_collate_equals_the_tokenizers_padding(kind, tiny_bert_dir, tiny_llama_dir, request
                                                ) -> None:
     import torch
 
-    enc = _encoder(kind, tiny_bert_dir, tiny_llama_dir, None, minilm)
+    enc = _encoder(kind, tiny_bert_dir, tiny_llama_dir, None, request)
     hf = enc.tokens if kind == "minilm" else enc
     hf.load()
     tok = hf.tokenizer
@@ -223,10 +233,10 @@ def test_collate_equals_the_tokenizers_padding(kind, tiny_bert_dir, tiny_llama_d
 
 # --- 3. staged = plain ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["bert", "llama", "st", "minilm"])
+@pytest.mark.parametrize("kind", ["bert", "llama", "st", MINILM])
 def test_staged_run_equals_plain_encode(kind, tiny_bert_dir, tiny_llama_dir, tiny_st_dir,
-                                        minilm, caplog, monkeypatch) -> None:
-    enc = _encoder(kind, tiny_bert_dir, tiny_llama_dir, tiny_st_dir, minilm)
+                                        request, caplog, monkeypatch) -> None:
+    enc = _encoder(kind, tiny_bert_dir, tiny_llama_dir, tiny_st_dir, request)
     sents, spans = _sentences(22, seed=4)
     sents, spans = _with_empty_span(sents, spans)
     order = sorted(range(len(sents)), key=lambda i: len(sents[i]))  # as embed sorts them
@@ -680,6 +690,7 @@ def test_out_of_device_memory_names_the_batch_and_the_option() -> None:
     assert isinstance(err.value.__cause__, OutOfMemoryError)
 
 
+@pytest.mark.slow  # loads minilm
 def test_tokenize_ignores_the_state_an_earlier_call_left(minilm) -> None:
     """The backend keeps truncation and padding between calls (sentence-transformers'
     pipeline truncates with the same tokenizer): tokenising words must neither truncate nor

@@ -41,7 +41,7 @@ def glove_en(glove_run):
     rc = main(["compute", "--out", str(out), "--n-boot", "200", "--standardise",
                "--cache-dir", str(cache), "--quiet"])
     assert rc == 0
-    return Results.from_parquet(out)
+    return Results.load(out)
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +206,7 @@ def test_rogue_contributions_sum_to_the_expected_cosine(glove_en, en_stimuli):
 
 def test_results_round_trip(glove_en, tmp_path):
     glove_en.to_parquet(tmp_path / "copy")
-    back = Results.from_parquet(tmp_path / "copy")
+    back = Results.load(tmp_path / "copy")
     for name in TABLES:
         pd.testing.assert_frame_equal(getattr(back, name), getattr(glove_en, name))
     assert back.meta == glove_en.meta
@@ -240,7 +240,7 @@ def test_tiny_transformer_on_portuguese_is_bit_for_bit_reproducible(bert_dir, ra
                "--level", "nc", "--n-boot", "0", "--no-cache", "--quiet",
                "--data-dir", str(raw_dir), "--out", str(tmp_path / "pt")])
     assert rc == 0
-    back = Results.from_parquet(tmp_path / "pt")
+    back = Results.load(tmp_path / "pt")
     assert set(back.cosines["level"]) == {"nc"} and set(back.cosines["context"]) == {"N"}
     assert back.correlations["ci_low"].isna().all()  # --n-boot 0: no intervals
     c = back.correlations
@@ -292,3 +292,63 @@ def test_a_sentence_only_model_gives_sentence_level_results(raw_dir):
     with pytest.raises(ncprobe.NcprobeError, match="no nc-level vectors"):
         ncprobe.compute(model="sent-only", stimuli=pairs, encoder=SentenceOnly(), cache=False,
                         progress=False, levels=("nc",))
+
+
+# --- compute's options: the fields of RunConfig, declared there once ---------------------
+
+def test_compute_refuses_what_is_no_runconfig_field_before_any_work() -> None:
+    with pytest.raises(TypeError, match=r"'nboot' \(did you mean n_boot\?\)"):
+        ncprobe.compute(nboot=5)
+    with pytest.raises(TypeError, match=r"\(did you mean lang\?\)"):
+        ncprobe.compute(language="en")
+    with pytest.raises(TypeError, match="takes a RunConfig as its first argument, not dict"):
+        ncprobe.compute({"model": "minilm"})
+    with pytest.raises(TypeError, match=r"not both \(got n_boot, seed"):
+        ncprobe.compute(ncprobe.RunConfig(), n_boot=0, seed=2)
+
+
+def test_a_none_option_takes_the_runconfig_default() -> None:
+    from ncprobe.config import config_of
+
+    # None for a field whose default is not None (model, n_boot): the default, as before
+    made = config_of(ncprobe.RunConfig, None, {"model": None, "n_boot": None, "seed": 3},
+                     caller="compute")
+    assert made == ncprobe.RunConfig(seed=3)
+    assert (made.model, made.n_boot) == ("glove-6b-50d", 1000)
+    given = ncprobe.RunConfig(lang="pt")
+    assert config_of(ncprobe.RunConfig, given, {"seed": None}, caller="compute") is given
+
+
+def test_help_of_compute_lists_the_runconfig_fields_with_their_defaults() -> None:
+    import pydoc
+
+    text = pydoc.render_doc(ncprobe.compute, renderer=pydoc.plaintext)
+    signature = next(line for line in text.splitlines() if line.startswith("compute("))
+    for shown in ("model: str = 'glove-6b-50d'", "n_boot: int = 1000", "batch_size: int = 32",
+                  "contexts: str = 'nat,neut'", "standardise: bool = False",
+                  "cache_dir=None"):
+        assert shown in signature, shown
+    assert "**options" not in signature  # the signature names them all
+
+
+def test_compute_takes_a_runconfig_or_its_fields_alike(tmp_path) -> None:
+    from ncprobe.encoders import load_encoder
+
+    from .synthetic import pairs_stimuli
+
+    stim = pairs_stimuli(tmp_path / "pairs.csv", n_nc=3)
+    words = sorted({w for s in stim for w in s.tokens})
+    rng = np.random.default_rng(2)
+    vec = tmp_path / "vec.txt"
+    vec.write_text(f"{len(words)} 5\n" + "\n".join(
+        w + " " + " ".join(f"{x:.4f}" for x in rng.normal(size=5)) for w in words) + "\n",
+        encoding="utf-8")
+    enc = load_encoder(str(vec))
+    kw = {"stimuli": stim, "encoder": enc, "cache": False, "progress": False}
+    by_config = ncprobe.compute(ncprobe.RunConfig(n_boot=0, top_k=1, gold="type"), **kw)
+    by_name = ncprobe.compute(n_boot=0, top_k=1, gold="type", **kw)
+    assert by_config.meta[0]["config"] == by_name.meta[0]["config"]
+    assert (by_config.meta[0]["config"]["gold"], by_config.meta[0]["config"]["top_k"]) == (
+        "type", 1)
+    for name in TABLES:
+        pd.testing.assert_frame_equal(getattr(by_config, name), getattr(by_name, name))

@@ -72,7 +72,7 @@ def _pytest(env_data: str | None) -> subprocess.CompletedProcess:
         env["NCPROBE_DATA"] = env_data
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-         "tests/test_sources.py::test_every_bundled_file_verifies"],
+         "tests/data/test_sources.py::test_every_bundled_file_verifies"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
 
 

@@ -62,7 +62,6 @@ def test_class_tests_answers_are_copies(res) -> None:
     again = inference.class_tests(res)
     assert (again["p"].dropna() >= 0).all()
     assert again.attrs["family_mw"] > 0
-    assert tables.class_tests is inference.class_tests
 
 
 def test_fingerprint_sees_values_and_dtypes(res) -> None:

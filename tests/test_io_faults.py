@@ -22,7 +22,8 @@ import pytest
 
 from ncprobe import errors
 from ncprobe._io import atomic_write_bytes, git_blob_sha1
-from ncprobe.cache import EmbeddingStore, cache_info, item_key
+from ncprobe.cache.maintenance import cache_info
+from ncprobe.cache.store import EmbeddingStore, item_key
 from ncprobe.cli import main
 from ncprobe.data.stimuli import Stimulus
 from ncprobe.embed import embed
@@ -266,7 +267,7 @@ def test_a_warm_cache_on_a_read_only_disk_is_read_without_writing(tmp_path, glov
 
 
 def test_a_full_disk_while_storing_a_shard_is_exit_6(tmp_path, glove, monkeypatch):
-    import ncprobe.cache
+    import ncprobe.cache.store
 
     root = tmp_path / "cache"
     store = EmbeddingStore(glove.fingerprint(), root=root)  # the entry exists (warm root)
@@ -274,7 +275,7 @@ def test_a_full_disk_while_storing_a_shard_is_exit_6(tmp_path, glove, monkeypatc
     def full(fh, arrays):  # part of the shard reaches the file, then the disk is full
         fh.write(b"PK\x03\x04" + bytes(1000))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(ncprobe.cache, "_write_npz", full)
+    monkeypatch.setattr(ncprobe.cache.store, "write_npz", full)
     with pytest.raises(errors.OutputError) as e:
         embed(MANY, glove, store=store, progress=False)
     assert e.value.exit_code == 6 and "disk is full" in str(e.value)

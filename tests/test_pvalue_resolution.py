@@ -293,8 +293,8 @@ def test_a_runs_corrected_p_does_not_depend_on_what_else_is_reported(raw_dir, ti
     assert main(["retrieve", "--model", "bm25", "--split", "val", "--idioms", ",".join(IDIOMS),
                  "--n-boot", "50", "--quiet", "--out", str(x), "--data-dir",
                  str(raw_dir)]) == 0
-    retrieve(str(tiny_st_dir), "sentence", "val", idioms=IDIOMS, data_dir=raw_dir,
-             cache_dir=tmp_path / "cache", n_boot=50, progress=False, out=y)
+    retrieve(models=str(tiny_st_dir), modes="sentence", split="val", idioms=IDIOMS,
+             data_dir=raw_dir, cache_dir=tmp_path / "cache", n_boot=50, progress=False, out=y)
     own = RetrievalResults.load_many([x]).tests
     joined = RetrievalResults.load_many([x, y]).tests
     assert (own["family"] == "run bm25: its modes and models").all()
@@ -322,19 +322,3 @@ def test_a_runs_corrected_p_does_not_depend_on_what_else_is_reported(raw_dir, ti
     np.testing.assert_allclose(cmp["p_corrected"], across["p_corrected"], rtol=1e-12)
 
 
-def test_results_written_before_the_bounds_are_read_with_them() -> None:
-    """A tests table of an older results directory (no bound or family columns): a p of
-    1 / (B + 1) with B random flips named in ``test`` is that floor, a bound; the run's rows
-    are one family, of the rows with a p; Holm over [1/1001 (bound), 5/1001, 0.5]: 3/1001
-    (bound: with it at 0 it reads 0), 10/1001, 0.5."""
-    from ncprobe.retrieval.results import tests_with_family
-
-    old = pd.DataFrame({"p": [1 / 1001, 5 / 1001, 0.5, math.nan],
-                        "test": ["sign-flip over idioms (1000 random flips)"] * 2
-                        + ["sign-flip over idioms (exact)", "sign-flip over idioms (not run)"],
-                        "correction": ["holm"] * 4})
-    got = tests_with_family(old, [{"config": {"model": "bm25"}}, {"config": {"model": "m"}}])
-    assert got["p_bound"].tolist() == [True, False, False, False]
-    assert got["p_corrected_bound"].tolist() == [True, False, False, False]
-    assert (got["family"] == "run bm25 + m: its modes and models").all()
-    assert (got["family_size"] == 3).all()

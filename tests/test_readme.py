@@ -27,7 +27,7 @@ NOT_RUN = {
     "pip install": "ncprobe and its extras are installed in the test environment",
     "python -m venv": "the test environment is the virtual environment",
     "ncprobe data download": "needs the network: the checkout beside shared/ sets NCPROBE_DATA",
-    "--executor slurm": "needs a SLURM cluster (tests/test_slurm.py runs one)",
+    "--executor slurm": "needs a SLURM cluster (tests/executors/test_slurm.py runs one)",
     "mkdocs": "the docs build is CI's own step",
     "python -m pytest": "the test command itself",
 }

@@ -101,7 +101,8 @@ def test_write_report_writes_every_figure_and_table_whatever_the_workers(results
 def test_figure_workers_take_the_callers_matplotlib_settings(results, tmp_path):
     # a worker is a fresh process: without the caller's settings it would draw with the
     # defaults; the figures' own style sets fonts, sizes and colours, so change the margin
-    from ncprobe.report import FigureWorkers, _figures, _render
+    from ncprobe.drawing import FigureWorkers
+    from ncprobe.report import _figures, _render
 
     names = list(plots.FIGURES)[:2]
     with matplotlib.rc_context({"savefig.pad_inches": 0.5}):

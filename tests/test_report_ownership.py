@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ncprobe import cli, plots, report, tables
+from ncprobe import cli, drawing, owned, plots, report, tables
 from ncprobe.errors import NcprobeError
 from ncprobe.report import write_report
 
@@ -111,30 +111,47 @@ def test_a_changed_file_no_longer_written_is_kept_and_named(res, tmp_path, two_f
     assert tuned.read_bytes() == mine
 
 
-@pytest.mark.slow
-def test_a_manifest_of_names_only_is_still_read(res, tmp_path, two_figures):
-    # an earlier ncprobe wrote the manifest last, with names only: a file changed after it
-    # (a later mtime) is the user's; the others are replaced as before
+DEVELOPMENT = "written by a development version of ncprobe: run it again"
+
+
+def _development_report(out: Path, manifest: dict | None) -> None:
+    """A report directory as a development version of ncprobe left it: an index, a figure and
+    a table, and ``manifest`` (``None``: none), each written here by hand."""
+    out.mkdir()
+    files = {"README.md": b"# ncprobe report\n\nMade by ncprobe 0.0.dev0 from these runs:\n",
+             "fig01_affinity.png": b"\x89PNG not a real figure",
+             "table_means.md": b"| model |\n"}
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+    if manifest is not None:
+        manifest = dict(manifest)  # the parameter is shared between runs
+        if manifest.pop("hashes", False):
+            manifest["files"] = {n: hashlib.sha256(d).hexdigest() for n, d in files.items()}
+        (out / MANIFEST).write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("manifest", [
+    {"format": 1, "ncprobe": "0.1.0", "files": ["README.md", "fig01_affinity.png",
+                                               "table_means.md"]},  # names only
+    {"format": 2, "ncprobe": "0.1.0", "hashes": True},  # no kind of report
+    None,  # an index, but no manifest
+], ids=["names-only", "no-kind", "no-manifest"])
+def test_a_report_of_a_development_version_is_refused(res, results_dir, tmp_path, capsys,
+                                                      monkeypatch, manifest):
+    monkeypatch.setattr(report, "_render", lambda *a, **k: pytest.fail("drew a figure"))
     out = tmp_path / "rep"
-    written = write_report(res, out, formats=("png",), dpi=30)
-    old = time.time() - 3600
-
-    def names_only():
-        (out / MANIFEST).write_text(json.dumps(
-            {"format": 1, "ncprobe": "0.1.0", "files": sorted(p.name for p in written)}))
-        for p in written:
-            os.utime(p, (old, old))
-        os.utime(out / MANIFEST, (old + 60, old + 60))  # written after them
-
-    names_only()
-    assert write_report(res, out, formats=("png",), dpi=30)  # read, and replaced
-    assert isinstance(json.loads((out / MANIFEST).read_text())["files"], dict)
-    names_only()
-    table = out / "table_means.md"
-    table.write_text("my own means\n")  # after the manifest: the user's
-    with pytest.raises(NcprobeError, match="table_means.md"):
+    _development_report(out, manifest)
+    before = _snapshot(out)
+    with pytest.raises(NcprobeError) as e:
         write_report(res, out, formats=("png",), dpi=30)
-    assert table.read_text() == "my own means\n"
+    assert e.value.exit_code == 2
+    assert str(out) in str(e.value) and DEVELOPMENT in str(e.value)
+    assert _snapshot(out) == before  # nothing written, nothing removed
+    # the command line says the same, before reading a figure
+    assert cli.main(["report", str(results_dir), "--out", str(out), "--jobs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert str(out) in err and DEVELOPMENT in err and "Traceback" not in err
+    assert _snapshot(out) == before
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,7 +174,7 @@ def test_an_interrupted_first_report_resumes(res, tmp_path, monkeypatch, two_fig
             return real_render(name, *a, **k)
         monkeypatch.setattr(report, "_render", render)
     else:  # killed while a table is written: its temporary file is left behind
-        real_write = report.atomic_write_bytes
+        real_write = owned.atomic_write_bytes
 
         def write(path, data):
             path = Path(path)
@@ -165,7 +182,7 @@ def test_an_interrupted_first_report_resumes(res, tmp_path, monkeypatch, two_fig
                 (path.parent / f".{path.name}.ab12cd34.tmp").write_bytes(data[:10])
                 raise KeyboardInterrupt
             return real_write(path, data)
-        monkeypatch.setattr(report, "atomic_write_bytes", write)
+        monkeypatch.setattr(owned, "atomic_write_bytes", write)
     with pytest.raises(KeyboardInterrupt):
         write_report(res, out, formats=("png",), dpi=30)
     assert (out / f"fig01_{two_figures[0]}.png").exists()  # some files written
@@ -220,13 +237,13 @@ def test_a_bad_format_is_refused_before_any_drawing(results_dir, tmp_path, capsy
                                          (errno.EROFS, "read-only")])
 def test_a_write_that_fails_is_exit_6_naming_the_file(results_dir, tmp_path, capsys,
                                                       monkeypatch, two_figures, code, words):
-    real_write = report.atomic_write_bytes
+    real_write = owned.atomic_write_bytes
 
     def write(path, data):
         if Path(path).name.startswith("fig02_"):
             raise OSError(code, os.strerror(code))
         return real_write(path, data)
-    monkeypatch.setattr(report, "atomic_write_bytes", write)
+    monkeypatch.setattr(owned, "atomic_write_bytes", write)
     out = tmp_path / "rep"
     assert cli.main(["report", str(results_dir), "--out", str(out), "--format", "png",
                      "--jobs", "1", "--quiet"]) == 6
@@ -306,7 +323,7 @@ def _running(pid: int) -> bool:
 def test_figure_workers_end_when_the_report_is_killed(results_dir, tmp_path):
     # --jobs 3 starts at most 2 workers: fewer where fewer CPUs are usable (never more
     # processes than CPUs)
-    workers = min(3, report.usable_cpus()) - 1
+    workers = min(3, drawing.usable_cpus()) - 1
     if workers < 1:
         pytest.skip("one usable CPU: the report starts no worker")
     proc = subprocess.Popen(
@@ -413,8 +430,8 @@ def retrieval_dir(raw_dir, tmp_path_factory) -> Path:
     from ncprobe.retrieval.probe import retrieve
 
     out = tmp_path_factory.mktemp("retrieval") / "idiolink-val-bm25"
-    retrieve(["bm25"], "all", "val", idioms=["in the dock"], data_dir=raw_dir, n_boot=20,
-             progress=False, out=out)
+    retrieve(models=["bm25"], split="val", idioms=["in the dock"], data_dir=raw_dir,
+             n_boot=20, progress=False, out=out)
     return out
 
 
@@ -484,18 +501,22 @@ def test_figure_workers_never_outnumber_figures_or_cpus(results_dir, tmp_path, m
     import concurrent.futures
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _CountingPool)
-    monkeypatch.setattr(report, "usable_cpus", lambda: 16)
+    monkeypatch.setattr(drawing, "usable_cpus", lambda: 16)
     _CountingPool.asked = []
-    with report.FigureWorkers(24, figures=10) as w:
+    with drawing.FigureWorkers(24, figures=10) as w:
         assert w.jobs == 10 and w.asked == 24
-    monkeypatch.setattr(report, "usable_cpus", lambda: 3)
-    with report.FigureWorkers(24, figures=10) as w:
+    monkeypatch.setattr(drawing, "usable_cpus", lambda: 3)
+    with drawing.FigureWorkers(24, figures=10) as w:
         assert w.jobs == 3
-    with report.FigureWorkers(1, figures=10) as w:
+    with drawing.FigureWorkers(1, figures=10) as w:
         assert w.jobs == 1
     assert _CountingPool.asked == [9, 2]  # workers besides this process; none for 1
+    # no figure count given: every figure a report may draw, the study's two kept here and
+    # the layer-wise figure
+    monkeypatch.setattr(drawing, "usable_cpus", lambda: 16)
+    with drawing.FigureWorkers(24) as w:
+        assert w.jobs == len(two_figures) + 1
     # the report of two figures with --jobs 24: one worker besides this process
-    monkeypatch.setattr(report, "usable_cpus", lambda: 16)
     _CountingPool.asked = []
     assert cli.main(["report", str(results_dir), "--out", str(tmp_path / "rep"), "--format",
                      "png", "--jobs", "24", "--quiet"]) == 0

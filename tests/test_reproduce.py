@@ -32,7 +32,7 @@ def test_reproduce_runs_what_it_can_and_says_why_it_skips_the_rest(raw_dir, tmp_
         in captured.err
     assert "skipped elmo (pt)" in captured.err and "skipped openai (en)" in captured.err
     assert "computed glove-6b-50d (en)" in captured.out
-    res = Results.from_parquet(res_dir / "glove-6b-50d-en-boot_50")  # --n-boot 50 in the name
+    res = Results.load(res_dir / "glove-6b-50d-en-boot_50")  # --n-boot 50 in the name
     assert set(res.cosines["model"]) == {"glove-6b-50d"}
     readme = (out / "README.md").read_text()
     assert "glove-6b-50d" in readme and "Skipped here" in readme and "need their weights" in readme
@@ -99,7 +99,7 @@ def test_reproduce_passes_the_storage_dtype_and_the_token_budget(raw_dir, tmp_pa
                "--data-dir", str(raw_dir), "--context", "neut"])
     assert rc == 0
     (run,) = [p for p in res_dir.iterdir() if p.is_dir()]
-    (meta,) = Results.from_parquet(run).meta
+    (meta,) = Results.load(run).meta
     config = meta["config"]
     assert config["store_dtype"] == "float16" and config["batch_tokens"] == 0
     assert "float16" in run.name  # part of the run's identity, unlike the token budget

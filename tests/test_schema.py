@@ -29,8 +29,8 @@ SOURCES = sorted(p for p in PKG.rglob("*.py") if p.name != "schema.py")
 LANGS = ("en", "pt")
 CONTEXTS = ("S1", "S2", "S3", "N", "Npl", "NCS")
 GROUPS = ("nat", "neut", "neut-pl", "ncs")
-PROBE_FAMILIES = ("original", "syn", "comp-head", "comp-mod", "wordssyn", "rand")
-DISPLAY_PROBES = ("syn", "comp", "wordssyn", "rand")
+SUBSTITUTIONS = ("original", "syn", "comp-head", "comp-mod", "wordssyn", "rand")
+DISPLAY_SUBSTITUTIONS = ("syn", "comp", "wordssyn", "rand")
 MEASURES = ("syn", "comp-head", "comp-mod", "comp", "wordssyn", "rand", "A_Syn|WordsSyn",
             "A_Syn|Rand", "Sim_R|Syn", "Sim_R|WordsSyn", "Sim_R|Syn/Sim_R|WordsSyn")
 LEVELS = ("sent", "nc")
@@ -68,22 +68,23 @@ RESULT_COLUMNS = {
             "modifier", "syn_overlap"],
 }
 #: Every value of a vocabulary, and the condition labels.
-VOCABULARY = set(LANGS + CONTEXTS + GROUPS + PROBE_FAMILIES + MEASURES + LEVELS + SPACES
+VOCABULARY = set(LANGS + CONTEXTS + GROUPS + SUBSTITUTIONS + MEASURES + LEVELS + SPACES
                  + CLASSES + ANALYSES + RESULT_TABLES + PAPER_TABLES + PAPER_FIGURES
-                 + CONDITIONS + DISPLAY_PROBES)
+                 + CONDITIONS + DISPLAY_SUBSTITUTIONS)
 #: Module-level constants outside the schema that name vocabulary values and are not a
 #: vocabulary: a fact about the upstream files, and language names in a data warning.
 NOT_VOCABULARIES = {("data/coverage.py", "NO_PLURAL_PROBES"),
                     ("data/ncimp/reference.py", "_LANG_NAMES")}
 #: Names that held a vocabulary or display labels before the schema (and the schema's own):
 #: outside ncprobe/schema.py they may only be bound to what the schema holds.
-WATCHED = {"PROBES", "TABLES", "LABELS", "CONTEXTS", "MEASURES", "CLASSES", "LANGS", "LEVELS",
-           "CONDITIONS", "CAPTIONS", "LEVEL_NAMES", "CLASS_NAMES", "DEFAULT_CONTEXTS",
-           "CONTEXT_GROUPS", "PROBE_MEASURES", "AFFINITIES", "SCALED", "RATIO", "NATURALISTIC",
-           "NEUTRAL", "NEUTRAL_PLURAL", "RUN_KEYS", "WIDE_KEYS", "CORRELOGRAM_MEASURES",
-           "_TICK", "_PROBE_TICKS", "_CONTEXT_NAMES", "_GROUP_CONTEXTS", "_CONTEXT_ALIASES",
-           "_PROBE_ALIASES", "Lang", "Level", "Space", "Context", "Analysis", "Cls", "Probe",
-           "Table"} | {n for n in schema.__all__ if n[0].isupper()}
+WATCHED = {"SUBSTITUTIONS", "TABLES", "LABELS", "CONTEXTS", "MEASURES", "CLASSES",
+           "LANGS", "LEVELS", "CONDITIONS", "CAPTIONS", "LEVEL_NAMES", "CLASS_NAMES",
+           "DEFAULT_CONTEXTS", "CONTEXT_GROUPS", "SUBSTITUTION_MEASURES", "AFFINITIES", "SCALED",
+           "RATIO", "NATURALISTIC", "NEUTRAL", "NEUTRAL_PLURAL", "RUN_KEYS", "WIDE_KEYS",
+           "CORRELOGRAM_MEASURES", "_TICK", "_SUBSTITUTION_TICKS", "_CONTEXT_NAMES",
+           "_GROUP_CONTEXTS", "_CONTEXT_ALIASES", "_SUBSTITUTION_ALIASES", "Lang", "Level", "Space",
+           "Context", "Analysis", "Cls", "Substitution", "Table"} | {
+               n for n in schema.__all__ if n[0].isupper()}
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -148,10 +149,10 @@ def test_the_vocabularies_are_the_studys() -> None:
     assert schema.CONTEXT_ALIASES["all"] == CONTEXTS[:5]
     assert schema.CONTEXT_ALIASES["ncs"] == ("NCS",)
     assert schema.DEFAULT_CONTEXT_GROUPS == ("nat", "neut")
-    assert schema.PROBE_FAMILIES == PROBE_FAMILIES
-    assert schema.DISPLAY_PROBES == DISPLAY_PROBES
+    assert schema.SUBSTITUTIONS == SUBSTITUTIONS
+    assert schema.DISPLAY_SUBSTITUTIONS == DISPLAY_SUBSTITUTIONS
     assert schema.MEASURES == MEASURES
-    assert schema.DISPLAY_MEASURES == DISPLAY_PROBES + MEASURES[6:]
+    assert schema.DISPLAY_MEASURES == DISPLAY_SUBSTITUTIONS + MEASURES[6:]
     assert schema.LEVELS == LEVELS and schema.SPACES == SPACES
     assert schema.CLASSES == CLASSES and schema.ANALYSES == ANALYSES
     assert schema.RESULT_TABLES == RESULT_TABLES
@@ -166,7 +167,7 @@ def test_the_types_hold_the_values_of_the_vocabularies() -> None:
     assert args(schema.SentenceContext) == CONTEXTS
     assert args(schema.ContextGroup) == GROUPS
     assert set(args(schema.Context)) == set(GROUPS + CONTEXTS)
-    assert args(schema.Probe) == PROBE_FAMILIES[1:]
+    assert args(schema.Substitution) == SUBSTITUTIONS[1:]
     assert args(schema.Level) == LEVELS and args(schema.Space) == SPACES
     assert set(args(schema.Cls)) == set(CLASSES) | {"all"}
     assert args(schema.Analysis) == ANALYSES
@@ -176,7 +177,7 @@ def test_the_types_hold_the_values_of_the_vocabularies() -> None:
 def test_every_measure_has_one_label_and_the_study_names() -> None:
     labels = schema.MEASURE_LABELS
     assert set(MEASURES) <= set(labels)
-    assert [labels[m] for m in DISPLAY_PROBES] == ["P_Syn", "P_Comp", "P_WordsSyn", "P_Rand"]
+    assert [labels[m] for m in DISPLAY_SUBSTITUTIONS] == ["P_Syn", "P_Comp", "P_WordsSyn", "P_Rand"]
     assert labels["Sim_R|Syn/Sim_R|WordsSyn"] == "Sim_R|Syn / Sim_R|WordsSyn"
     # one typeset form of each label for the figures, and no other
     assert set(schema.MEASURE_MATH_LABELS) == set(labels)
@@ -232,16 +233,15 @@ def test_figures_and_tables_label_conditions_with_the_schema(res) -> None:
 # --- the other modules take their names from the schema ------------------------------------------
 
 def test_the_public_names_are_the_schemas_objects() -> None:
-    assert ncprobe.PROBES is schema.PROBE_FAMILIES
-    assert ncprobe.data.PROBES is schema.PROBE_FAMILIES
-    assert stimuli.PROBES is schema.PROBE_FAMILIES
+    assert ncprobe.SUBSTITUTIONS is schema.SUBSTITUTIONS
+    assert ncprobe.data.SUBSTITUTIONS is schema.SUBSTITUTIONS
     assert ncprobe.TABLES is schema.RESULT_TABLES and results.TABLES is schema.RESULT_TABLES
     assert ncprobe.MEASURES is schema.MEASURES and measures.MEASURES is schema.MEASURES
     assert ncprobe.CONTEXTS is schema.CONTEXTS and stimuli.CONTEXTS is schema.CONTEXTS
     assert ncprobe.CLASSES is schema.CLASSES and stimuli.CLASSES is schema.CLASSES
     for name in ("LANGS", "NATURALISTIC", "NEUTRAL", "NEUTRAL_PLURAL"):
         assert getattr(stimuli, name) is getattr(schema, name), name
-    for name in ("PROBE_MEASURES", "AFFINITIES", "SCALED", "RATIO", "RUN_KEYS"):
+    for name in ("SUBSTITUTION_MEASURES", "AFFINITIES", "SCALED", "RATIO", "RUN_KEYS"):
         assert getattr(measures, name) is getattr(schema, name), name
     assert config.LEVELS is schema.LEVELS
     assert config.Lang is schema.Lang and config.Level is schema.Level

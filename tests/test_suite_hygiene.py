@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-TEST_FILES = sorted(TESTS.glob("test_*.py"))
+TEST_FILES = sorted(TESTS.rglob("test_*.py"))
 
 
 def _imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
@@ -29,7 +29,7 @@ def _imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-@pytest.mark.parametrize("path", TEST_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", TEST_FILES, ids=lambda p: p.relative_to(TESTS).as_posix())
 def test_no_test_module_imports_another(path: Path) -> None:
     """A helper two test files need goes to a helper module (synthetic.py, by_hand.py,
     tiny_models.py ...): importing a test module runs its module-level code and collects
@@ -76,7 +76,7 @@ def test_one_agg_backend_for_the_suite() -> None:
 
 
 def test_the_longest_files_named_to_run_first_exist() -> None:
-    """conftest.py's LONGEST_FIRST names test files of this folder (a renamed file would
+    """conftest.py's LONGEST_FIRST names test files below this folder (a renamed file would
     silently go back to the end of the queue)."""
     tree = ast.parse((TESTS / "conftest.py").read_text(encoding="utf-8"))
     [LONGEST_FIRST] = [ast.literal_eval(node.value) for node in ast.walk(tree)
@@ -84,3 +84,84 @@ def test_the_longest_files_named_to_run_first_exist() -> None:
                        and [getattr(t, "id", None) for t in node.targets] == ["LONGEST_FIRST"]]
     missing = [name for name in LONGEST_FIRST if not (TESTS / name).is_file()]
     assert not missing and len(set(LONGEST_FIRST)) == len(LONGEST_FIRST), missing
+
+
+def test_the_test_tree_mirrors_the_package() -> None:
+    """A test file of a subpackage's module sits in the folder of that subpackage
+    (tests/retrieval/ for ncprobe/retrieval/ ...), a root module's at the root: each folder
+    below tests/ is a subpackage of ncprobe, and each subpackage with tests has its folder."""
+    import ncprobe
+
+    package = Path(ncprobe.__file__).resolve().parent
+    folders = {p.parent.relative_to(TESTS).as_posix() for p in TEST_FILES} - {"."}
+    subpackages = {p.parent.relative_to(package).as_posix() for p in package.rglob("__init__.py")}
+    assert folders <= subpackages, folders - subpackages
+    # a file at the root named after a module lives beside it: a module of the package root
+    misplaced = [p.name for p in TEST_FILES if p.parent == TESTS
+                 and not (package / f"{p.stem.removeprefix('test_')}.py").is_file()
+                 and any((package / sub / f"{p.stem.removeprefix('test_')}.py").is_file()
+                         for sub in subpackages - {"."})]
+    assert not misplaced, misplaced
+
+
+# --- the tiny models: one model in every process ------------------------------------------
+
+#: Builds every tiny model of tests/tiny_models.py under argv[1] and prints what a test sees
+#: of them: the vocabularies, a few words' tokens, and a hash of each file the models wrote.
+_BUILD_TINY_MODELS = """
+import hashlib, json, sys
+from pathlib import Path
+from tests.tiny_models import _tokenizer, make_st_dir, tiny_bert, tiny_llama, write_tiny_elmo
+
+root = Path(sys.argv[1])
+bert = tiny_bert(root / "bert")
+tiny_llama(root / "llama")
+make_st_dir(bert, root / "st")
+write_tiny_elmo(root / "elmo")
+words = ["beaver", "eager beaver", "montanha-russa", "coração", "research lab", "zebra"]
+out = {"files": {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                 for p in sorted(root.rglob("*")) if p.is_file()}}
+for kind in ("bert", "llama"):
+    tok = _tokenizer(kind)
+    out[kind] = {"vocab": sorted(tok.get_vocab().items()),
+                 "tokens": [tok.tokenize(w) for w in words],
+                 "ids": [tok(w)["input_ids"] for w in words]}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_the_tiny_models_are_the_same_in_every_process(tmp_path: Path) -> None:
+    """Two fresh interpreters, with other hash seeds, build the same tokenizers and the same
+    model files byte for byte. A tokenizer trained at test time was not: the ``tokenizers``
+    trainer breaks ties in the order of a Rust hash map seeded anew in each process (whatever
+    PYTHONHASHSEED says), so two xdist workers tested two models, one of which split
+    "beaver" as ``be ##av ##er`` and the other as ``bea ##ver``."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    runs = []
+    for seed in ("0", "12345"):  # side by side: each interpreter spends its time importing
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        runs.append(subprocess.Popen(
+            [sys.executable, "-c", _BUILD_TINY_MODELS, str(tmp_path / f"seed-{seed}")],
+            cwd=TESTS.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True))
+    seen = []
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr[-3000:]
+        seen.append(json.loads(stdout.strip().splitlines()[-1]))
+    first, second = seen
+    # what the script wrote exists: the test compares models, not two empty listings
+    assert {"bert/model.safetensors", "llama/model.safetensors", "st/2_Dense/config.json",
+            "elmo/weights.hdf5", "bert/tokenizer.json"} <= set(first["files"])
+    for kind in ("bert", "llama"):
+        assert first[kind]["vocab"] == second[kind]["vocab"], kind
+        assert first[kind]["tokens"] == second[kind]["tokens"], kind
+        assert first[kind]["ids"] == second[kind]["ids"], kind
+    differ = sorted(name for name in first["files"].keys() | second["files"].keys()
+                    if first["files"].get(name) != second["files"].get(name))
+    assert not differ, differ

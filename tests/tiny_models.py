@@ -1,12 +1,16 @@
-"""Tiny models built on the fly: a WordPiece tokenizer, a 3-layer BERT and a 3-layer LLaMA, a
-sentence-transformers model on the BERT, and a random 2-layer ELMo biLM in AllenNLP's files.
+"""Tiny models built on the fly: a WordPiece tokenizer of a fixed vocabulary, a 3-layer BERT and
+a 3-layer LLaMA, a sentence-transformers model on the BERT, and a random 2-layer ELMo biLM in
+AllenNLP's files.
 
-The session fixtures of ``conftest.py`` build each once; a test that changes a model's files
-copies the directory first."""
+Every process builds the same models, byte for byte: the vocabulary is written out by a rule
+(:func:`vocabulary`, no training) and the weights come from fixed seeds, so xdist workers test
+one model (tests/test_suite_hygiene.py checks it). The session fixtures of ``conftest.py``
+build each once; a test that changes a model's files copies the directory first."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,24 +19,56 @@ CORPUS = ["o montanha-russa é rápida e a ação do coração", "vinho branco p
           "the grey matter of a brain is an eager beaver", "economic aid research lab police car",
           "Este é um pão-duro . Esta é uma montanha-russa ."] * 20
 
+#: The tokens every tiny tokenizer starts with; the post-processors below name them by id.
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "<s>")
+
+
+def _words(texts) -> list[str]:
+    """The corpus's words as BERT's pre-tokenizer cuts them (runs of letters or digits, and
+    each punctuation mark alone), each once, in code-point order."""
+    return sorted({w for text in texts for w in re.findall(r"\w+|[^\w\s]", text)})
+
+
+def vocabulary() -> dict[str, int]:
+    """The tiny WordPiece vocabulary, token -> id, written out from :data:`CORPUS` by a fixed
+    rule (no training: the ``tokenizers`` trainer breaks ties between equally frequent pairs
+    in the order of a Rust hash map, seeded anew in every process, so each process, and each
+    xdist worker, got another vocabulary and split "beaver" its own way).
+
+    The ids, in order: :data:`SPECIALS`; every character of the corpus, alone and as a
+    continuation (``##c``), so a word of those characters never becomes [UNK]; then each word
+    of up to three characters whole, and each longer word as its first three characters and
+    the rest in pieces of three (``##...``). WordPiece takes the longest piece that matches,
+    so "beaver" is ``bea ##ver`` and "montanha" ``mon ##tan ##ha``: words of several pieces, as
+    the tests of sub-token pooling need, and a character outside the corpus (the "z" of
+    "zebra") makes its word [UNK].
+    """
+    words = _words(CORPUS)
+    chars = sorted({c for w in words for c in w})
+    tokens = list(SPECIALS) + chars + ["##" + c for c in chars]
+    for w in words:
+        tokens += [w[:3]] + ["##" + w[i:i + 3] for i in range(3, len(w), 3)]
+    return {t: i for i, t in enumerate(dict.fromkeys(tokens))}  # first place of each token
+
 
 def _tokenizer(kind: str):
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    """The tiny models' fast tokenizer over :func:`vocabulary`: BERT's ([CLS] ... [SEP], a pad
+    token) for ``kind="bert"``, else a LLaMA-like one (<s> first, no pad token)."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    vocab = vocabulary()
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=False)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "<s>"]
-    tok.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=120,
-                                                              special_tokens=specials))
     if kind == "bert":
         tok.post_processor = processors.TemplateProcessing(
-            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]),
+                                                     ("[SEP]", vocab["[SEP]"])])
         return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]",
                                        unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]")
     tok.post_processor = processors.TemplateProcessing(single="<s> $A",
-                                                       special_tokens=[("<s>", 4)])
+                                                       special_tokens=[("<s>", vocab["<s>"])])
     # no pad token: the encoder must provide one
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", bos_token="<s>",
                                    eos_token="[SEP]")

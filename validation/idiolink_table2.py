@@ -1,7 +1,7 @@
 """IdioLink's Table 2 rows that run offline: all-MiniLM-L6-v2 (``minilm``) in the four query
 modes and BM25, on the test split (issue 21).
 
-Runs ``ncprobe.retrieve(["minilm", "bm25"])`` and prints the paper's layout (percent, 2
+Runs ``ncprobe.retrieve(models=["minilm", "bm25"])`` and prints the paper's layout (percent, 2
 decimals) for all queries, then literal and idiomatic ones, with the 95% idiom-cluster
 intervals and, for BM25, the published figures beside the stable ones. The published
 all-MiniLM-L6-v2 row is not in this script: compare the printed row with the paper's Table 2
@@ -35,8 +35,8 @@ def main() -> None:
     args = ap.parse_args()
     cache = args.cache_dir or tempfile.mkdtemp(prefix="idiolink-cache-")
     t0 = time.perf_counter()
-    res = retrieve(["minilm", "bm25"], "all", "test", data_dir=args.data_dir, cache_dir=cache,
-                   n_boot=args.n_boot, progress=False)
+    res = retrieve(models=["minilm", "bm25"], split="test", data_dir=args.data_dir,
+                   cache_dir=cache, n_boot=args.n_boot, progress=False)
     took = time.perf_counter() - t0
     for usage in ("all", "literal", "idiomatic"):
         print(f"## {usage} queries\n")

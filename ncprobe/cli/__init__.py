@@ -6,8 +6,10 @@ available here (weights, optional package, GPU or network missing), 130
 interrupted (the embedding cache keeps what was encoded: rerun to resume), 141
 stdout closed early by its reader (``ncprobe data info --json | head``).
 
-One module per command group (:mod:`.data`, :mod:`.run` for ``compute``, ``report`` and
-``reproduce``, :mod:`.compare`, :mod:`.pairs`, :mod:`.models`, :mod:`.cache`), each giving
+One module per command group (:mod:`.data`, :mod:`.run` for ``probes``, ``run`` and its
+shorthands ``compute`` and ``retrieve``, ``report`` and ``reproduce``, :mod:`.compare`,
+:mod:`.pairs`, :mod:`.models`, :mod:`.cache`; a probe's own options and run are the probe's,
+:mod:`ncprobe.probes`), each giving
 every command an ``add_<command>_parser(subparsers, config)`` and a ``run_<command>(args,
 config)``; :data:`COMMANDS` registers them, in the order ``--help`` lists them. A new
 command is a new module and one entry there. The domain work is in the modules that own
@@ -23,13 +25,14 @@ import logging
 import os
 import sys
 import warnings
+from functools import partial
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 from .._io import UNWRITABLE_ERRNOS, output_error
 from .._version import VERSION as __version__
 from ..config import DEFAULT_MODEL, RunConfig
 from ..errors import DataErrors, NcprobeError, UsageError
-from . import cache, compare, data, models, pairs, retrieve, run
+from . import cache, compare, data, models, pairs, run
 from ._options import REPRODUCE_OPTIONS, config_from_args, config_options
 
 __all__ = ["COMMANDS", "Command", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "EXIT_USAGE",
@@ -68,12 +71,17 @@ class Command(NamedTuple):
 #: Every command, by name, in the order ``ncprobe --help`` lists them.
 COMMANDS: dict[str, Command] = {
     "data": Command(data.add_data_parser, data.run_data),
-    "compute": Command(run.add_compute_parser, run.run_compute),
+    "probes": Command(run.add_probes_parser, run.run_probes),
+    "run": Command(run.add_run_parser, run.run_run),
+    # the shorthands of `run ncimp` and `run idiolink`: the same options, output and codes
+    "compute": Command(partial(run.add_shorthand_parser, "compute"),
+                       partial(run.run_shorthand, "compute")),
     "report": Command(run.add_report_parser, run.run_report),
     "reproduce": Command(run.add_reproduce_parser, run.run_reproduce),
     "compare": Command(compare.add_compare_parser, compare.run_compare),
     "pairs": Command(pairs.add_pairs_parser, pairs.run_pairs),
-    "retrieve": Command(retrieve.add_retrieve_parser, retrieve.run_retrieve),
+    "retrieve": Command(partial(run.add_shorthand_parser, "retrieve"),
+                        partial(run.run_shorthand, "retrieve")),
     "models": Command(models.add_models_parser, models.run_models),
     "cache": Command(cache.add_cache_parser, cache.run_cache),
 }

@@ -1,8 +1,9 @@
-"""Options shared by several commands, and the run options made from :class:`RunConfig`.
+"""Options shared by several commands, and the run options made from a config class.
 
-:func:`config_options` adds one option per field of a config class (``compute`` takes them
-all, ``reproduce`` those in :data:`REPRODUCE_OPTIONS`); :func:`config_from_args` makes the
-config of the options parsed, naming the option of any value the config refuses.
+:func:`config_options` adds one option per field of a config class (:class:`RunConfig`:
+``compute`` takes them all, ``reproduce`` those in :data:`REPRODUCE_OPTIONS`;
+:class:`~ncprobe.retrieval.config.RetrievalConfig`: ``retrieve``); :func:`config_from_args`
+makes the config of the options parsed, naming the option of any value the config refuses.
 """
 
 from __future__ import annotations
@@ -15,63 +16,86 @@ import types
 import typing
 from typing import Sequence
 
-from ..config import RunConfig
+from ..config import RunConfig, field_default
 from ..errors import UsageError
 from ..schema import CORRECTIONS
-from ._argtypes import finite_number, positive_int
+from . import _argtypes
+from ._argtypes import positive_int
 
 #: The RunConfig fields that ``reproduce`` passes to every run.
 REPRODUCE_OPTIONS = ("contexts", "layers", "device", "batch_tokens", "store_dtype", "standardise",
                      "n_boot", "seed")
 
 
-def config_options(parser, config: type | None = None,
-                   names: Sequence[str] | None = None) -> None:
-    """Add one option per field of ``config`` (default :class:`RunConfig`), or per field in
-    ``names``, in field order, built from the field alone.
+def config_options(parser: argparse.ArgumentParser, config: type | None = None,
+                   names: Sequence[str] | None = None, *, start: str | None = None,
+                   stop: str | None = None) -> None:
+    """Add one option per field of the config class ``config`` (default :class:`RunConfig`;
+    any frozen dataclass whose fields all have defaults, e.g.
+    :class:`~ncprobe.retrieval.config.RetrievalConfig`), in field order, built from the
+    field alone: every field, or those in ``names``, or those from ``start`` (included) up
+    to ``stop`` (left out), so that a command may put its own options between them.
 
     The option is ``--<name>`` (``_`` as ``-``) or the field's ``option`` metadata, with
-    ``dest`` the field's name, the field's default, its ``help`` and ``metavar`` metadata,
-    the values of a ``Literal`` type as choices (an optional one, ``dtype``, is not
-    restricted: the encoders take other spellings too), a flag for a ``bool``, a whole
-    number for an ``int`` and a finite number for a ``float``. Ranges and other values are
-    checked by ``config`` itself, in :func:`config_from_args`.
+    ``dest`` the field's name, the field's default, and its ``help`` and ``metavar``
+    metadata. Its values: the field's ``type`` metadata (an argparse type, or the name of
+    one in :mod:`ncprobe.cli._argtypes`, e.g. ``"count"``: it reads the text and refuses
+    what is out of range), else a whole number for an ``int``, a finite number for a
+    ``float``, the text for the rest; the ``choices`` metadata, else the values of a
+    ``Literal`` type (an optional one, ``dtype``, is not restricted: the encoders take
+    other spellings too); a flag for a ``bool``. ``repeatable`` metadata: the option may be
+    given more than once, each value a list (its ``type``, e.g. ``comma_list``), and the
+    field gets the non-empty items of all, in order. Other checks are ``config``'s own, in
+    :func:`config_from_args`.
     """
     config = config or RunConfig
     hints = typing.get_type_hints(config)
-    for f in dataclasses.fields(config):
+    order = [f.name for f in dataclasses.fields(config)]
+    first = order.index(start) if start is not None else 0
+    last = order.index(stop) if stop is not None else len(order)
+    for f in dataclasses.fields(config)[first:last]:
         if names is not None and f.name not in names:
             continue
-        kw = {"dest": f.name, "default": _default(f), "help": f.metadata.get("help")}
+        kw = {"dest": f.name, "default": field_default(f), "help": f.metadata.get("help")}
         hint = hints[f.name]
         if hint is bool:
             kw["action"] = argparse.BooleanOptionalAction if kw["default"] else "store_true"
         else:
-            if typing.get_origin(hint) is typing.Literal:
+            if "choices" in f.metadata:
+                kw["choices"] = f.metadata["choices"]
+            elif typing.get_origin(hint) is typing.Literal:
                 kw["choices"] = typing.get_args(hint)
             if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: X
                 hint = next(a for a in typing.get_args(hint) if a is not type(None))
-            if hint is int:  # ranges: RunConfig's checks (the Python API has the same)
+            parse = f.metadata.get("type")
+            if isinstance(parse, str):
+                parse = getattr(_argtypes, parse)
+            if parse is not None:
+                kw["type"] = parse
+            elif hint is int:  # ranges: the config's checks (the Python API has the same)
                 kw["type"] = int
             elif hint is float:  # nan and inf are no value of any field
-                kw["type"] = finite_number
+                kw["type"] = _argtypes.finite_number
+            if f.metadata.get("repeatable"):
+                kw["action"] = _Items
             if "metavar" in f.metadata:
                 kw["metavar"] = f.metadata["metavar"]
         parser.add_argument(_option(f), **kw)
 
 
+class _Items(argparse.Action):
+    """A ``repeatable`` config field's option: each time given, its value (a list) adds its
+    non-empty items to those given before; not given, the field's default."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        had = getattr(namespace, self.dest)
+        items = [] if had is self.default else list(had)
+        setattr(namespace, self.dest, items + [v for v in values if v])
+
+
 def _option(f: dataclasses.Field) -> str:
     """The option of a config field: its ``option`` metadata, else ``--`` and its name."""
     return f.metadata.get("option", "--" + f.name.replace("_", "-"))
-
-
-def _default(f: dataclasses.Field):
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    # every config field has a default: an option left out must take one
-    raise TypeError(f"config field {f.name!r} has no default")
 
 
 def config_from_args(args: argparse.Namespace, config: type | None = None):
@@ -88,15 +112,22 @@ def config_from_args(args: argparse.Namespace, config: type | None = None):
     config = config or RunConfig
     fields = [f for f in dataclasses.fields(config) if hasattr(args, f.name)]
     values = {f.name: getattr(args, f.name) for f in fields}
-    given = [f for f in fields if values[f.name] != _default(f)]
+    given = [f for f in fields if values[f.name] != field_default(f)]
     for group in [[f] for f in given] + [given]:
         try:
             made = config(**{f.name: values[f.name] for f in group})
         except ValueError as e:
             named = ", ".join(_option(f) if values[f.name] is True
-                              else f"{_option(f)} {values[f.name]}" for f in group)
+                              else f"{_option(f)} {_shown(values[f.name])}" for f in group)
             raise UsageError(f"{named}: {e}") from None
     return made
+
+
+def _shown(value) -> str:
+    """An option's value as it was typed: a list (a ``repeatable`` option) as a comma list,
+    nothing as ``''``."""
+    text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    return text or "''"
 
 
 def data_dir_option(p: argparse.ArgumentParser) -> None:

@@ -33,7 +33,8 @@ def run_cache(args: argparse.Namespace, config: type) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from ..cache import cache_info, cache_root, scan
+    from .._io import cache_root
+    from ..cache.maintenance import cache_info, scan
 
     entries = cache_info(args.cache_dir, verify=not args.quick)
     print(f"cache: {cache_root(args.cache_dir)}")
@@ -52,7 +53,8 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _clear(args: argparse.Namespace) -> int:
-    from ..cache import cache_clear, cache_root
+    from .._io import cache_root
+    from ..cache.maintenance import cache_clear
 
     report = cache_clear(args.cache_dir, args.model)
     for path, why in report.kept:

@@ -66,24 +66,25 @@ def add_compare_parser(sub, config: type) -> argparse.ArgumentParser:
 def run_compare(args: argparse.Namespace, config: type) -> int:
     from pathlib import Path
 
-    from .. import tables
-    from ..comparison import (
-        COMPARE_FAMILY,
-        check_comparison_out,
-        compare,
-        differing_options,
-        write_comparison,
-    )
-    from ..significance import CORRECTION_NAMES, STARS_NOTE
+    from ..comparison import check_comparison_out
 
     out = Path(args.out) if args.out else None
     if out is not None:  # refused before any work
         check_comparison_out(out, args.overwrite)
+    from ..probes import get_probe
     from ..results.store import probe_of_all
 
     sides = [p for p in (args.results_a, args.results_b) if p]
-    if probe_of_all(sides, args.exclude, advice="compare results of one probe") == "idiolink":
-        return _compare_retrieval(args, out)
+    probe = probe_of_all(sides, args.exclude, advice="compare results of one probe")
+    return get_probe(probe).compare_from_args(args, out)
+
+
+def compare_ncimp(args: argparse.Namespace, out) -> int:
+    """``ncprobe compare`` of NCIMP results: rho differences, cell by cell."""
+    from .. import tables
+    from ..comparison import COMPARE_FAMILY, compare, differing_options, write_comparison
+    from ..significance import CORRECTION_NAMES, STARS_NOTE
+
     select_a, select_b = _selection(args.select_a, "a"), _selection(args.select_b, "b")
     if args.exclude:  # each --exclude leaves out a directory of one side or the other
         from ..results import drop_excluded, find_results
@@ -94,7 +95,7 @@ def run_compare(args: argparse.Namespace, config: type) -> int:
     b = (_load_results(args.results_b, args.exclude, args.accept_edited_results)
          if args.results_b else None)
     if b is not None:  # never two sides of different data in one test
-        from ..results.core import check_same_data
+        from ..results.cells import check_same_data
 
         check_same_data([a, b], [args.results_a, args.results_b])
 
@@ -126,46 +127,6 @@ def run_compare(args: argparse.Namespace, config: type) -> int:
     return 0
 
 
-def _compare_retrieval(args: argparse.Namespace, out) -> int:
-    """``ncprobe compare A B`` of retrieval results: the models of A against those of B, on
-    the same queries, mode by mode (paired tests over idioms, corrected across the rows)."""
-    from ..retrieval.report import paired_tests_latex, paired_tests_markdown
-    from ..retrieval.results import RetrievalResults
-    from ..retrieval.stats import across_family, paired_tests
-
-    if args.select_a or args.select_b:
-        raise UsageError("--a/--b select rows of NCIMP results; retrieval results are "
-                         "compared model against model, mode by mode")
-    if not args.results_b:
-        raise UsageError("retrieval results: give two sides (RESULTS_A RESULTS_B); the modes "
-                         "within one run are already tested in its own results (table tests)")
-    a, b = (RetrievalResults.load_many([side], exclude=args.exclude,
-                                       accept_edited=args.accept_edited_results, across=False)
-            for side in (args.results_a, args.results_b))
-    both = RetrievalResults.concat([a, b], [args.results_a, args.results_b])
-    pairs = [(cell_a, cell_b) for cell_a in a.cells for cell_b in b.cells
-             if cell_a[1] == cell_b[1]]
-    if not pairs:
-        raise UsageError("the two sides share no query mode: nothing to compare")
-    # the models across the two sides: one family of their own, named as a report of the
-    # two directories names it (ncprobe.retrieval.results.tests_across_runs)
-    df = paired_tests(both.per_query, pairs, n_boot=args.n_boot, seed=args.seed,
-                      correction=args.correct, n_flips=args.n_flips,
-                      family=across_family([args.results_a, args.results_b]))
-    # results read although edited: said first, where it cannot be missed
-    text = "".join(f"{line}\n\n" for line in both.edited_lines()) + paired_tests_markdown(df)
-    print(text, end="" if text.endswith("\n") else "\n")
-    if out is not None:
-        from ..comparison import write_comparison
-
-        title = "IdioLink: paired differences between models (ncprobe compare)"
-        write_comparison(out, df, markdown=f"{title}\n\n{text}",
-                         latex="".join(f"% {line}\n" for line in both.edited_lines())
-                         + paired_tests_latex(df, title), overwrite=args.overwrite)
-        print(f"written to {out}", file=sys.stderr)
-    return 0
-
-
 def _flips(text: str) -> int | str:
     """``--n-flips``: ``auto`` or a whole number >= 1."""
     if text.strip().lower() == "auto":
@@ -180,7 +141,7 @@ def _flips(text: str) -> int | str:
 def _selection(items: Sequence[str], side: str) -> dict[str, str | list[str]] | None:
     """``--a KEY=VALUE ...`` as a selection of :func:`ncprobe.comparison.compare`."""
     from ..comparison import SELECT_KEYS
-    from ..results.query import cannot_select_message
+    from ..query import cannot_select_message
 
     sel: dict[str, str | list[str]] = {}
     for item in items:
@@ -202,7 +163,7 @@ def _selection(items: Sequence[str], side: str) -> dict[str, str | list[str]] | 
 def _load_results(path: str, exclude: Sequence[str] = (), accept_edited: bool = False):
     """One side of ``compare``: never two runs of one cell pooled. An ``--exclude`` may
     leave out nothing on this side (:func:`run_compare` checks it against both sides)."""
-    from ..results import load_results
+    from ..results import Results
 
-    return load_results([path], exclude=exclude, accept_edited=accept_edited,
+    return Results.load_many([path], exclude=exclude, accept_edited=accept_edited,
                         require_match=False)

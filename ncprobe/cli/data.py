@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..data.sources import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from ..errors import DataError
-from ..schema import PROBE_TASKS
+from ..probes import probe_names
 from ._argtypes import comma_list, count, positive_seconds, seconds, url_template
 from ._options import data_dir_option
 
@@ -55,7 +55,7 @@ def add_data_parser(sub, config: type) -> argparse.ArgumentParser:
                         "file, row and column. Exit 3 when anything is wrong.")
     data_dir_option(p)
     p.add_argument("--probe", metavar="P", type=comma_list, default=None,
-                   help=f"check only the files of these probes ({', '.join(PROBE_TASKS)}, or a "
+                   help=f"check only the files of these probes ({', '.join(probe_names())}, or a "
                    "comma list), each of them required: a missing one is an error (default: "
                    "every pinned file; a missing extra file is a note naming its probe)")
 
@@ -129,27 +129,11 @@ def _print_info(info: dict) -> None:
         # the probe that reads a file; "-": read by none (pinned for completeness or for a
         # probe to come)
         print(f"  {f['status']:<10} {f['need']:<9} {f['probe'] or '-':<9} {path}")
-    for lang, d in info["languages"].items():
-        cls = " / ".join(f"{d['classes'][c]}" for c in ("I", "PC", "C"))
-        means = " / ".join("-" if d["class_mean_gold"][c] is None
-                           else f"{d['class_mean_gold'][c]:.2f}" for c in ("I", "PC", "C"))
-        per = ", ".join(f"{k} {lo}-{hi}" if lo != hi else f"{k} {lo}"
-                        for k, (lo, hi) in d["stimuli_per_context"].items())
-        print(f"\n{lang.upper()}: {d['ncs']} NCs, {d['scored']} with a gold score"
-              + (f" (unscored: {', '.join(d['unscored'])})" if d["unscored"] else ""))
-        print(f"  classes I/PC/C: {cls}; mean gold {means}")
-        print(f"  contexts: {d['contexts']['naturalistic']} naturalistic, "
-              f"{d['contexts']['neutral']} neutral; stimuli per context: {per}")
-        print(f"  mean naturalistic length: {d['mean_naturalistic_length']} words; "
-              f"{d['stimuli']} stimuli ({d['spliced_stimuli']} spliced)")
-    if info["idiolink"]:
-        print("\nIdioLink (licence CC BY-NC-SA 4.0):")
-    for split, c in info["idiolink"].items():
-        qu = " / ".join(str(n) for n in c["query_usage"].values())
-        du = " / ".join(str(n) for n in c["document_usage"].values())
-        print(f"  {split}: {c['queries']} queries (idiomatic / literal {qu}), {c['documents']} "
-              f"documents (idiomatic / literal / simplification / sense {du}), "
-              f"{c['idioms']} idioms")
+    from ..probes import probes
+
+    for probe in probes():  # each probe's part: NCIMP's languages, IdioLink's splits
+        for line in probe.data_info_lines(info):
+            print(line)
     if info["notes"]:
         print("\nnotes:")
         for n in info["notes"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 
@@ -23,13 +24,72 @@ from ._options import (
 )
 
 
-def add_compute_parser(sub, config: type) -> argparse.ArgumentParser:
+def add_probes_parser(sub, config: type) -> argparse.ArgumentParser:
+    return sub.add_parser(
+        "probes", help="list the probes: what each asks, its data, its result tables",
+        description="List the probes ncprobe runs (`ncprobe run PROBE`), one line each: its "
+        "name, what it asks, its data and its result tables.")
+
+
+def run_probes(args: argparse.Namespace, config: type) -> int:
+    from ..probes import describe
+
+    for line in describe():
+        print(line)
+    return 0
+
+
+def add_run_parser(sub, config: type) -> argparse.ArgumentParser:
+    from ..probes import probes
+
     p = sub.add_parser(
-        "compute", help="cosines, measures and correlations for one model and language",
-        description="Encode the NCIMP stimuli with one model, compare every probe with its "
-        "original, compute the measures of the study (Sim, Affinity, Scaled Similarity, ratio, "
-        "rogue dimensions) and their Spearman correlations with the gold compositionality "
-        "score, write the results (parquet + run.json) and print a summary.")
+        "run", help="run a probe (`ncprobe probes` lists them) on one or more models",
+        description="Run one probe: `ncprobe run PROBE --help` lists its options. `ncprobe "
+        "compute` is `ncprobe run ncimp`, `ncprobe retrieve` is `ncprobe run idiolink`.")
+    psub = p.add_subparsers(dest="probe", metavar="PROBE")
+    for probe in probes():
+        q = psub.add_parser(probe.name, help=probe.help, description=probe.description)
+        probe.add_run_arguments(q, _config_for(probe, config))
+    return p
+
+
+def run_run(args: argparse.Namespace, config: type) -> int:
+    from ..probes import get_probe
+
+    probe = get_probe(args.probe)
+    return probe.run_from_args(args, _config_for(probe, config))
+
+
+def add_shorthand_parser(command: str, sub, config: type) -> argparse.ArgumentParser:
+    """The parser of ``command``, the shorthand of ``ncprobe run PROBE`` for the probe whose
+    :attr:`~ncprobe.probes.base.Probe.shorthand` it is: the same options."""
+    probe = _shorthand_probe(command)
+    p = sub.add_parser(command, help=probe.help, description=probe.description)
+    probe.add_run_arguments(p, _config_for(probe, config))
+    return p
+
+
+def run_shorthand(command: str, args: argparse.Namespace, config: type) -> int:
+    probe = _shorthand_probe(command)
+    return probe.run_from_args(args, _config_for(probe, config))
+
+
+def _shorthand_probe(command: str):
+    from ..probes import probes
+
+    return next(p for p in probes() if p.shorthand == command)
+
+
+def _config_for(probe, config: type) -> type:
+    """The run options' config of ``probe``: ``config`` (the command line's, e.g. a
+    subclass of RunConfig with a field more) where it extends the probe's own, else the
+    probe's own."""
+    own = probe.config_class()
+    return config if isinstance(config, type) and issubclass(config, own) else own
+
+
+def add_compute_arguments(p: argparse.ArgumentParser, config: type) -> None:
+    """The options of ``ncprobe compute`` (``ncprobe run ncimp``)."""
     config_options(p, config)  # the fields of RunConfig, in field order
     p.add_argument("--out", metavar="DIR", help="results directory (default: "
                    "results/<model>-<lang>, plus every option that changes results and is not "
@@ -46,8 +106,12 @@ def add_compute_parser(sub, config: type) -> argparse.ArgumentParser:
     p.add_argument("--allow-gensim-downloader", action="store_true",
                    help="allow --model gensim:NAME and word2vec (English): gensim.downloader "
                    "downloads the vectors and runs Python code from the gensim-data repository")
+    p.add_argument("--json", action="store_true",
+                   help="print the headline rows as JSON (Spearman's rho of every measure with "
+                   "the gold score, per model, language, space, layer view, level and context: "
+                   "n, rho, its 95%% interval, p and Holm's p across them) instead of the "
+                   "summary")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
-    return p
 
 
 def run_compute(args: argparse.Namespace, config: type) -> int:
@@ -68,7 +132,9 @@ def run_compute(args: argparse.Namespace, config: type) -> int:
                       allow_pickle=args.allow_pickle,
                       allow_gensim_downloader=args.allow_gensim_downloader)
     path = res.to_parquet(out, overwrite=args.overwrite)
-    if not args.quiet:
+    if args.json:
+        print(json.dumps(res.json_rows(), indent=1, ensure_ascii=False))
+    elif not args.quiet:
         print(res.summary())
     run = res.meta[0]  # how this computation went: not part of the results (RUN_LOG_KEYS)
     print(f"{run['encoded']} of {run['unique']} unique items encoded now, the others read "
@@ -114,40 +180,28 @@ def add_report_parser(sub, config: type) -> argparse.ArgumentParser:
 
 
 def run_report(args: argparse.Namespace, config: type) -> int:
-    from ..report import check_formats, write_report
-    from ..results import load_results
+    from ..drawing import check_formats
+    from ..probes import get_probe
     from ..results.store import probe_of_all
 
     formats = check_formats(args.format)  # before any results are read
-    if probe_of_all(args.results, args.exclude,
-                    advice="one report shows the results of one probe") == "idiolink":
-        return _retrieval_report(args, formats)
-    res = load_results(args.results, exclude=args.exclude,  # never two runs of one cell
+    probe = probe_of_all(args.results, args.exclude,
+                         advice="one report shows the results of one probe")
+    return get_probe(probe).report_from_args(args, formats)
+
+
+def report_ncimp(args: argparse.Namespace, formats) -> int:
+    """``ncprobe report`` of NCIMP results: the study's figures and tables."""
+    from ..report import write_report
+    from ..results import Results
+
+    res = Results.load_many(args.results, exclude=args.exclude,  # never two runs of one cell
                        accept_edited=args.accept_edited_results)
     written = write_report(res, args.out, formats=formats,
                            examples=comma_list(args.examples) if args.examples else None,
                            jobs=args.jobs, space=args.space, level=args.level,
                            correct=args.correct, intervals=not args.compact_tables,
                            progress=None if args.quiet else say, overwrite=args.overwrite)
-    print(f"{len(written)} files written to {args.out}")
-    return 0
-
-
-def _retrieval_report(args: argparse.Namespace, formats) -> int:
-    """``ncprobe report`` of retrieval results: the Table 2 layout, the tests, the figures."""
-    from ..retrieval.results import RetrievalResults
-
-    given = [opt for opt, value in (("--examples", args.examples), ("--space", args.space),
-                                    ("--level", args.level)) if value is not None]
-    if given:
-        raise UsageError(f"{', '.join(given)}: options of the NCIMP report; retrieval results "
-                         "have no such choice")
-    res = RetrievalResults.load_many(args.results, exclude=args.exclude,
-                                     accept_edited=args.accept_edited_results)
-    for line in res.edited_lines():  # first, where it cannot be missed
-        print(line, file=sys.stderr)
-    written = res.report(args.out, formats=formats, overwrite=args.overwrite,
-                         progress=None if args.quiet else say)
     print(f"{len(written)} files written to {args.out}")
     return 0
 
@@ -196,9 +250,10 @@ def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
 def run_reproduce(args: argparse.Namespace, config: type) -> int:
     import time
 
+    from ..drawing import FigureWorkers
     from ..encoders.registry import study_models
     from ..executors import RunsFailed
-    from ..report import FigureWorkers, check_out, reproduce_provenance, write_report
+    from ..report import check_out, reproduce_provenance, write_report
     from ..reproduce import reproduce
 
     options = {name: getattr(args, name) for name in REPRODUCE_OPTIONS}

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..schema import CLASSES, CONTEXTS
-from ..schema import PROBE_FAMILIES as PROBES
+from ..schema import CLASSES, CONTEXTS, SUBSTITUTIONS
 from .coverage import check_coverage
 from .ncimp import SplicedStimuliWarning, load_stimuli
 from .pairs import load_pairs
@@ -22,9 +21,9 @@ if TYPE_CHECKING:
     from .generate import generate_pairs
     from .idiolink import load_idiolink
 
-__all__ = ["CLASSES", "CONTEXTS", "PROBES", "MinimalPair", "NounCompound", "SplicedStimuliWarning",
+__all__ = ["CLASSES", "CONTEXTS", "MinimalPair", "NounCompound", "SplicedStimuliWarning",
            "Stimuli", "Stimulus", "check_coverage", "download", "generate_pairs", "load_idiolink",
-           "load_pairs", "load_stimuli", "resolve_data_dir", "upstream_files"]
+           "load_pairs", "load_stimuli", "resolve_data_dir", "SUBSTITUTIONS", "upstream_files"]
 
 
 def __getattr__(name: str):

@@ -3,58 +3,38 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from ..errors import DataError, DataErrors, ErrorSink, UsageError
-from ..schema import PROBE_TASKS
-from .coverage import check_coverage
-from .ncimp import load_stimuli
-from .ncimp.layout import NAT_FILE, NEUTRAL_FILE
-from .reading import RESTORE, LoadContext
+from ..errors import DataError
+from ..probes import get_probe
+from ..probes import probes as registered
+from .reading import RESTORE
 from .sources import UpstreamFile, file_status, resolve_data_dir, upstream_files
-
-#: Tag columns known to be wrong upstream (SCHEMA section 7.7): the article was dropped
-#: from the sentence but the tag kept its entry. Not read by ncprobe; reported, not failed.
-KNOWN_BAD_TAGS = re.compile(r"^only head synonym alt\d+_tag$")
-
-
-#: What each probe's command is, for the messages about its missing files.
-_COMMAND_OF_PROBE = {"ncimp": "ncprobe compute", "idiolink": "ncprobe retrieve"}
 
 
 def file_probe(f: UpstreamFile) -> str | None:
-    """The probe (:data:`~ncprobe.schema.PROBE_TASKS`) that reads the pinned file ``f``, or
+    """The probe (:data:`ncprobe.probes.PROBES`) that reads the pinned file ``f``, or
     ``None`` for a file no probe reads (pinned ``extra`` for completeness, or for a probe to
-    come: SemanticQA's and AStitch's files).
-
-    The NCIMP files (``required`` and ``optional``) are ``ncimp``'s; IdioLink's queries and
-    documents of every split are ``idiolink``'s (its other files are read by nothing).
-    """
-    if f.need in ("required", "optional"):
-        return "ncimp"
-    from .idiolink import DOCUMENTS_FILE, QUERIES_FILE, SPLITS
-
-    if f.local_path in {t.format(split=s) for s in SPLITS
-                        for t in (QUERIES_FILE, DOCUMENTS_FILE)}:
-        return "idiolink"
-    return None
+    come): the first probe whose :meth:`~ncprobe.probes.base.Probe.reads` says so."""
+    return next((p.name for p in registered() if p.reads(f)), None)
 
 
-def check_probes(probes: str | Iterable[str]) -> tuple[str, ...]:
-    """``probes`` (names, or a comma list) as probes of :data:`~ncprobe.schema.PROBE_TASKS`.
+def check_probes(names: str | Iterable[str]) -> tuple[str, ...]:
+    """``names`` (names, or a comma list) as probes of :data:`ncprobe.probes.PROBES`, in
+    its order.
 
     Raises:
         UsageError: an unknown probe, or none.
     """
-    names = [p.strip() for p in (probes.split(",") if isinstance(probes, str) else probes)]
-    bad = [p for p in names if p not in PROBE_TASKS]
-    if bad or not names:
-        raise UsageError(f"unknown probe {', '.join(map(repr, bad or names))}; the probes are "
-                         f"{', '.join(PROBE_TASKS)}")
-    return tuple(p for p in PROBE_TASKS if p in names)
+    return tuple(p.name for p in registered(names))
+
+
+def _command(probe: str) -> str:
+    """The command that runs ``probe``, for the messages about its missing files."""
+    shorthand = get_probe(probe).shorthand
+    return f"ncprobe {shorthand}" if shorthand else f"ncprobe run {probe}"
 
 
 def file_problem(root: Path, f: UpstreamFile, status: str, *,
@@ -89,8 +69,8 @@ def file_problem(root: Path, f: UpstreamFile, status: str, *,
                 "file in its place")
     if status == "missing" and (required or f.need == "required"):
         probe = file_probe(f)
-        needed = (f" ({probe} needs it: `{_COMMAND_OF_PROBE[probe]}`)"
-                  if f.need != "required" and probe in _COMMAND_OF_PROBE else "")
+        needed = (f" ({probe} needs it: `{_command(probe)}`)"
+                  if f.need != "required" and probe is not None else "")
         return f"missing{needed}; run `ncprobe data download`"
     return None
 
@@ -115,7 +95,7 @@ def missing_extras(root: Path, statuses: dict[str, str]) -> list[str]:
         if probe is None:
             who = "read by no probe yet"
         else:
-            who = (f"the {probe} probe needs them (`{_COMMAND_OF_PROBE[probe]}`; `ncprobe data "
+            who = (f"the {probe} probe needs them (`{_command(probe)}`; `ncprobe data "
                    f"check --probe {probe}` fails without them)")
         lines.append(f"{len(paths)} extra file(s) missing in {root}, {who}; `ncprobe data "
                      f"download` fetches them: {', '.join(paths)}")
@@ -150,7 +130,7 @@ def check(data_dir: str | Path | None = None,
     Args:
         data_dir: the data directory (default: :func:`~ncprobe.data.sources.resolve_data_dir`).
         probes: ``None``: every pinned file; a missing ``extra`` file is a note naming the
-            probe that needs it. Probes (:data:`~ncprobe.schema.PROBE_TASKS`, or a comma
+            probe that needs it. Probes (:data:`ncprobe.probes.PROBES`, or a comma
             list): only the files those probes read (:func:`file_probe`), each of them
             required.
 
@@ -174,14 +154,14 @@ def check(data_dir: str | Path | None = None,
     if wanted is None:
         report.notes += missing_extras(root, report.files)
     reported = {e.file for e in report.errors}
-    found = _parse_ncimp(root, report) if wanted is None or "ncimp" in wanted else []
-    if wanted is None or "idiolink" in wanted:
-        # IdioLink (retrieval probe): the files of every split present, parsed and validated
-        from .idiolink import check_idiolink
-
-        idiolink_errors, idiolink_notes = check_idiolink(root)
-        found.extend(idiolink_errors)
-        report.notes += idiolink_notes
+    found: list[DataError] = []
+    for probe in registered(wanted):
+        # each probe parses and validates its files present (NCIMP: tags, stimuli of every
+        # context, NCS; IdioLink: the records of every split)
+        errors, notes, tolerated = probe.check_data(root)
+        found.extend(errors)
+        report.notes += notes
+        report.tolerated += tolerated
     seen = {str(e) for e in report.errors}
     for problem in found:
         # a missing or unreadable file is already listed once, by its pin status
@@ -193,39 +173,6 @@ def check(data_dir: str | Path | None = None,
     return report
 
 
-def _parse_ncimp(root: Path, report: CheckReport) -> list[DataError]:
-    """Parse every NCIMP file present (tags, stimuli of every context, NCS); the problems
-    found (the loader's notes go to ``report``)."""
-    # the pins are checked above; here every file is parsed whatever its content
-    ctx = LoadContext(root, ErrorSink(collect=True), accept_modified=True)
-    for lang in ("en", "pt"):
-        rels = [NEUTRAL_FILE.format(LANG=lang.upper())] + [
-            NAT_FILE.format(LANG=lang.upper(), k=k) for k in (1, 2, 3)]
-        for rel in rels:
-            if ctx.exists(rel):
-                _check_tags(rel, ctx, report)
-    found = list(ctx.sink.errors)
-    try:
-        stim = load_stimuli("all", contexts="all", probes="all", wordssyn="all", data_dir=root,
-                            collect=True, accept_modified=True, cross_check=True)
-        report.notes += [n for n in stim.notes if not n.startswith("MODIFIED DATA")]
-        check_coverage(stim, contexts="all", probes="all")
-    except DataErrors as errs:
-        found.extend(errs.errors)
-    except DataError as err:
-        found.append(err)
-    try:  # the NCS files (context ncs) as released: their P_Rand is generated, not read
-        ncs = load_stimuli("all", contexts="ncs", probes="syn,comp,wordssyn", data_dir=root,
-                           collect=True, accept_modified=True)
-        report.notes += [n for n in ncs.notes if n not in report.notes
-                         and not n.startswith("MODIFIED DATA")]
-    except DataErrors as errs:
-        found.extend(errs.errors)
-    except DataError as err:
-        found.append(err)
-    return found
-
-
 def _relative(file: str | None, root: Path) -> str | None:
     if file is None:
         return None
@@ -233,23 +180,3 @@ def _relative(file: str | None, root: Path) -> str | None:
         return Path(file).relative_to(root).as_posix()
     except ValueError:
         return file
-
-
-def _check_tags(rel: str, ctx: LoadContext, report: CheckReport) -> None:
-    df = ctx.table(rel)
-    if df is None:
-        return
-    for tag_col in [c for c in df.columns if c.endswith("_tag")]:
-        sent_col = tag_col[:-4]
-        if sent_col not in df.columns:
-            continue  # e.g. the neutral original's tag is 'original sentence_tag'
-        known = bool(KNOWN_BAD_TAGS.match(tag_col))
-        sink = ErrorSink(collect=True) if known else ctx.sink
-        probe = LoadContext(ctx.data_dir, sink)
-        for i, r in enumerate(df.records(), start=1):
-            probe.tag_span(r[sent_col], r[tag_col], file=rel, row=i, column=tag_col,
-                           key=r.get("compound"))
-        if known and sink.errors:
-            report.tolerated.append(f"{rel}: column {tag_col!r}: {len(sink.errors)} rows with a "
-                                    "tag length that does not match the sentence (known upstream "
-                                    "anomaly; column not used)")

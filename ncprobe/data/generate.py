@@ -56,7 +56,7 @@ from .rows import (
     row_span,
 )
 from .splice import find_words, span_error, splice_phrase
-from .stimuli import PROBE_FAMILIES, Stimulus
+from .stimuli import SUBSTITUTIONS, Stimulus
 
 # the probe builders (ncprobe.data.probes), the frequency matching (ncprobe.data.frequency)
 # and splice_phrase (ncprobe.data.splice) are importable from here, where they always were
@@ -269,7 +269,7 @@ class _Generation:
     #: the rows of the pairs file, in the order written
     rows: list[dict[str, str]] = field(default_factory=list)
     #: rows written per probe family
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROBE_FAMILIES, 0))
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SUBSTITUTIONS, 0))
     #: ``|Zipf difference|`` of every drawn random word
     diffs: list[float] = field(default_factory=list)
     #: the compounds, ``(lang, nc)``, in input order

@@ -53,6 +53,7 @@ import os
 from pathlib import Path
 
 from ..errors import ErrorSink
+from ..schema import SUBSTITUTIONS
 from .rows import (
     Row,
     check_scale,
@@ -68,7 +69,7 @@ from .rows import (
     same_score,
 )
 from .splice import MinimalPair, span_error, splice, splice_phrase
-from .stimuli import PROBES, NounCompound, Stimuli, Stimulus
+from .stimuli import NounCompound, Stimuli, Stimulus
 
 #: What to do about a pairs file that cannot be read as it is.
 FIX_PAIRS = ("correct the file (UTF-8 CSV with one header line, or JSON Lines; see "
@@ -123,8 +124,8 @@ def load_pairs(path: str | os.PathLike, lang: str | None = None, *, collect: boo
             continue
         r, where = row.text, row.where
         probe = r["probe"].strip()
-        if probe not in PROBES:
-            sink.error(f"unknown probe {probe!r}; use one of {', '.join(PROBES)}",
+        if probe not in SUBSTITUTIONS:
+            sink.error(f"unknown probe {probe!r}; use one of {', '.join(SUBSTITUTIONS)}",
                        column="probe", **where)
             continue
         context = row_context(r, sink, where)

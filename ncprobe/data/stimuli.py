@@ -27,17 +27,12 @@ from ..schema import (
     NATURALISTIC,
     NEUTRAL,
     NEUTRAL_PLURAL,
-    PROBE_ALIASES,
-    PROBE_FAMILIES,
+    SUBSTITUTION_ALIASES,
+    SUBSTITUTIONS,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-
-#: The probe families (:data:`ncprobe.schema.PROBE_FAMILIES`) under their older name, as
-#: ``ncprobe.PROBES`` and ``ncprobe.data.PROBES`` export them.
-PROBES = PROBE_FAMILIES
-
 
 def expand_contexts(contexts: str | Iterable[str]) -> tuple[str, ...]:
     """Expand ``nat``/``neut``/``neut-pl``/``all`` and comma lists to context ids.
@@ -54,8 +49,8 @@ def expand_probes(probes: str | Iterable[str]) -> tuple[str, ...]:
     >>> expand_probes("syn,comp")
     ('original', 'syn', 'comp-head', 'comp-mod')
     """
-    got = _expand(probes, PROBE_FAMILIES, PROBE_ALIASES, "probe")
-    return tuple(p for p in PROBE_FAMILIES if p == "original" or p in got)
+    got = _expand(probes, SUBSTITUTIONS, SUBSTITUTION_ALIASES, "probe")
+    return tuple(p for p in SUBSTITUTIONS if p == "original" or p in got)
 
 
 def _expand(value, allowed, aliases, what) -> tuple[str, ...]:
@@ -105,7 +100,7 @@ class Stimulus:
         lang: ``en`` or ``pt`` (or the language of a user's own pairs).
         nc: canonical NC key (``compound`` of the NCIMP files).
         context: ``S1``, ``S2``, ``S3``, ``N`` or ``Npl``.
-        probe: one of :data:`~ncprobe.schema.PROBE_FAMILIES`.
+        probe: one of :data:`~ncprobe.schema.SUBSTITUTIONS`.
         variant: 1-based variant number within the probe family.
         tokens: the pre-tokenised sentence (words are whitespace tokens).
         span: word span ``(start, end)``, end exclusive.
@@ -242,7 +237,7 @@ class Stimuli(Sequence[Stimulus]):
         """The stimuli matching every given criterion (a value or a collection of values).
 
         Values are matched exactly: context ids (``S1``, ``S2``, ``S3``, ``N``, ``Npl``),
-        probe families (:data:`~ncprobe.schema.PROBE_FAMILIES`), language codes and NC
+        probe families (:data:`~ncprobe.schema.SUBSTITUTIONS`), language codes and NC
         keys, never the aliases of :func:`expand_contexts`
         (``filter(context=expand_contexts("nat"))`` for those).
         A value that can match nothing, because it is not a context id, probe family,
@@ -257,7 +252,7 @@ class Stimuli(Sequence[Stimulus]):
         present_langs = {s.lang for s in self.items} | {lg for lg, _ in self.ncs}
         _check_known("lang", langs, tuple(LANGS) + tuple(sorted(present_langs - set(LANGS))))
         _check_known("context", ctxs, CONTEXTS, CONTEXT_ALIASES)
-        _check_known("probe", probes, PROBE_FAMILIES, PROBE_ALIASES)
+        _check_known("probe", probes, SUBSTITUTIONS, SUBSTITUTION_ALIASES)
         _check_known("nc", ncs, tuple(sorted({s.nc for s in self.items}
                                             | {n for _, n in self.ncs})))
         return self.with_items(s for s in self.items

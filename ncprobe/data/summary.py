@@ -6,11 +6,9 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from ..errors import DataError, DataErrors
+from ..probes import probes
 from . import sources
 from .check import file_probe, file_problem, missing_extras
-from .coverage import check_coverage
-from .ncimp import load_stimuli
 
 
 def data_summary(root: Path) -> dict:
@@ -18,12 +16,13 @@ def data_summary(root: Path) -> dict:
 
     Keys: ``data_dir``; ``files``, each pinned file's ``need``, ``status``
     (:func:`~ncprobe.data.sources.file_status`) and ``probe`` (the probe that reads it, or
-    ``None``: :func:`~ncprobe.data.check.file_probe`) by its local path; ``languages``,
-    :meth:`~ncprobe.data.stimuli.Stimuli.describe` of every stimulus
-    there (the files as they are, modified ones included: their pins are in ``files``);
-    ``notes`` of the loader, and one per probe whose ``extra`` files are missing;
-    ``warnings`` it gave; ``idiolink``, the counts of each IdioLink
-    split whose two files are present (:meth:`~ncprobe.data.idiolink.IdioLink.counts`);
+    ``None``: :func:`~ncprobe.data.check.file_probe`) by its local path; then each probe's
+    keys (:meth:`~ncprobe.probes.base.Probe.data_info`, the files as they are, modified ones
+    included: their pins are in ``files``): ``languages`` of NCIMP
+    (:meth:`~ncprobe.data.stimuli.Stimuli.describe` of every stimulus), ``idiolink``, the
+    counts of each IdioLink split whose two files are present);
+    ``notes`` of the loaders, and one per probe whose ``extra`` files are missing;
+    ``warnings`` they gave;
     ``errors``, every problem: a file that differs from its pin, cannot be read, is no
     regular file (a directory, a link to nothing or a link loop) or is required and missing,
     a bad row (IdioLink's records included), a condition the stimuli do not cover. Nothing
@@ -37,26 +36,14 @@ def data_summary(root: Path) -> dict:
     errors = [f"{f.local_path}: {problem}" for f in pinned
               if (problem := file_problem(root, f, status[f.local_path])) is not None]
     extras = missing_extras(root, status)
-    stim = None
+    info: dict = {"data_dir": str(root), "files": files}
+    notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            # the pins are reported above: count what is there, modified or not
-            stim = load_stimuli("all", contexts="nat,neut", data_dir=root, collect=True,
-                                accept_modified=True, cross_check=True)
-            check_coverage(stim, contexts="nat,neut", probes="all")
-        except DataErrors as e:
-            errors += [str(x) for x in e.errors]
-        except DataError as e:
-            errors.append(str(e))
-    from .idiolink import idiolink_counts  # the retrieval probe's data, when present
-
-    idiolink, idiolink_errors = idiolink_counts(root)
-    errors += [str(e) for e in idiolink_errors]
-    return {"data_dir": str(root), "files": files,
-            "languages": stim.describe() if stim is not None else {},
-            "idiolink": idiolink,
-            "notes": extras + [n for n in (stim.notes if stim is not None else [])
-                               if not n.startswith("MODIFIED DATA")],
-            "warnings": [str(w.message) for w in caught],
+        for probe in probes():  # each probe's counts (NCIMP: "languages"; IdioLink: its splits)
+            keys, found_notes, problems = probe.data_info(root)
+            info.update(keys)
+            notes += found_notes
+            errors += problems
+    return {**info, "notes": extras + notes, "warnings": [str(w.message) for w in caught],
             "errors": list(dict.fromkeys(errors))}

@@ -23,7 +23,7 @@ reported, never silently replaced by zeros or by the sentence vector.
 This module is the contract only. What the model families share lives beside it:
 :mod:`ncprobe.encoders._env` (packages, devices, dtypes, the network, model paths),
 :mod:`ncprobe.encoders._pool` (sub-token -> word -> span pooling of transformer states) and
-:func:`ncprobe.cache.hash_cache` (the weight-hash cache that fingerprints use).
+:func:`ncprobe._io.hash_cache` (the weight-hash cache that fingerprints use).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import logging
 from pathlib import Path
 from typing import ClassVar, Sequence
 
-from ..cache import hash_cache
+from .._io import hash_cache
 from ..errors import ModelUnavailableError, NcprobeError
 from ._env import missing_module, path_name, torch_device
 from ._pool import pool_batch

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, ClassVar, Sequence
 
 import numpy as np
 
-from .._io import tree_sha256
-from ..cache import hash_cache
+from .._io import hash_cache, tree_sha256
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
 from ._env import (
     hf_unavailable,

@@ -25,10 +25,9 @@ import os
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..errors import ModelUnavailableError, UsageError
-from ..schema import PROBE_TASKS
 from ._env import DTYPES, gpu_unavailable
 from .prompts import GENERIC, QueryFormat
 
@@ -98,7 +97,7 @@ class ModelSpec:
         remote_code: loading it runs Python code from its hub repository: refused unless
             the user opts in (``--allow-remote-code``, ``allow_remote_code=True``), and then
             built with ``trust_remote_code=True``. Never trusted by default.
-        probes: the probes it is meant for (:data:`~ncprobe.schema.PROBE_TASKS`): ``ncimp``
+        probes: the probes it is meant for (:data:`ncprobe.probes.PROBES`): ``ncimp``
             (``ncprobe models`` lists these by default), ``idiolink`` (``ncprobe models
             --probe idiolink``).
     """
@@ -119,10 +118,12 @@ class ModelSpec:
     probes: tuple[str, ...] = ("ncimp",)
 
     def __post_init__(self) -> None:
+        from ..probes import probe_names
+
         if not isinstance(self.probes, tuple) or not self.probes or \
-                any(p not in PROBE_TASKS for p in self.probes):
+                any(p not in probe_names() for p in self.probes):
             raise ValueError(f"model {self.alias!r}: probes must be a non-empty tuple of "
-                             f"{', '.join(PROBE_TASKS)}, not {self.probes!r}")
+                             f"{', '.join(probe_names())}, not {self.probes!r}")
         if self.loader is None and self.family not in FAMILY_LOADERS:
             raise ValueError(f"model {self.alias!r}: unknown family {self.family!r} (one of "
                              f"{', '.join(FAMILY_LOADERS)}) and no loader")
@@ -485,8 +486,8 @@ def availability(name: str, lang: str, *, device: str | None = None,
         return spec.availability(lang, device=device,
                                  allow_gensim_downloader=allow_gensim_downloader,
                                  allow_remote_code=allow_remote_code)
-    return _resolve(name, lang, allow_pickle=allow_pickle,
-                    allow_gensim=allow_gensim_downloader).unavailable(device=device)
+    return resolve_target(name, lang, allow_pickle=allow_pickle,
+                          allow_gensim=allow_gensim_downloader).unavailable(device=device)
 
 
 #: How each load_encoder option is spelled on the command line (for messages).
@@ -593,8 +594,9 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
     """
     options = {"layers": layers, "device": device, "dtype": dtype, "revision": revision,
                "device_map": device_map, "batch_tokens": batch_tokens}
-    target = _resolve(name, lang, allow_pickle=allow_pickle,
-                      allow_gensim=allow_gensim_downloader, allow_remote_code=allow_remote_code)
+    target = resolve_target(name, lang, allow_pickle=allow_pickle,
+                            allow_gensim=allow_gensim_downloader,
+                            allow_remote_code=allow_remote_code)
     options = check_options(target.cls, target.label, options, target.drop)
     why = target.unavailable(**options)
     if why:
@@ -602,8 +604,8 @@ def load_encoder(name: str, lang: str = "en", *, layers=None, device: str | None
     return target.build(**options)
 
 
-def _resolve(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool,
-             allow_remote_code: bool = False) -> Target:
+def resolve_target(name: str, lang: str, *, allow_pickle: bool, allow_gensim: bool,
+                   allow_remote_code: bool = False) -> Target:
     """Which encoder class a name means, and how to build it (nothing is loaded yet).
     ``allow_remote_code`` applies to registered ``remote_code`` aliases only."""
     from ._env import hf_missing
@@ -661,42 +663,13 @@ def query_format_of(name: str) -> QueryFormat:
     return (spec.query_format if spec is not None else None) or GENERIC
 
 
-def models_table(probe: str | None = None) -> str:
-    """The registered aliases as ``ncprobe models`` lists them: a header, then one row per
-    alias, each column as wide as its widest cell, two spaces apart.
-
-    Args:
-        probe: ``None``: the NCIMP models (``ncimp`` in their ``probes``), with columns
-            alias, family, its model per language (the NCIMP languages, then any other a
-            listed model covers), what to ``pip install``, what it needs. ``idiolink``: the
-            IdioLink models, with columns alias, model (hub id), query format, what it needs
-            (a GPU, the remote-code opt-in ...). ``ncimp``: as ``None``.
-
-    Raises:
-        UsageError: an unknown probe.
-    """
-    from ..schema import LANGS
-
-    if probe is not None and probe not in PROBE_TASKS:
-        raise UsageError(f"unknown probe {probe!r}; the probes are {', '.join(PROBE_TASKS)}")
-    specs = [s for s in MODELS.values() if (probe or "ncimp") in s.probes]
-    rows: list[tuple[str, ...]]
-    if probe == "idiolink":
-        rows = [("alias", "model", "query format", "needs")]
-        for spec in specs:
-            mid = spec.ids.get("en", spec.ids.get("*", "-"))
-            fmt = spec.query_format or GENERIC
-            rows.append((spec.alias, mid, fmt.describe(), spec.requirements))
-        return _table(rows)
-    langs = list(dict.fromkeys([*LANGS] + [k for s in specs for k in s.ids if k != "*"]))
-    rows = [("alias", "family", f"model ({' / '.join(langs)})", "pip install", "needs")]
-    for spec in specs:
-        ids = " / ".join(dict.fromkeys(spec.ids.get(k, spec.ids.get("*", "-")) for k in langs))
-        rows.append((spec.alias, spec.family, ids, spec.install, spec.requirements))
-    return _table(rows)
+def models_for(probe: str) -> list[ModelSpec]:
+    """The registered aliases meant for the probe ``probe`` (``probe`` in their
+    :attr:`ModelSpec.probes`), in registry order: what ``ncprobe models --probe`` lists."""
+    return [s for s in MODELS.values() if probe in s.probes]
 
 
-def _table(rows: list[tuple[str, ...]]) -> str:
+def aligned(rows: Sequence[tuple[str, ...]]) -> str:
     """Rows as aligned columns two spaces apart; the last column unpadded."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     widths[-1] = 0  # the last column unpadded: no trailing spaces

@@ -16,7 +16,7 @@ from typing import Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ..cache import hash_cache
+from .._io import hash_cache
 from ..errors import DataError, ModelUnavailableError, NcprobeError, UsageError
 from ._env import missing_module, path_name, unreachable
 from .base import Encoded

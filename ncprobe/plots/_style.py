@@ -5,8 +5,14 @@ Public: the palettes (:data:`CONDITION_PALETTE`, :func:`condition_palette`,
 (the context every figure is drawn in), :func:`new_figure` (a Figure unknown to pyplot,
 drawn with Agg), and what every figure states under its title: :func:`suptitle` (the title
 and ``n``), :func:`n_text` (the NCs of a figure of per-NC values) and :func:`count_range`
-(``280``, or ``279-280``). The helpers with a leading underscore are the figure modules'
-own: the grid of panels, legends, the ideal panel, boxes, and readable tick labels.
+(``280``, or ``279-280``). The figure modules' own helpers: the grid of panels
+(:class:`PanelGrid`, :func:`draws_ideal`, :func:`draw_ideal_panel`), legends
+(:func:`add_legend`, :func:`condition_legend`, :func:`class_handles`), boxes
+(:func:`draw_boxes`), labels (:func:`short_name`, :func:`math_label`), readable tick labels
+(:func:`declutter`), the models and conditions shown (:func:`models_with`,
+:func:`conditions_of`) and what a figure function returns (:func:`with_notes`). The module is
+the figure modules' (its name starts with an underscore): :mod:`ncprobe.plots` re-exports what
+users take from it.
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Patch
 
 from ..errors import NoData, UsageError
-from ..inference import model_names
 from ..schema import (
     CLASS_LABELS,
     CLASSES,
@@ -40,8 +45,6 @@ from ..selection import conditions_in, split_condition
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.typing import RcKeyType  # matplotlib >= 3.9: the rc names, as a Literal
-
-    from ..results import Results
 
 #: Colour of each condition (:data:`ncprobe.schema.CONDITIONS`, in that order): English blue
 #: (EN-Nat, EN-Neut, EN-Neut-pl, EN-NCS), Portuguese orange (PT-...); naturalistic darker,
@@ -87,7 +90,7 @@ def condition_palette(conditions) -> dict[str, str]:
     return out
 
 
-def _conditions(df: pd.DataFrame) -> list[str]:
+def conditions_of(df: pd.DataFrame) -> list[str]:
     """The conditions of a selected table (its ``condition`` column), in the order shown."""
     return conditions_in(df["condition"].dropna().astype(str))
 
@@ -178,7 +181,7 @@ def root_figure(ax: Axes) -> Figure:
     return fig
 
 
-def _one_panel(ax: Axes | None, ideal: bool | None, panels: int, what: str) -> bool:
+def draws_ideal(ax: Axes | None, ideal: bool | None, panels: int, what: str) -> bool:
     """Whether to draw the ideal panel; refuses an ``ax`` for a figure of several panels."""
     if ax is None:
         return True if ideal is None else bool(ideal)
@@ -194,18 +197,20 @@ def _one_panel(ax: Axes | None, ideal: bool | None, panels: int, what: str) -> b
     return False
 
 
-def _returned(fig: Figure, notes: list[str], return_notes: bool
-              ) -> Figure | tuple[Figure, list[str]]:
+def with_notes(fig: Figure, notes: list[str], return_notes: bool
+               ) -> Figure | tuple[Figure, list[str]]:
     return (fig, list(notes)) if return_notes else fig
 
 
-def _short(model: str) -> str:
+def short_name(model: str) -> str:
     """A model's name for display: the last part of a HuggingFace id or path."""
     return str(model).rstrip("/").rsplit("/", 1)[-1]
 
 
-def _label(measure: str) -> str:
-    """A measure's one label, typeset (:data:`ncprobe.schema.MEASURE_MATH_LABELS`)."""
+def math_label(measure: str) -> str:
+    """A measure's one label, typeset (:data:`ncprobe.schema.MEASURE_MATH_LABELS`): also its
+    tick label, whatever the panel shows beside it (where space is short, :func:`declutter`
+    turns the labels rather than shortening them)."""
     return MEASURE_MATH_LABELS.get(measure, measure)
 
 
@@ -243,8 +248,8 @@ def n_text(data: pd.DataFrame, *, by_class: bool = False) -> str:
     return text
 
 
-def _models_with(data: pd.DataFrame, all_models: list[str], what: str, notes: list[str]
-                 ) -> list[str]:
+def models_with(data: pd.DataFrame, all_models: list[str], what: str, notes: list[str]
+                ) -> list[str]:
     have = set(data["model"]) if len(data) else set()
     shown = [m for m in all_models if m in have]
     missing = [m for m in all_models if m not in have]
@@ -256,11 +261,7 @@ def _models_with(data: pd.DataFrame, all_models: list[str], what: str, notes: li
     return shown
 
 
-def _all_models(results: Results) -> list[str]:
-    return model_names(results)
-
-
-class _Grid:
+class PanelGrid:
     """One panel per model (wrapped), optionally one block of rows per measure, and an ideal
     panel in the first column of each block."""
 
@@ -268,7 +269,7 @@ class _Grid:
                  panel_width: float = PANEL_WIDTH, panel_height: float = PANEL_HEIGHT,
                  legend_rows: int = 1, ax: Axes | None = None):
         self.models = models
-        self.ax = ax    # the caller's Axes: the one panel (checked by _one_panel)
+        self.ax = ax    # the caller's Axes: the one panel (checked by draws_ideal)
         if ax is not None:
             self.fig = root_figure(ax)
             self.axes: list[list] = [[ax]]
@@ -319,11 +320,11 @@ class _Grid:
             _finish(self.fig, title, n)
         else:
             self.ax.set_title(f"{self.ax.get_title()}\n{n}" if self.ax.get_title() else n)
-            _declutter(self.fig, [self.ax])
+            declutter(self.fig, [self.ax])
 
 
-def _legend(where, handles: list, *, title: str | None = None,
-            loc: str = "outside lower center", ncols: int | None = None) -> None:
+def add_legend(where, handles: list, *, title: str | None = None,
+               loc: str = "outside lower center", ncols: int | None = None) -> None:
     """A legend below the panels of a figure, or inside an Axes (``where``)."""
     if not handles:
         return
@@ -336,8 +337,8 @@ def _legend(where, handles: list, *, title: str | None = None,
                  borderaxespad=0.2)
 
 
-def _condition_legend(where, conditions: list[str], *, loc: str = "outside lower center"
-                      ) -> None:
+def condition_legend(where, conditions: list[str], *, loc: str = "outside lower center"
+                     ) -> None:
     """Conditions in a grid: one row per language, one column per context (colours of
     :func:`condition_palette`)."""
     conditions = conditions_in(conditions)
@@ -353,22 +354,22 @@ def _condition_legend(where, conditions: list[str], *, loc: str = "outside lower
             handles.append(Patch(facecolor=palette[name], edgecolor="#444444",
                                  linewidth=0.5, label=name) if name in conditions
                            else Patch(visible=False, label=""))
-    _legend(where, handles, title="condition", loc=loc, ncols=len(groups))
+    add_legend(where, handles, title="condition", loc=loc, ncols=len(groups))
 
 
-def _class_handles(prefix: str = "") -> list:
+def class_handles(prefix: str = "") -> list:
     return [Patch(facecolor=CLASS_PALETTE[c], edgecolor="#444444", linewidth=0.5,
                   label=prefix + CLASS_LABELS[c]) for c in CLASSES]
 
 
-def _ideal_panel(ax, measures: list[str], *, ratio: bool = False) -> None:
+def draw_ideal_panel(ax, measures: list[str], *, ratio: bool = False) -> None:
     """Schematic bars of :data:`IDEAL`, one group per measure, one bar per class."""
     width = 0.26
     for i, m in enumerate(measures):
         for j, cls in enumerate(CLASSES):
             ax.bar(i + (j - 1) * width, IDEAL[m][cls], width=width * 0.95,
                    color=CLASS_PALETTE[cls], edgecolor="#444444", linewidth=0.5)
-    ax.set_xticks(range(len(measures)), [_short_measure(m, measures) for m in measures])
+    ax.set_xticks(range(len(measures)), [math_label(m) for m in measures])
     ax.set_xlim(-0.6, len(measures) - 0.4)
     if ratio:
         ax.set_ylim(0, 3.4)
@@ -383,13 +384,7 @@ def _ideal_panel(ax, measures: list[str], *, ratio: bool = False) -> None:
     ax.set_ylabel("")
 
 
-def _short_measure(measure: str, shown: list[str]) -> str:
-    """Tick label of a measure: its one label (:func:`_label`), whatever the panel shows beside
-    it; where space is short, :func:`_declutter` turns the labels rather than shortening them."""
-    return _label(measure)
-
-
-def _declutter(fig, axes=None) -> None:
+def declutter(fig, axes=None) -> None:
     """Rotate the x tick labels of the panels (``axes``, or all of ``fig``'s) where they would
     overlap: 30 degrees, or upright (90) where the labels turned by 30 degrees would still
     touch (their distance across the slant, the step between ticks x sin 30, under a label's
@@ -415,7 +410,7 @@ def _finish(fig, title: str, n: str) -> None:
     """The title, ``n`` on a second line (every figure says what it counts), and readable
     tick labels."""
     suptitle(fig, title, n)
-    _declutter(fig)
+    declutter(fig)
 
 
 def suptitle(fig, title: str, n: str) -> None:
@@ -423,8 +418,8 @@ def suptitle(fig, title: str, n: str) -> None:
     fig.suptitle(f"{title}\n{n}")
 
 
-def _boxes(ax, sub: pd.DataFrame, *, x: str, order: list[str], hue: str, hue_order: list[str],
-           palette: dict) -> None:
+def draw_boxes(ax, sub: pd.DataFrame, *, x: str, order: list[str], hue: str, hue_order: list[str],
+               palette: dict) -> None:
     import seaborn as sns
 
     sub = sub.dropna(subset=["value"])

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..inference import class_tests, significant_pairs
+from ..inference import class_tests, model_names, significant_pairs
 from ..schema import AFFINITIES, CLASSES, LEVEL_LABELS, Correction
 from ..selection import select
 from ..significance import ALPHA, CORRECTION_NAMES, STARS_NOTE, stars
@@ -17,20 +17,19 @@ from ._docs import fill_doc
 from ._style import (
     CLASS_PALETTE,
     FONT_SIZE,
-    _all_models,
-    _boxes,
-    _class_handles,
-    _conditions,
-    _Grid,
-    _ideal_panel,
-    _label,
-    _legend,
-    _models_with,
-    _one_panel,
-    _returned,
-    _short,
+    PanelGrid,
+    add_legend,
+    class_handles,
+    conditions_of,
+    draw_boxes,
+    draw_ideal_panel,
+    draws_ideal,
+    math_label,
+    models_with,
     n_text,
+    short_name,
     style,
+    with_notes,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,31 +44,31 @@ def _class_figure(results: Results, *, measures: list[str], level: str, title: s
                   measures=measures, layers=layers)
     data = data[data["cls"].isin(CLASSES)].dropna(subset=["value"])
     notes: list[str] = []
-    models = _models_with(data, _all_models(results),
-                          f"{LEVEL_LABELS.get(level, level)}-level values", notes)
-    ideal = _one_panel(ax, ideal, len(models) * len(measures), "one per model and measure")
-    conds = _conditions(data)
+    models = models_with(data, model_names(results),
+                         f"{LEVEL_LABELS.get(level, level)}-level values", notes)
+    ideal = draws_ideal(ax, ideal, len(models) * len(measures), "one per model and measure")
+    conds = conditions_of(data)
     with style():
-        grid = _Grid(models, ideal=ideal, blocks=len(measures), sharey=sharey, ax=ax)
+        grid = PanelGrid(models, ideal=ideal, blocks=len(measures), sharey=sharey, ax=ax)
         for b, measure in enumerate(measures):
             for i, (model, pax) in enumerate(zip(models, grid.axes[b], strict=True)):
                 sub = data[(data["model"] == model) & (data["measure"] == measure)]
-                _boxes(pax, sub, x="condition", order=conds, hue="cls",
-                       hue_order=list(CLASSES), palette=CLASS_PALETTE)
+                draw_boxes(pax, sub, x="condition", order=conds, hue="cls",
+                           hue_order=list(CLASSES), palette=CLASS_PALETTE)
                 pax.set_xticks(range(len(conds)), conds)
-                pax.set_title(_short(model))
+                pax.set_title(short_name(model))
                 pax.set_xlabel("")
-                pax.set_ylabel((ylabel or _label(measure))
+                pax.set_ylabel((ylabel or math_label(measure))
                                if grid.first_column(b, i) or not sharey else "")
             if ideal:
-                _ideal_panel(grid.ideal[b], [measure])
-                grid.ideal[b].set_xticks([0], [_label(measure)])
-        _mark_classes(results, grid.axes, models, measures, conds, notes, level=level,
+                draw_ideal_panel(grid.ideal[b], [measure])
+                grid.ideal[b].set_xticks([0], [math_label(measure)])
+        mark_classes(results, grid.axes, models, measures, conds, notes, level=level,
                       space=space, contexts=contexts, layers=layers, correct=correct)
-        _legend(grid.legend_on, _class_handles())
+        add_legend(grid.legend_on, class_handles())
         grid.finish(title + f", {LEVEL_LABELS.get(level, level)} level ({space} space)",
                     n_text(data, by_class=True))
-    return _returned(grid.fig, notes, return_notes)
+    return with_notes(grid.fig, notes, return_notes)
 
 
 @overload
@@ -136,7 +135,7 @@ def fig_simr_syn_by_class(results: Results, *, level: str = "nc", space: str = "
     """
     return _class_figure(results, measures=["Sim_R|Syn"], level=level, space=space,
                          contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                         title=f"{_label('Sim_R|Syn')} by compositionality class", ax=ax,
+                         title=f"{math_label('Sim_R|Syn')} by compositionality class", ax=ax,
                          return_notes=return_notes, correct=correct)
 
 
@@ -171,7 +170,7 @@ def fig_simr_wordssyn_by_class(results: Results, *, level: str = "nc", space: st
     """
     return _class_figure(results, measures=["Sim_R|WordsSyn"], level=level, space=space,
                          contexts=contexts, layers=layers, sharey=sharey, ideal=ideal,
-                         title=f"{_label('Sim_R|WordsSyn')} by compositionality class",
+                         title=f"{math_label('Sim_R|WordsSyn')} by compositionality class",
                          ax=ax,
                          return_notes=return_notes, correct=correct)
 
@@ -256,7 +255,7 @@ def _mark_pairs(ax: Axes, conds: list[str], found: dict[str, list[tuple[str, str
                     va="bottom", fontsize=FONT_SIZE, linespacing=1.0, gid=gid)
 
 
-def _mark_classes(results: Results, panels: list[list[Axes]], models: list[str],
+def mark_classes(results: Results, panels: list[list[Axes]], models: list[str],
                   measures: list[str], conds: list[str], notes: list[str], **options) -> None:
     """Mark, on each panel (``panels[block][model]``, one block per measure), the pairs of
     classes :func:`class_test_marks` finds, and say how in ``notes``."""

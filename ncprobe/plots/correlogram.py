@@ -13,24 +13,24 @@ from matplotlib.figure import Figure
 
 from .. import inference
 from ..errors import NoData
-from ..schema import AFFINITIES, DISPLAY_PROBES, LEVEL_LABELS, SCALED, Correction
+from ..inference import model_names
+from ..schema import AFFINITIES, DISPLAY_SUBSTITUTIONS, LEVEL_LABELS, SCALED, Correction
 from ..selection import select
 from ..significance import ALPHA, SHORT_CORRECTION_NAMES
 from ._docs import fill_doc
 from ._style import (
     FONT_SIZE,
-    _all_models,
-    _conditions,
-    _label,
-    _models_with,
-    _one_panel,
-    _returned,
-    _short,
+    conditions_of,
+    draws_ideal,
+    math_label,
+    models_with,
     n_text,
     new_figure,
     root_figure,
+    short_name,
     style,
     suptitle,
+    with_notes,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 #: Measures of the correlogram unless others are named.
-CORRELOGRAM_MEASURES = DISPLAY_PROBES + AFFINITIES + SCALED
+CORRELOGRAM_MEASURES = DISPLAY_SUBSTITUTIONS + AFFINITIES + SCALED
 
 
 def correlogram_matrix(results: Results, condition: str, *, level: str = "nc",
@@ -104,10 +104,10 @@ def fig_correlogram(results: Results, *, level: str = "nc", space: str = "raw", 
     if conds_all.empty:
         raise NoData(f"no {LEVEL_LABELS.get(level, level)}-level values for a correlogram")
     notes: list[str] = []
-    _models_with(conds_all, _all_models(results),
-                 f"{LEVEL_LABELS.get(level, level)}-level values", notes)
-    conds = _conditions(conds_all)
-    _one_panel(ax, None, len(conds), "one per condition: " + ", ".join(conds))
+    models_with(conds_all, model_names(results),
+                f"{LEVEL_LABELS.get(level, level)}-level values", notes)
+    conds = conditions_of(conds_all)
+    draws_ideal(ax, None, len(conds), "one per condition: " + ", ".join(conds))
     panels = [(c, *correlogram_matrix(results, c, level=level, space=space, measures=measures,
                                       gold=gold, layers=layers)) for c in conds]
     panels, blank = _corrected_panels(panels, correct)
@@ -121,7 +121,7 @@ def fig_correlogram(results: Results, *, level: str = "nc", space: str = "raw", 
             if mesh is not None:
                 ax.figure.colorbar(mesh, ax=ax, aspect=30,
                                    label=f"Spearman ρ\n(blank: {blank})")
-        return _returned(root_figure(ax), notes, return_notes)
+        return with_notes(root_figure(ax), notes, return_notes)
     nvar = max(len(v) for _, v, _, _ in panels) - 1
     same = all(v == panels[0][1] for _, v, _, _ in panels)
     ncols = min(len(panels), 2)
@@ -155,7 +155,7 @@ def fig_correlogram(results: Results, *, level: str = "nc", space: str = "raw", 
                          aspect=30, label=f"Spearman ρ\n(blank: {blank})")
         suptitle(fig, f"Correlogram of models × measures, {LEVEL_LABELS.get(level, level)} "
                  f"level ({space} space)", n)
-    return _returned(fig, notes, return_notes)
+    return with_notes(fig, notes, return_notes)
 
 
 def _corrected_panels(panels: list, correct: Correction) -> tuple[list, str]:
@@ -188,7 +188,7 @@ def _correlogram_panel(ax, variables, rho, p):
     ax.set_ylim(n - 1, 0)
     ax.set_aspect("equal")
     ax.grid(False)
-    ticks = [_label(m) for _, m in variables]
+    ticks = [math_label(m) for _, m in variables]
     ax.set_xticks(np.arange(n - 1) + 0.5, ticks[:-1], rotation=90)
     ax.set_yticks(np.arange(n - 1) + 0.5, ticks[1:])
     ax.tick_params(length=0, pad=1)
@@ -224,7 +224,7 @@ def _model_axis_names(ax, variables: list[tuple[str, str]], *, left: bool = True
                 if lo >= hi:
                     continue
                 on_y = axis == "y"
-                ax.annotate(_short(model), xy=(0.0, 0.5) if on_y else (0.5, 0.0),
+                ax.annotate(short_name(model), xy=(0.0, 0.5) if on_y else (0.5, 0.0),
                             xycoords=_tick_label_extent(ax, axis, lo, hi),
                             xytext=(-3, 0) if on_y else (0, -3), textcoords="offset points",
                             rotation=90 if on_y else 0, ha="right" if on_y else "center",
@@ -270,7 +270,7 @@ def _model_blocks(ax, variables: list[tuple[str, str]]) -> None:
             ax.axvline(start, color="#555555", linewidth=0.6)
         if model:
             row = max(start - 1, 0)
-            ax.text(row + 1.15, row + 0.5, _short(model), va="center", ha="left",
+            ax.text(row + 1.15, row + 0.5, short_name(model), va="center", ha="left",
                     fontsize=FONT_SIZE, color="#333333")
         start = end
 

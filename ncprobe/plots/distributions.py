@@ -7,26 +7,26 @@ from typing import TYPE_CHECKING, Literal, overload
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..schema import AFFINITIES, DISPLAY_PROBES, LEVEL_LABELS, SCALED
+from ..inference import model_names
+from ..schema import AFFINITIES, DISPLAY_SUBSTITUTIONS, LEVEL_LABELS, SCALED
 from ..selection import select
 from ._docs import fill_doc
 from ._style import (
-    _all_models,
-    _boxes,
-    _class_handles,
-    _condition_legend,
-    _conditions,
-    _Grid,
-    _ideal_panel,
-    _legend,
-    _models_with,
-    _one_panel,
-    _returned,
-    _short,
-    _short_measure,
+    PanelGrid,
+    add_legend,
+    class_handles,
+    condition_legend,
     condition_palette,
+    conditions_of,
+    draw_boxes,
+    draw_ideal_panel,
+    draws_ideal,
+    math_label,
+    models_with,
     n_text,
+    short_name,
     style,
+    with_notes,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,30 +39,30 @@ def _distribution_figure(results: Results, *, measures: list[str], level: str, t
     data = select(results.measures, space=space, level=level, contexts=contexts,
                   measures=measures, layers=layers)
     notes: list[str] = []
-    models = _models_with(data.dropna(subset=["value"]), _all_models(results),
-                          f"{LEVEL_LABELS.get(level, level)}-level values", notes)
-    ideal = _one_panel(ax, ideal, len(models), "one per model")
-    conds = _conditions(data)
+    models = models_with(data.dropna(subset=["value"]), model_names(results),
+                         f"{LEVEL_LABELS.get(level, level)}-level values", notes)
+    ideal = draws_ideal(ax, ideal, len(models), "one per model")
+    conds = conditions_of(data)
     with style():
-        grid = _Grid(models, ideal=ideal, sharey=sharey, ax=ax)
+        grid = PanelGrid(models, ideal=ideal, sharey=sharey, ax=ax)
         for i, (model, pax) in enumerate(zip(models, grid.axes[0], strict=True)):
-            _boxes(pax, data[data["model"] == model], x="measure", order=measures,
-                   hue="condition", hue_order=conds, palette=condition_palette(conds))
-            pax.set_xticks(range(len(measures)), [_short_measure(m, measures) for m in measures])
-            pax.set_title(_short(model))
+            draw_boxes(pax, data[data["model"] == model], x="measure", order=measures,
+                       hue="condition", hue_order=conds, palette=condition_palette(conds))
+            pax.set_xticks(range(len(measures)), [math_label(m) for m in measures])
+            pax.set_title(short_name(model))
             pax.set_xlabel("")
             pax.set_ylabel(ylabel if grid.first_column(0, i) or not sharey else "")
         if ideal:
-            _ideal_panel(grid.ideal[0], measures)
-            _condition_legend(grid.fig, conds, loc="outside lower right")
+            draw_ideal_panel(grid.ideal[0], measures)
+            condition_legend(grid.fig, conds, loc="outside lower right")
             # one model leaves room below for the two legends side by side only if the classes
             # are listed in a column (figure legends at one side are not stacked)
-            _legend(grid.fig, _class_handles(), title="ideal values: class",
-                    loc="outside lower left", ncols=1 if len(models) == 1 else None)
+            add_legend(grid.fig, class_handles(), title="ideal values: class",
+                       loc="outside lower left", ncols=1 if len(models) == 1 else None)
         else:
-            _condition_legend(grid.legend_on, conds)
+            condition_legend(grid.legend_on, conds)
         grid.finish(title + f" ({space} space)", n_text(data))
-    return _returned(grid.fig, notes, return_notes)
+    return with_notes(grid.fig, notes, return_notes)
 
 
 @overload
@@ -136,7 +136,7 @@ def fig_nc_cosines(results: Results, *, space: str = "raw", contexts=None, layer
 def _cosine_figure(results: Results, level: str, **kw):
     """Figures 1 and 2: the Sim of each display probe at one level."""
     title = {"sent": "Sentence-level", "nc": "NC-level"}[level]
-    return _distribution_figure(results, measures=list(DISPLAY_PROBES), level=level,
+    return _distribution_figure(results, measures=list(DISPLAY_SUBSTITUTIONS), level=level,
                                 title=f"{title} cosine similarity per probe",
                                 ylabel="cosine (Sim)", **kw)
 

@@ -15,22 +15,22 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..errors import NoData
+from ..inference import model_names
 from ..schema import LEVEL_LABELS, MEASURES, OWN_VIEW, OWN_VIEW_LABEL
 from ..selection import layer_index, layerwise_measures, layerwise_views, select
 from ._docs import fill_doc
 from ._style import (
-    _all_models,
-    _conditions,
-    _declutter,
-    _label,
-    _legend,
-    _one_panel,
-    _returned,
-    _short,
+    add_legend,
+    conditions_of,
     count_range,
+    declutter,
+    draws_ideal,
+    math_label,
     new_figure,
     root_figure,
+    short_name,
     style,
+    with_notes,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,7 +86,7 @@ def fig_layers(results: Results, *, level: str = "nc", space: str = "raw", measu
     runs = layerwise_views(results.correlations, space=space, level=level, contexts=contexts)
     notes: list[str] = []
     models = list(dict.fromkeys(model for model, _ in runs))
-    others = [m for m in _all_models(results) if m not in models]
+    others = [m for m in model_names(results) if m not in models]
     if not runs:
         raise NoData(f"no layer-wise {LEVEL_LABELS.get(level, level)}-level correlations "
                      f"({space} space): no model has two or more single-layer views")
@@ -111,10 +111,10 @@ def fig_layers(results: Results, *, level: str = "nc", space: str = "raw", measu
     cor = cor.assign(layer=[layer_index(v) for v in cor["layers"]])
     on_axis = cor[cor["layer"].notna()]
     own = cor[cor["layers"] == OWN_VIEW]
-    conds = _conditions(on_axis)
+    conds = conditions_of(on_axis)
     panels = [(m, c) for m in models for c in conds
               if ((on_axis["model"] == m) & (on_axis["condition"].astype(str) == c)).any()]
-    _one_panel(ax, None, len(panels), "one per model and condition")
+    draws_ideal(ax, None, len(panels), "one per model and condition")
     present = [m for m in shown if m in set(on_axis["measure"])]
     colours = dict(zip(MEASURES, _MEASURE_COLOURS, strict=True))
     bands = not on_axis[["ci_low", "ci_high"]].isna().all(axis=None)
@@ -170,30 +170,31 @@ def fig_layers(results: Results, *, level: str = "nc", space: str = "raw", measu
             if wrap:
                 model, cond = panels[0]
                 for k, m in enumerate(present):
-                    cells[k].set_title(_label(m))
+                    cells[k].set_title(math_label(m))
                     if k % ncols == 0:
                         cells[k].set_ylabel("Spearman ρ")
                     if k + ncols >= len(present):  # the lowest panel of its column
                         cells[k].set_xlabel("layer")
-                fig.suptitle(f"{title}\n{_short(model)} · {cond}; {n}")
+                fig.suptitle(f"{title}\n{short_name(model)} · {cond}; {n}")
             else:
                 for i, (model, cond) in enumerate(panels):
-                    grid[i, 0].set_ylabel(f"{_short(model)} · {cond}")
+                    grid[i, 0].set_ylabel(f"{short_name(model)} · {cond}")
                 for j, m in enumerate(present):
-                    grid[0, j].set_title(_label(m))
+                    grid[0, j].set_title(math_label(m))
                     grid[-1, j].set_xlabel("layer")
                 fig.suptitle(f"{title}\n{n}")
-            _legend(fig, handles, loc="outside lower center", ncols=len(handles))
-            _declutter(fig)
+            add_legend(fig, handles, loc="outside lower center", ncols=len(handles))
+            declutter(fig)
         else:
             model, cond = panels[0]
-            ax.set_title(f"{_short(model)} · {cond}\n{n}")
+            ax.set_title(f"{short_name(model)} · {cond}\n{n}")
             ax.set_xlabel("layer (0 = embeddings)")
             ax.set_ylabel("Spearman ρ with gold")
-            _legend(ax, [Line2D([], [], color=colours[m], marker="o", markersize=3,
-                                linewidth=1.1, label=_label(m)) for m in present] + handles[1:])
-            _declutter(fig, [ax])
-    return _returned(fig, notes, return_notes)
+            add_legend(ax, [Line2D([], [], color=colours[m], marker="o", markersize=3,
+                                   linewidth=1.1, label=math_label(m))
+                            for m in present] + handles[1:])
+            declutter(fig, [ax])
+    return with_notes(fig, notes, return_notes)
 
 
 def _band_and_line(pax: Axes, rows: pd.DataFrame, colour: str, measure: str) -> None:
@@ -207,7 +208,7 @@ def _band_and_line(pax: Axes, rows: pd.DataFrame, colour: str, measure: str) -> 
         pax.fill_between(x, np.where(ok, lo, 0.0), np.where(ok, hi, 0.0), where=ok,
                          color=colour, alpha=0.2, linewidth=0, label=f"_interval {measure}")
     pax.plot(x, rows["rho"].to_numpy(dtype=np.float64), color=colour, marker="o",
-             markersize=2.5, linewidth=1.1, label=_label(measure), gid=measure)
+             markersize=2.5, linewidth=1.1, label=math_label(measure), gid=measure)
 
 
 def _n_text(cor: pd.DataFrame) -> str:

@@ -12,29 +12,28 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from ..inference import ratio_quartiles
+from ..inference import model_names, ratio_quartiles
 from ..schema import CLASSES, LEVEL_LABELS, RATIO, Correction
 from ..selection import select
 from ._docs import fill_doc
 from ._style import (
     CLASS_PALETTE,
     PANEL_WIDTH,
-    _all_models,
-    _class_handles,
-    _conditions,
-    _Grid,
-    _ideal_panel,
-    _label,
-    _legend,
-    _models_with,
-    _one_panel,
-    _returned,
-    _short,
+    PanelGrid,
+    add_legend,
+    class_handles,
     condition_palette,
+    conditions_of,
+    draw_ideal_panel,
+    draws_ideal,
+    math_label,
+    models_with,
     n_text,
+    short_name,
     style,
+    with_notes,
 )
-from .by_class import _mark_classes
+from .by_class import mark_classes
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..results import Results
@@ -162,39 +161,39 @@ def _ratio_figure(results: Results, *, by_class: bool, level, space, contexts, l
     rows = ratio_quartiles(results, by_class=by_class, level=level, space=space,
                            contexts=contexts, layers=layers)
     notes: list[str] = []
-    models = _models_with(rows, _all_models(results),
-                          f"{LEVEL_LABELS.get(level, level)}-level ratio", notes)
-    ideal = _one_panel(ax, ideal, len(models), "one per model")
-    conds = _conditions(rows)
+    models = models_with(rows, model_names(results),
+                         f"{LEVEL_LABELS.get(level, level)}-level ratio", notes)
+    ideal = draws_ideal(ax, ideal, len(models), "one per model")
+    conds = conditions_of(rows)
     if by_class:
         hue, hue_order, palette = "cls", list(CLASSES), CLASS_PALETTE
     else:
         hue, hue_order, palette = "condition", conds, condition_palette(conds)
     with style():
-        grid = (_Grid(models, ideal=ideal, ax=ax) if by_class else
-                _Grid(models, ideal=False, ax=ax,
-                      panel_width=min(PANEL_WIDTH, 0.9 + 0.45 * len(conds))))
+        grid = (PanelGrid(models, ideal=ideal, ax=ax) if by_class else
+                PanelGrid(models, ideal=False, ax=ax,
+                          panel_width=min(PANEL_WIDTH, 0.9 + 0.45 * len(conds))))
         for i, (model, pax) in enumerate(zip(models, grid.axes[0], strict=True)):
             _errorbars(pax, rows[rows["model"] == model], x_order=conds, x="condition", hue=hue,
                        hue_order=hue_order, palette=palette)
             pax.set_xticks(range(len(conds)), conds)
             pax.set_xlim(-0.6, len(conds) - 0.4)
-            pax.set_title(_short(model))
-            pax.set_ylabel(f"{_label(RATIO)}\n(median, IQR)" if grid.first_column(0, i) else "")
+            pax.set_title(short_name(model))
+            pax.set_ylabel(f"{math_label(RATIO)}\n(median, IQR)" if grid.first_column(0, i) else "")
         _ratio_scale(grid.axes[0], rows)
         if by_class:
-            _mark_classes(results, grid.axes, models, [RATIO], conds, notes, level=level,
+            mark_classes(results, grid.axes, models, [RATIO], conds, notes, level=level,
                           space=space, contexts=contexts, layers=layers, correct=correct)
         if by_class:
             if ideal:
-                _ideal_panel(grid.ideal[0], [RATIO], ratio=True)
-                grid.ideal[0].set_xticks([0], [_label(RATIO)])
-            _legend(grid.legend_on, _class_handles())
+                draw_ideal_panel(grid.ideal[0], [RATIO], ratio=True)
+                grid.ideal[0].set_xticks([0], [math_label(RATIO)])
+            add_legend(grid.legend_on, class_handles())
         values = select(results.measures, space=space, level=level, contexts=contexts,
                         measures=[RATIO], layers=layers)
         grid.finish(f"Ratio of Scaled Similarities{' by class' if by_class else ''} "
                     f"(median, IQR), {LEVEL_LABELS.get(level, level)} level ({space} space)",
                     n_text(values, by_class=by_class))
-    return _returned(grid.fig, notes, return_notes)
+    return with_notes(grid.fig, notes, return_notes)
 
 

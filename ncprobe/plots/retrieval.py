@@ -29,12 +29,12 @@ from ..errors import NoData, UsageError
 from ..retrieval.queries import USAGE_NAMES, check_table, mode_label
 from ._style import (
     PANEL_HEIGHT,
-    _declutter,
-    _legend,
-    _short,
+    add_legend,
     count_range,
+    declutter,
     new_figure,
     root_figure,
+    short_name,
     style,
     suptitle,
 )
@@ -161,7 +161,7 @@ def plot_modes(overall: pd.DataFrame, metric: str, *, ax: Axes | None = None,
                     err = np.vstack([value[has] - lo[has], hi[has] - value[has]])
                     pax.errorbar(x[has], value[has], yerr=np.clip(err, 0, None), fmt="none",
                                  ecolor="#222222", elinewidth=0.8, capsize=1.8, zorder=3)
-            pax.set_xticks(range(len(models)), [_short(m) for m in models])
+            pax.set_xticks(range(len(models)), [short_name(m) for m in models])
             pax.set_xlim(-0.6, len(models) - 0.4)
             pax.set_ylim(0, 100)
             _percent_axis(pax.yaxis)
@@ -170,13 +170,13 @@ def plot_modes(overall: pd.DataFrame, metric: str, *, ax: Axes | None = None,
             pax.set_ylabel(METRIC_NAMES[metric] if i == 0 else "")
         handles = _mode_handles(modes)
         if ax is None:
-            _legend(fig, handles, title="query mode")
+            add_legend(fig, handles, title="query mode")
             fig.suptitle(f"{METRIC_NAMES[metric]} by query mode "
                          "(error bars: 95% idiom-cluster bootstrap interval)")
-            _declutter(fig)
+            declutter(fig)
         else:
-            _legend(ax, handles, title="query mode")
-            _declutter(fig, [ax])
+            add_legend(ax, handles, title="query mode")
+            declutter(fig, [ax])
     return fig
 
 
@@ -264,9 +264,9 @@ def plot_idioms(per_idiom: pd.DataFrame, metric: str, *, model: str | Sequence[s
             else:
                 pax.tick_params(labelleft=False)
             pax.grid(False, axis="y")
-            pax.set_title(_short(m))
+            pax.set_title(short_name(m))
             pax.set_xlabel(f"{METRIC_NAMES[metric]} (mean over the idiom's queries)")
-        _legend(fig, _mode_handles(shown_modes, dots=True), title="query mode")
+        add_legend(fig, _mode_handles(shown_modes, dots=True), title="query mode")
         shown = f"the {len(order)} hardest idioms" if top is not None else "every idiom"
         queries = count_range(rows.drop_duplicates(["model", "mode", "idiom"])["n"]) or "?"
         suptitle(fig, f"{METRIC_NAMES[metric]} per idiom, all queries: {shown}, hardest first",

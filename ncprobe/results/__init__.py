@@ -3,13 +3,15 @@
 The package, one job per module:
 
 * :mod:`.core` — the :class:`Results` container: its tables and runs, :meth:`Results.concat`
-  (never two runs of one cell), the run id, :func:`load_results`;
-* :mod:`.query` — the one engine that filters rows by column values, strict
-  (:meth:`Results.select`, :func:`~ncprobe.comparison.compare`) or lenient
-  (:func:`ncprobe.selection.select`), with one message per mistake;
+  (never two runs of one cell), the run id, :meth:`Results.load_many`;
 * :mod:`.store` — results directories: parquet and ``run.json`` written as one unit, read
   back verified, and the safety of the directories written to;
 * :mod:`.summary` — the text summary (:meth:`Results.summary`).
+
+Rows are selected by :mod:`ncprobe.query`, the one engine that filters rows by column values,
+strict (:meth:`Results.select`, :func:`~ncprobe.comparison.compare`) or lenient
+(:func:`ncprobe.selection.select`): a leaf module outside this package, so that
+:mod:`ncprobe.selection` uses it without running this package's ``__init__``.
 
 Tables (pandas DataFrames, one row per observation):
 
@@ -33,10 +35,8 @@ Tables (pandas DataFrames, one row per observation):
   score, ``gold``: the gold of the run), class, head, modifier, and whether the gold
   synonym shares a word with the NC (``syn_overlap``).
 
-Results format 4 names the gold score's column ``gold``; formats 1-3 named it ``comp``, the
-name of a measure too (P_Comp). A directory of those formats is still read, verified as
-written, with the column renamed and a ``DeprecationWarning``: recompute it to write the
-current format.
+Results format 4 names the gold score's column ``gold``. A directory of formats 1-3 (written by
+a development version of ncprobe) is refused with a message that says to compute it again.
 
 The names of the tables, their columns and the values they hold are those of
 :mod:`ncprobe.schema` (:data:`~ncprobe.schema.RESULT_TABLES`,
@@ -59,7 +59,7 @@ carry the same run id, a hash of the content: of each table's rows (its digest, 
 (data, config, model fingerprint, package versions, results format), never on how the
 run went (:data:`RUN_LOG_KEYS`: how many items were encoded now, cache shards discarded),
 so the same computation gives the same id and byte-identical files, with a cold cache or
-a warm one. :meth:`Results.from_parquet` checks every table's columns and value types,
+a warm one. :meth:`Results.load` checks every table's columns and value types,
 recomputes the run id and the SHA-256 of every file, and refuses a directory that was
 edited since ncprobe wrote it, naming what differs (unless ``accept_edited=True``: then
 every run's ``meta["edited"]`` names it and :meth:`Results.summary` says so first).
@@ -67,17 +67,9 @@ every run's ``meta["edited"]`` names it and :meth:`Results.summary` says so firs
 
 from __future__ import annotations
 
-from .core import (
-    CELL_KEYS,
-    SELECT_FILTERS,
-    WIDE_KEYS,
-    Results,
-    load_results,
-    refuse_repeated_cells,
-)
-from .query import Filter, filter_rows
+from .cells import CELL_KEYS, check_same_data, refuse_repeated_cells
+from .core import SELECT_FILTERS, WIDE_KEYS, Results
 from .store import (
-    LEGACY_GOLD_FORMATS,
     NOT_IDENTITY,
     RESULTS_FORMAT,
     RUN_ID_KEY,
@@ -91,8 +83,7 @@ from .store import (
     run_identity,
 )
 
-__all__ = ["CELL_KEYS", "LEGACY_GOLD_FORMATS", "NOT_IDENTITY", "RESULTS_FORMAT", "RUN_ID_KEY",
-           "RUN_LOG_KEYS",
-           "SELECT_FILTERS", "TABLES", "WIDE_KEYS", "Filter", "Results", "check_target",
-           "check_writable", "drop_excluded", "filter_rows", "find_results", "inspect_dir",
-           "load_results", "refuse_repeated_cells", "run_identity"]
+__all__ = ["CELL_KEYS", "NOT_IDENTITY", "RESULTS_FORMAT", "RUN_ID_KEY", "RUN_LOG_KEYS",
+           "SELECT_FILTERS", "TABLES", "WIDE_KEYS", "Results", "check_same_data", "check_target",
+           "check_writable", "drop_excluded", "find_results", "inspect_dir",
+           "refuse_repeated_cells", "run_identity"]

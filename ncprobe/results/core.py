@@ -7,14 +7,18 @@ the filtering of rows :mod:`.query`'s; the methods here hand over to them.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pandas as pd
 
 from ..errors import UsageError
+from ..probes.base import ProbeResults
+from ..query import Filter, filter_rows
 from ..schema import (
     GOLD,
     MEASURES,
@@ -27,14 +31,15 @@ from ..schema import (
     ContextGroup,
     Correction,
     Level,
-    Probe,
     Space,
+    Substitution,
 )
 from ..schema import ResultTable as Table
-from .query import Filter, filter_rows
+from .cells import CELL_KEYS, check_same_data, refuse_repeated_cells
 from .store import (
+    NCIMP_LAYOUT,
     TABLES,
-    data_read,
+    Layout,
     drop_excluded,
     find_results,
     read_results,
@@ -44,23 +49,23 @@ from .store import (
 )
 from .summary import summary as text_summary
 
-__all__ = ["CELL_KEYS", "SELECT_FILTERS", "WIDE_KEYS", "Results", "check_same_data",
-           "load_results", "refuse_repeated_cells"]
+__all__ = ["SELECT_FILTERS", "WIDE_KEYS", "Results"]
 
 #: The filters of :meth:`Results.select`, each a column of the tables that have it.
 SELECT_FILTERS = ("model", "lang", "space", "layers", "level", "context", "measure", "nc",
                   "cls", "probe", "analysis")
 #: What makes a row of :meth:`Results.wide`: one NC in one condition.
 WIDE_KEYS = list(NC_KEYS)
-#: A cell: the columns that say which statistic a row belongs to (besides the NC). Two runs
-#: that hold rows of one cell are never joined (:meth:`Results.concat`).
-CELL_KEYS: tuple[str, ...] = ("model", "lang", "space", "layers", "level", "context",
-                              "measure")
-
 
 @dataclass
-class Results:
-    """Everything one or more ``compute`` runs produced (the tables: see :mod:`ncprobe.results`)."""
+class Results(ProbeResults):
+    """Everything one or more ``compute`` runs produced (the tables: see :mod:`ncprobe.results`).
+
+    NCIMP's results: the one results interface of every probe
+    (:class:`~ncprobe.probes.base.ProbeResults`)."""
+
+    #: How NCIMP's results directories are stored (:mod:`ncprobe.results.store`).
+    layout: ClassVar[Layout] = NCIMP_LAYOUT
 
     cosines: pd.DataFrame
     sentences: pd.DataFrame
@@ -85,6 +90,7 @@ class Results:
         return [f"{m['config']['model']}/{m['config']['lang']}: {n}" for m in self.meta
                 for n in [*m.get("notes", []), *m.get("cache_problems", [])]]
 
+    @property
     def run_id(self) -> str:
         """A hash of every table's rows and of ``meta`` (less
         :data:`~ncprobe.results.store.RUN_LOG_KEYS`): equal results give equal ids, however
@@ -95,6 +101,43 @@ class Results:
         """The tables by name, in the order they are written."""
         return {name: getattr(self, name) for name in TABLES}
 
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables by name (:data:`ncprobe.schema.RESULT_TABLES`), in the order they are
+        written."""
+        return self._frames()
+
+    def json_rows(self) -> list[dict]:
+        """The headline rows as plain JSON values (NaN as null): Spearman's rho of every
+        measure with the gold score (``correlations``, analysis ``nc`` and, with
+        ``--per-sentence``, ``sentence``), per model, language, space, layer view, level and
+        context, with ``n``, the 95% interval, ``p`` and ``p_corrected`` (Holm across these
+        rows, the family :meth:`summary` prints). What ``ncprobe compute --json`` prints."""
+        from ..stats import correct
+
+        cor = self.correlations
+        rows = cor[cor["analysis"].isin(["nc", "sentence"])]
+        keys = ["model", "lang", "space", "layers", "level", "context", "measure", "analysis",
+                "n", "rho", "ci_low", "ci_high", "p"]
+        out = rows[keys].assign(p_corrected=correct(rows["p"].to_numpy(dtype=float), "holm"))
+        out = out.astype({k: str for k in ("model", "lang", "space", "layers", "level",
+                                            "context", "measure", "analysis")})
+        return json.loads(out.to_json(orient="records", double_precision=15))
+
+    def report(self, out_dir: str | Path, **options: Any) -> list[Path]:
+        """Write every figure and table of the study into ``out_dir``:
+        :func:`ncprobe.report.write_report` (its keywords)."""
+        from ..report import write_report
+
+        return write_report(self, out_dir, **options)
+
+    def compare(self, other: "Results | None" = None, **options: Any) -> pd.DataFrame:
+        """Rho differences between these results and ``other`` (or two selections of
+        these): :func:`ncprobe.comparison.compare` (its keywords)."""
+        from ..comparison import compare
+
+        return compare(self, other, **options)
+
     def to_parquet(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write every table as ``<table>.parquet`` and the metadata as ``run.json`` into ``path``.
 
@@ -104,7 +147,7 @@ class Results:
         new, never a mixture, and two runs writing the same ``path`` never collide. What a
         killed write of ``path`` left beside it is tidied first (see
         :func:`~ncprobe.results.store.tidy_leftovers`). ``run.json`` holds the run id and
-        each table's digests (:meth:`from_parquet` checks them); how this computation went
+        each table's digests (:meth:`load` checks them); how this computation went
         (:data:`~ncprobe.results.RUN_LOG_KEYS`) is not written. The directory and its files
         get the modes a plain ``mkdir``/``open`` would give under the umask (0755/0644 under
         umask 022).
@@ -124,7 +167,7 @@ class Results:
         return write_results(self._frames(), self.meta, path, overwrite=overwrite)
 
     @classmethod
-    def from_parquet(cls, path: str | Path, *, accept_edited: bool = False) -> "Results":
+    def load(cls, path: str | Path, *, accept_edited: bool = False) -> "Results":
         """Read what :meth:`to_parquet` wrote, and check that it is what ncprobe wrote.
 
         Every table must have the columns ncprobe writes (:data:`ncprobe.schema.RESULT_COLUMNS`),
@@ -155,6 +198,34 @@ class Results:
         """
         tables, runs = read_results(path, accept_edited=accept_edited)
         return cls(**tables, meta=runs)
+
+    @classmethod
+    def load_many(cls, paths, *, exclude: Iterable[str | os.PathLike] = (),
+                  accept_edited: bool = False, require_match: bool = True) -> "Results":
+        """The results directories named by ``paths`` (:func:`find_results`), read and joined.
+
+        What ``ncprobe report`` and ``ncprobe compare`` read. The directories are joined by
+        :meth:`Results.concat`, which never pools two runs of one cell: when two directories
+        found hold the same cell (a rerun with other options, a backup copy, two models of one
+        name) it refuses, naming both; leave one out with ``exclude``.
+
+        Args:
+            paths: results directories, or directories above them.
+            exclude: results directories to leave out, or directories above them (each must
+                leave out at least one directory found, so that a typo is not ignored).
+            accept_edited: read directories edited since ncprobe wrote them (passed to
+                :meth:`Results.load`; ``--accept-edited-results``).
+            require_match: ``False``: an ``exclude`` path may leave out nothing here (``ncprobe
+                compare`` checks its ``--exclude`` against both sides together).
+
+        Raises:
+            UsageError: as :func:`find_results`; an ``exclude`` path that does not exist or
+                leaves out nothing; every directory excluded; two directories holding one cell.
+            DataError: a damaged results directory (:meth:`Results.load`).
+        """
+        found = drop_excluded(find_results(paths), exclude, require_match=require_match)
+        runs = [cls.load(p, accept_edited=accept_edited) for p in found]
+        return runs[0] if len(runs) == 1 else cls.concat(runs, sources=found)
 
     @classmethod
     def concat(cls, results: Sequence["Results"], *,
@@ -217,7 +288,7 @@ class Results:
                level: Level | Sequence[Level] | None = None,
                context: Context | Sequence[Context] | None = None, measure: Filter = None,
                nc: Filter = None, cls: Cls | Sequence[Cls] | None = None,
-               probe: Probe | Sequence[Probe] | None = None,
+               probe: Substitution | Sequence[Substitution] | None = None,
                analysis: Analysis | Sequence[Analysis] | None = None) -> pd.DataFrame:
         """The rows of one tidy table that match every filter given, as a new DataFrame.
 
@@ -244,7 +315,7 @@ class Results:
             UsageError: (a ``ValueError``) an unknown table, a filter on a column the table
                 does not have (naming the filters it takes), or a value that is not in the
                 table (naming the values it holds): the messages of
-                :mod:`ncprobe.results.query`, the engine of every selection of rows.
+                :mod:`ncprobe.query`, the engine of every selection of rows.
 
         Example:
             >>> res.select(level="nc", context="nat", measure=["syn", "comp"])  # doctest: +SKIP
@@ -319,100 +390,9 @@ class Results:
         inter-quartile range over the NCs, from the ``measures`` table. A run computed on
         data files that differ from their pin (``--accept-modified-data``) is announced on
         the first lines, one per file, after results read although edited since ncprobe
-        wrote them (``from_parquet(accept_edited=True)``: ``meta["edited"]``), one per run.
+        wrote them (``load(accept_edited=True)``: ``meta["edited"]``), one per run.
         """
         return text_summary(self, space=space, analysis=analysis, correct=correct)
-
-
-def refuse_repeated_cells(measures: pd.DataFrame, what: str, advice: str) -> None:
-    """Refuse per-NC measures that hold one NC of one cell more than once: the one check (and
-    message) of :meth:`Results.check_one_run_per_cell`, :meth:`Results.wide` and the sides of
-    :func:`~ncprobe.comparison.compare`.
-
-    Args:
-        measures: rows of a ``measures`` table (the keys :data:`CELL_KEYS` it has, and ``nc``).
-        what: what holds them, the subject of the message (``"these results"``).
-        advice: what to do, the end of the message.
-
-    Raises:
-        UsageError: naming the first such NC and cell and how many rows repeat.
-    """
-    keys = [k for k in (*CELL_KEYS, "nc") if k in measures.columns]
-    if measures.empty or "nc" not in keys:
-        return
-    twice = measures.duplicated(keys, keep=False)
-    if not twice.any():
-        return
-    r = measures[twice].iloc[0]
-    cell = ", ".join(f"{k} {r[k]}" for k in keys)
-    raise UsageError(
-        f"{what} hold the per-NC measures of one cell more than once ({cell}; "
-        f"{int(twice.sum())} rows in all): two runs pooled as one, which would count these "
-        f"NCs twice. {advice}")
-
-
-def load_results(paths, *, exclude: Iterable[str | os.PathLike] = (),
-                 accept_edited: bool = False, require_match: bool = True) -> Results:
-    """The results directories named by ``paths`` (:func:`find_results`), read and joined.
-
-    What ``ncprobe report`` and ``ncprobe compare`` read. The directories are joined by
-    :meth:`Results.concat`, which never pools two runs of one cell: when two directories
-    found hold the same cell (a rerun with other options, a backup copy, two models of one
-    name) it refuses, naming both; leave one out with ``exclude``.
-
-    Args:
-        paths: results directories, or directories above them.
-        exclude: results directories to leave out, or directories above them (each must
-            leave out at least one directory found, so that a typo is not ignored).
-        accept_edited: read directories edited since ncprobe wrote them (passed to
-            :meth:`Results.from_parquet`; ``--accept-edited-results``).
-        require_match: ``False``: an ``exclude`` path may leave out nothing here (``ncprobe
-            compare`` checks its ``--exclude`` against both sides together).
-
-    Raises:
-        UsageError: as :func:`find_results`; an ``exclude`` path that does not exist or
-            leaves out nothing; every directory excluded; two directories holding one cell.
-        DataError: a damaged results directory (:meth:`Results.from_parquet`).
-    """
-    found = drop_excluded(find_results(paths), exclude, require_match=require_match)
-    runs = [Results.from_parquet(p, accept_edited=accept_edited) for p in found]
-    return runs[0] if len(runs) == 1 else Results.concat(runs, sources=found)
-
-
-def check_same_data(results: Sequence[Results], names: Sequence[str]) -> None:
-    """Refuse NCIMP results computed from different data to be joined or compared: a data
-    file that two of them read (``run.json``'s ``data_sources``: file -> git blob id) with
-    different blob ids. Files that only one read (another language's) are no conflict.
-
-    Args:
-        results: the results to be shown or tested together.
-        names: what each is called in the message (its results directory).
-
-    Raises:
-        UsageError: naming both results, each file whose blob ids differ (and which side's
-            file differs from its pin, ``modified_data``), and what to do.
-    """
-    seen = [data_read(r.meta) for r in results]
-    for j in range(len(results)):
-        for i in range(j):
-            (da, ma), (db, mb) = seen[i], seen[j]
-            differ = [rel for rel in sorted(set(da) & set(db)) if da[rel] != db[rel]]
-            if not differ:
-                continue
-
-            def side(rel: str, blob: str, modified: set[str]) -> str:
-                return f"git blob {blob}" + (" (modified: differs from its pin)"
-                                             if rel in modified else "")
-            shown = "; ".join(f"{rel}: {side(rel, da[rel], ma)} in {names[i]}, "
-                              f"{side(rel, db[rel], mb)} in {names[j]}" for rel in differ[:4])
-            more = f" and {len(differ) - 4} more file(s)" if len(differ) > 4 else ""
-            raise UsageError(
-                f"{names[i]} and {names[j]} were computed from different data ({shown}{more}): "
-                "their NCs may differ in gold score, contexts or probes, so ncprobe never "
-                "puts them in one report or test. Compute both from the same files (the "
-                "pinned data: without --accept-modified-data), report or compare them "
-                "separately, or leave one out with --exclude DIR (Python: "
-                "ncprobe.results.load_results(..., exclude=[DIR]))")
 
 
 def _own_rows(res: Results) -> dict[str, pd.DataFrame]:
@@ -487,7 +467,7 @@ def _refuse_pooling(results: Sequence[Results], names: Sequence[str]) -> None:
         f"of the {table} table in all): {why}. ncprobe never pools two runs into one "
         "statistic (each NC of those cells would count twice, or two runs' values would be "
         "mixed). Give only one of them: ncprobe report / compare take --exclude DIR (Python: "
-        f"ncprobe.results.load_results(..., exclude=[DIR])) to leave one out{others}")
+        f"ncprobe.Results.load_many(..., exclude=[DIR])) to leave one out{others}")
 
 
 def _run_of(res: Results, model: str, lang: str) -> dict | None:

@@ -6,16 +6,21 @@ A results directory is written as one unit (:func:`write_results`, behind
 directory beside the target, which is then renamed into place. Its ``run.json`` and every
 table (parquet schema metadata ``ncprobe.run_id``) carry the same run id (:func:`run_id`), a
 hash of the content: of each table's rows (its digest, kept in ``run.json``) and of the runs'
-metadata. :func:`read_results` (behind :meth:`Results.from_parquet
-<ncprobe.results.Results.from_parquet>`) checks every table's columns and value types,
+metadata. :func:`read_results` (behind :meth:`Results.load
+<ncprobe.results.Results.load>`) checks every table's columns and value types,
 recomputes the run id and the SHA-256 of every file, and refuses a directory edited since
 ncprobe wrote it, naming what differs.
 
 Directory safety: :func:`check_target` (never replace what must not be, never write inside
-another results directory: :func:`enclosing_results`), :func:`inspect_dir`
+another results directory: :func:`ncprobe.owned.enclosing_results`), :func:`inspect_dir`
 (what a path holds), :func:`check_writable` (refuse an unwritable path before any work), and
-the tidying of what killed writes left (:func:`tidy_leftovers`). :func:`find_results` and
-:func:`drop_excluded` name the directories that ``ncprobe report`` and ``compare`` read.
+the tidying of what killed writes left (:func:`tidy_leftovers`); the temporary and
+moved-aside directories, their names and locks are those of every directory ncprobe owns
+(:mod:`ncprobe.owned`). :func:`find_results` and :func:`drop_excluded` name the directories
+that ``ncprobe report`` and ``compare`` read.
+
+Results of a development version of ncprobe (results formats 1-3) are refused, never read: the
+message names the directory and says to run the command that wrote it again.
 
 Nothing here knows the :class:`~ncprobe.results.Results` class: the tables go in and come out
 as a mapping of DataFrames by name, with the runs' metadata.
@@ -24,8 +29,8 @@ Every probe's results are such a directory. A :class:`Layout` says which tables 
 writes, their columns and which hold numbers, and what each run's config must name; the
 NCIMP layout (:data:`NCIMP_LAYOUT`) is the default, and another probe registers its own
 (:func:`register_layout`; the retrieval probe's is in :mod:`ncprobe.retrieval.results`).
-``run.json`` names a probe other than NCIMP (key ``probe``, part of the run id), so results
-of one probe are never read as another's (:func:`probe_of`).
+``run.json`` names every probe but the default one (key ``probe``, part of the run id), so
+results of one probe are never read as another's (:func:`probe_of`).
 """
 
 from __future__ import annotations
@@ -37,12 +42,8 @@ import io
 import json
 import logging
 import os
-import re
 import shutil
 import stat
-import tempfile
-import uuid
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -51,25 +52,26 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, UsageError
-from ..schema import GOLD, RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, RESULT_TABLES
+from ..owned import (
+    DEVELOPMENT,
+    aside_name,
+    aside_re,
+    enclosing_results,
+    locked_temp_dir,
+    remove_if_only,
+    remove_temp_dirs,
+    report_kind,
+)
+from ..schema import RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, RESULT_TABLES
 
 log = logging.getLogger(__name__)
 
 #: The tables of a Results, in the order they are written (``<table>.parquet``).
 TABLES = RESULT_TABLES
-#: 4: as 3, the gold score's column named :data:`~ncprobe.schema.GOLD` (``gold``). 3: run id
-#: in run.json and in every table, and each table's digests in run.json: what was written is
-#: checked when read. Formats 1-3 name the gold column ``comp`` (also a measure's name, P_Comp):
-#: still read, verified as written, then the column renamed, with a ``DeprecationWarning``
-#: (:data:`LEGACY_GOLD_FORMATS`). Formats 2 (ncprobe 0.2: run id in run.json and in every
-#: table, no digests) and 1 (ncprobe <= 0.1: no run id) are read with a warning that they
-#: cannot be checked.
+#: The format of a results directory: the run id in ``run.json`` and in every table, each
+#: table's digests in ``run.json`` (what was written is checked when read), the gold score's
+#: column named :data:`~ncprobe.schema.GOLD`. Formats 1-3 were development versions' (refused).
 RESULTS_FORMAT = 4
-_READABLE_FORMATS = (1, 2, 3, 4)
-#: The formats whose tables name the gold column ``comp``, renamed to
-#: :data:`~ncprobe.schema.GOLD` when read.
-LEGACY_GOLD_FORMATS = (1, 2, 3)
-_LEGACY_GOLD = "comp"
 RUN_ID_KEY = b"ncprobe.run_id"
 #: Keys of a run's ``meta`` that say how this computation went, not what it computed: how
 #: many items were encoded now (the others came from the embedding cache) and the cache
@@ -79,8 +81,6 @@ RUN_LOG_KEYS = ("encoded", "cache_problems")
 #: RunConfig fields that say where and how fast a run ran, not what it computed: they do not
 #: make a different run (nor a different default directory name).
 NOT_IDENTITY = ("batch_size", "batch_tokens", "device")
-# temporary names of ncprobe <= 0.1 (NCIMP results only)
-_OLD_TEMP_RE = re.compile(r"^\.(" + "|".join(TABLES) + r")\.parquet\.tmp$|^\.run\.json\.tmp$")
 
 #: The tables of a Results by name (every name of :data:`TABLES`).
 Frames = Mapping[str, pd.DataFrame]
@@ -92,11 +92,18 @@ class Layout:
 
     Attributes:
         probe: the probe's name (``ncimp``, ``idiolink``); ``run.json`` records it (key
-            ``probe``) unless it is ``ncimp``, whose directories predate the key.
+            ``probe``) when ``named``.
         tables: the tables, in the order they are written (``<table>.parquet``).
         columns: per table, the columns every reader needs.
         numeric: the columns of ``columns`` that hold numbers (or booleans).
         run_keys: the keys of each run's ``config`` that must be text.
+        read_with: how to read these results, said when another probe's reader is given
+            them (``read it with ...``).
+        named: whether ``run.json`` names the probe; only the default probe's
+            (:data:`NCIMP_LAYOUT`) does not.
+        report_label: the probe's report in words (``NCIMP report``), for the messages of
+            another probe's report that meets it (:func:`ncprobe.owned.report_kind`: a
+            report's kind is its probe's name).
     """
 
     probe: str
@@ -104,28 +111,58 @@ class Layout:
     columns: Mapping[str, tuple[str, ...]]
     numeric: frozenset[str]
     run_keys: tuple[str, ...] = ("model",)
+    read_with: str = "read it with the command that wrote it"
+    named: bool = True
+    report_label: str = ""
 
 
-#: The NCIMP probe's results (:class:`~ncprobe.results.Results`).
-NCIMP_LAYOUT = Layout("ncimp", TABLES, RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, ("model", "lang"))
+#: The NCIMP probe's results (:class:`~ncprobe.results.Results`): the default probe, whose
+#: ``run.json`` names none.
+NCIMP_LAYOUT = Layout("ncimp", TABLES, RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, ("model", "lang"),
+                      read_with="read it with ncprobe.Results.load (ncprobe report / "
+                      "compare)", named=False, report_label="NCIMP report")
 #: Every probe's layout by name (:func:`register_layout`).
-LAYOUTS: dict[str, Layout] = {NCIMP_LAYOUT.probe: NCIMP_LAYOUT}
+LAYOUTS: dict[str, Layout] = {}
 
 
 def register_layout(layout: Layout) -> Layout:
-    """Make ``layout``'s results directories known (a probe's module registers its own)."""
+    """Make ``layout``'s results directories, and its probe's kind of report, known (a probe's
+    module registers its own)."""
     LAYOUTS[layout.probe] = layout
+    if layout.report_label:
+        report_kind(layout.probe, layout.report_label)
     return layout
 
 
+register_layout(NCIMP_LAYOUT)
+
+
+def layout_of(probe: str) -> Layout | None:
+    """The layout of the probe named ``probe``: registered, or registered now by loading the
+    probe's results class from the probe registry (:mod:`ncprobe.probes`); ``None`` for a
+    name no probe has."""
+    if probe not in LAYOUTS:
+        from ..probes import PROBES, results_class
+
+        if probe in PROBES:
+            with contextlib.suppress(ImportError):  # for a message: never an error
+                results_class(probe)
+    return LAYOUTS.get(probe)
+
+
 def _result_files() -> set[str]:
-    """What a results directory of any registered probe may hold: its tables and run.json."""
+    """What a results directory of any probe (:data:`ncprobe.probes.PROBES`, each probe's
+    layout loaded here if it was not yet) may hold: its tables and run.json."""
+    from ..probes import PROBES
+
+    for probe in PROBES:
+        layout_of(probe)
     return {f"{t}.parquet" for lay in LAYOUTS.values() for t in lay.tables} | {"run.json"}
 
 
 def probe_of(path: str | Path) -> str:
-    """The probe whose results the directory ``path`` holds (``ncimp`` when ``run.json``
-    names none).
+    """The probe whose results the directory ``path`` holds (the default probe's,
+    :data:`NCIMP_LAYOUT`, when ``run.json`` names none).
 
     Raises:
         UsageError: no run.json there. DataError: an unreadable run.json.
@@ -188,7 +225,7 @@ def table_entries(frames: Frames, layout: Layout = NCIMP_LAYOUT) -> dict[str, di
 def run_id(frames: Frames, meta: list[dict], layout: Layout = NCIMP_LAYOUT) -> str:
     """A hash of every table's rows and of ``meta`` (less :data:`RUN_LOG_KEYS`): equal
     results give equal ids, however they were computed."""
-    return _run_id(table_entries(frames, layout), _stored_meta(meta), probe=layout.probe)
+    return _run_id(table_entries(frames, layout), _stored_meta(meta), layout)
 
 
 def write_results(frames: Frames, meta: list[dict], path: str | Path, *,
@@ -227,13 +264,13 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
     check_target(target, meta, overwrite=overwrite)  # early: before any writing
     runs = _stored_meta(meta)
     tables = table_entries(frames, layout)
-    rid = _run_id(tables, runs, probe=layout.probe)
+    rid = _run_id(tables, runs, layout)
     tmp: Path | None = None
     aside = None
     writing = contextlib.ExitStack()
     try:
         # locked while written: another writer never takes it for a killed run's leftover
-        tmp = _locked_temp_dir(parent, target.name, writing)
+        tmp = locked_temp_dir(parent, target.name, writing)
         for name in layout.tables:
             table = pa.Table.from_pandas(frames[name], preserve_index=False)
             table = table.replace_schema_metadata({**(table.schema.metadata or {}),
@@ -244,7 +281,7 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
                 os.fsync(fh.fileno())
             tables[name]["sha256"] = file_sha256(tmp / f"{name}.parquet")
         with open(tmp / "run.json", "w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"format": RESULTS_FORMAT, **_probe_key(layout.probe),
+            fh.write(json.dumps({"format": RESULTS_FORMAT, **_probe_key(layout),
                                  "run_id": rid, "tables": tables, "runs": runs}, indent=2,
                                 ensure_ascii=False) + "\n")
             fh.flush()
@@ -252,7 +289,7 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
         with dir_lock(parent):  # the check and the swap as one step among ncprobe writers
             check_target(target, meta, overwrite=overwrite)
             if os.path.lexists(target):
-                aside = parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
+                aside = parent / aside_name(target.name)
                 os.rename(target, aside)
             os.rename(tmp, target)
     except BaseException:
@@ -273,127 +310,118 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
 def read_results(path: str | Path, *, accept_edited: bool = False,
                  layout: Layout = NCIMP_LAYOUT) -> tuple[dict[str, pd.DataFrame], list[dict]]:
     """The tables (by name) and the runs' metadata of the results directory ``path``, checked:
-    what :meth:`Results.from_parquet <ncprobe.results.Results.from_parquet>` does (see it for
+    what :meth:`Results.load <ncprobe.results.Results.load>` does (see it for
     the arguments and errors); ``layout``: the probe whose results are expected (another
-    probe's directory is a UsageError naming it).
+    probe's directory is a UsageError naming it). A directory of a development version of
+    ncprobe (results formats 1-3) is a DataError saying so.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     src = Path(path)
+    meta = _checked_run_json(src, layout)
+    rid, stored = meta["run_id"], meta["tables"]
+    edited: dict[str, str] = {}  # file -> how it differs from what ncprobe wrote
+    if _run_id({n: {"rows": stored[n]["rows"], "content": stored[n]["content"]}
+                for n in layout.tables}, meta["runs"], layout) != rid:
+        edited["run.json"] = "its runs or digests no longer give its run id"
+    tables, strays = _read_tables(src, layout, rid, stored, edited)
+    return tables, _verdict(src, meta["runs"], rid, strays, edited, accept_edited)
+
+
+def _checked_run_json(src: Path, layout: Layout) -> dict:
+    """``run.json`` of the results directory ``src``, checked: of this ncprobe's format, of
+    ``layout``'s probe, its runs described, the run id and every table's digests there."""
     meta_file = src / "run.json"
     if not meta_file.is_file():
         raise UsageError(f"{src}: not a results directory (no run.json); write one with "
                          "`ncprobe compute --out DIR` or Results.to_parquet(DIR)")
     meta = _read_run_json(meta_file)
     fmt = meta.get("format")
-    if fmt not in _READABLE_FORMATS:
-        raise DataError(f"results format {fmt!r}; this ncprobe reads formats "
-                        f"{', '.join(map(str, _READABLE_FORMATS))}: recompute the results "
-                        "with this version, or read them with the ncprobe that wrote them",
-                        file=str(meta_file))
+    if isinstance(fmt, int) and not isinstance(fmt, bool) and 1 <= fmt < RESULTS_FORMAT:
+        raise DataError(f"results format {fmt}, {DEVELOPMENT} to write {src} in format "
+                        f"{RESULTS_FORMAT}", file=str(meta_file))
+    if fmt != RESULTS_FORMAT:
+        raise DataError(f"results format {fmt!r}; this ncprobe reads format {RESULTS_FORMAT}: "
+                        "recompute the results with this version, or read them with the "
+                        "ncprobe that wrote them", file=str(meta_file))
     probe = meta.get("probe", NCIMP_LAYOUT.probe)
     if probe != layout.probe:
-        how = _READ_WITH.get(str(probe), "read it with the command that wrote it")
+        other = layout_of(str(probe))
+        how = other.read_with if other is not None else Layout.read_with
         raise UsageError(f"{src} holds results of the {probe!r} probe, not of "
                          f"{layout.probe!r}; {how}")
-    tables_of = layout.tables
     _check_runs(meta["runs"], meta_file, layout.run_keys)
-    rid = meta.get("run_id")
-    if fmt >= 2 and not isinstance(rid, str):
+    if not isinstance(meta.get("run_id"), str):
         raise DataError("no run_id: the file was edited or damaged; recompute the results",
                         file=str(meta_file))
-    stored = meta.get("tables") if fmt >= 3 else None
-    if fmt >= 3 and not _digests_ok(stored, tables_of):
+    if not _digests_ok(meta.get("tables"), layout.tables):
         raise DataError("no digest for every table (key 'tables'): the file was edited or "
                         "damaged; recompute the results", file=str(meta_file))
-    if fmt in LEGACY_GOLD_FORMATS:
-        _warn_legacy_gold(src, fmt)
-    if fmt < 3:
-        log.warning("%s was written by an older ncprobe (results format %s, %s): nothing "
-                    "shows whether its content is what ncprobe wrote; recompute it to be "
-                    "sure", src, fmt, "no run id" if fmt == 1 else "no digests")
-    edited: dict[str, str] = {}  # file -> how it differs from what ncprobe wrote
-    if stored is not None and _run_id({n: {"rows": stored[n]["rows"],
-                                            "content": stored[n]["content"]}
-                                        for n in tables_of}, meta["runs"], fmt,
-                                       probe=layout.probe) != rid:
-        edited["run.json"] = "its runs or digests no longer give its run id"
+    return meta
+
+
+def _read_tables(src: Path, layout: Layout, rid: str, stored: Mapping[str, dict],
+                 edited: dict[str, str]) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+    """Every table of ``src``, checked, and the tables of other runs (file -> their run id);
+    the tables edited since ncprobe wrote them are added to ``edited`` (file -> how)."""
     tables, strays = {}, {}
-    for name in tables_of:
+    for name in layout.tables:
         f = src / f"{name}.parquet"
-        if not f.is_file():
-            raise DataError(f"{f.name} is missing: the results directory is incomplete; "
-                            "recompute it", file=str(f))
-        try:
-            # read once: the bytes hashed are the bytes parsed (one read, not three)
-            data = f.read_bytes()
-            digest = hashlib.sha256(data).hexdigest() if stored is not None else None
-            owner = (pq.read_schema(pa.BufferReader(data)).metadata or {}).get(RUN_ID_KEY)
-            tables[name] = pd.read_parquet(io.BytesIO(data))
-        except (OSError, ValueError, TypeError, pa.ArrowException) as e:
-            raise DataError(f"cannot be read as parquet ({e}); recompute the results",
-                            file=str(f)) from None
-        if fmt in LEGACY_GOLD_FORMATS:
-            # the file's digest is taken above, on the bytes as written: renamed only now
-            tables[name] = _renamed_legacy_gold(name, tables[name])
+        tables[name], digest, owner = _read_table(f)
         _check_table(name, tables[name], f, layout)
-        if fmt < 2:
-            continue
         if owner is None:  # e.g. df.to_parquet: pandas keeps no metadata of ncprobe's
             edited[f.name] = ("rewritten by another program: ncprobe's run id is gone "
                               "from its parquet metadata")
         elif owner.decode(errors="replace") != rid:
             strays[f.name] = owner.decode(errors="replace")
-        elif stored is not None and digest != stored[name]["sha256"]:
+        elif digest != stored[name]["sha256"]:
             rows, now = stored[name]["rows"], len(tables[name])
             edited[f.name] = ("its content differs from the digest in run.json: "
                               + (f"ncprobe wrote {rows} rows, it holds {now}" if rows != now
                                  else f"the same {rows} rows, other values"))
+    return tables, strays
+
+
+def _read_table(f: Path) -> tuple[pd.DataFrame, str, bytes | None]:
+    """The table in the parquet file ``f``, the SHA-256 of the file, and the run id in its
+    metadata (``None``: none)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not f.is_file():
+        raise DataError(f"{f.name} is missing: the results directory is incomplete; "
+                        "recompute it", file=str(f))
+    try:
+        # read once: the bytes hashed are the bytes parsed (one read, not three)
+        data = f.read_bytes()
+        owner = (pq.read_schema(pa.BufferReader(data)).metadata or {}).get(RUN_ID_KEY)
+        table = pd.read_parquet(io.BytesIO(data))
+    except (OSError, ValueError, TypeError, pa.ArrowException) as e:
+        raise DataError(f"cannot be read as parquet ({e}); recompute the results",
+                        file=str(f)) from None
+    return table, hashlib.sha256(data).hexdigest(), owner
+
+
+def _verdict(src: Path, runs: list[dict], rid: str, strays: Mapping[str, str],
+             edited: Mapping[str, str], accept_edited: bool) -> list[dict]:
+    """The runs of ``src`` as read: refused (DataError) when tables of other runs or edits
+    were found, unless ``accept_edited`` (then each run's ``edited`` names those files)."""
     problems = []
     if strays:
         listed = "; ".join(f"{n}: {o}" for n, o in strays.items())
         problems.append(f"tables of different runs in one directory: run.json belongs to "
                         f"run {rid}, but {listed} (copied from another results "
-                        "directory, or written by two runs at once or by an interrupted "
-                        "write of an older ncprobe)")
+                        "directory)")
     if edited:
         problems.append("edited since ncprobe wrote it: "
                         + "; ".join(f"{n} ({why})" for n, why in edited.items()))
-    runs = meta["runs"]
-    if problems and not accept_edited:
+    if not problems:
+        return runs
+    if not accept_edited:
         raise DataError(". ".join(problems) + ". Recompute the results, or read them as "
                         "edited with --accept-edited-results (Python: "
-                        "Results.from_parquet(path, accept_edited=True))", file=str(src))
-    if problems:
-        log.warning("%s: %s; read as edited (accept_edited)", src, ". ".join(problems))
-        what = sorted({*strays, *edited})
-        runs = [{**m, "edited": list(dict.fromkeys([*m.get("edited", []), *what]))}
-                for m in runs]
-    return tables, runs
-
-
-def _warn_legacy_gold(src: Path, fmt: int) -> None:
-    """Say that ``src`` (results format ``fmt``, one of :data:`LEGACY_GOLD_FORMATS`) names the
-    gold column ``comp``: a ``DeprecationWarning`` for code (at the caller of
-    :meth:`Results.from_parquet <ncprobe.results.Results.from_parquet>`), and a logged
-    warning for whoever reads the console (Python hides a ``DeprecationWarning`` that is not
-    raised in ``__main__``, e.g. under ``ncprobe report``)."""
-    msg = (f"{src}: results format {fmt} (older ncprobe) names the gold score's column "
-           f"{_LEGACY_GOLD!r}, now {GOLD!r} ({_LEGACY_GOLD!r} is the measure P_Comp); read "
-           f"with the column renamed. Reading format {fmt} is deprecated: recompute to write "
-           f"the current format ({RESULTS_FORMAT})")
-    # 1 this function, 2 read_results, 3 Results.from_parquet, 4 its caller
-    warnings.warn(msg, DeprecationWarning, stacklevel=4)
-    log.warning("%s", msg)
-
-
-def _renamed_legacy_gold(name: str, df: pd.DataFrame) -> pd.DataFrame:
-    """A table of a format of :data:`LEGACY_GOLD_FORMATS` with its gold column named
-    :data:`~ncprobe.schema.GOLD`, in the same place (the tables that have one)."""
-    if GOLD not in RESULT_COLUMNS[name] or _LEGACY_GOLD not in df.columns or GOLD in df.columns:
-        return df  # no gold column here, or a damaged table: _check_table names what is wrong
-    return df.rename(columns={_LEGACY_GOLD: GOLD})
+                        "Results.load(path, accept_edited=True))", file=str(src))
+    log.warning("%s: %s; read as edited (accept_edited)", src, ". ".join(problems))
+    what = sorted({*strays, *edited})
+    return [{**m, "edited": list(dict.fromkeys([*m.get("edited", []), *what]))} for m in runs]
 
 
 def _read_run_json(meta_file: Path) -> dict:
@@ -425,23 +453,17 @@ def _stored_meta(meta: list[dict]) -> list[dict]:
     return json.loads(json.dumps(kept, ensure_ascii=False, default=str))
 
 
-#: How to read another probe's results (in the message refusing them).
-_READ_WITH = {"ncimp": "read it with ncprobe.Results.from_parquet (ncprobe report / compare)",
-              "idiolink": "read it with ncprobe.retrieval.RetrievalResults.load (ncprobe "
-                          "report / compare read both)"}
+def _probe_key(layout: Layout) -> dict:
+    """``run.json``'s probe entry: none for the default probe (``layout.named`` false)."""
+    return {"probe": layout.probe} if layout.named else {}
 
 
-def _probe_key(probe: str) -> dict:
-    """``run.json``'s probe entry: none for NCIMP (whose directories predate it)."""
-    return {} if probe == NCIMP_LAYOUT.probe else {"probe": probe}
-
-
-def _run_id(tables: dict[str, dict], runs: list[dict], fmt: int = RESULTS_FORMAT, *,
-            probe: str = "ncimp") -> str:
-    """The run id: a hash of the results format, the probe (other than NCIMP), each table's
-    rows and content digest, and the runs' metadata (as :func:`_stored_meta` gives it)."""
-    text = json.dumps({"format": fmt, **_probe_key(probe), "tables": tables, "runs": runs},
-                      sort_keys=True, ensure_ascii=False)
+def _run_id(tables: dict[str, dict], runs: list[dict], layout: Layout) -> str:
+    """The run id: a hash of the results format, the probe (when ``run.json`` names it), each
+    table's rows and content digest, and the runs' metadata (as :func:`_stored_meta` gives
+    it)."""
+    text = json.dumps({"format": RESULTS_FORMAT, **_probe_key(layout), "tables": tables,
+                       "runs": runs}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -518,20 +540,14 @@ def run_identity(meta: list[dict] | dict) -> list[dict]:
     """
     from dataclasses import MISSING
 
-    from ..config import RunConfig, canonical_contexts
+    from ..config import RunConfig
 
-    # a field that a run.json of an older ncprobe lacks had its default value then
+    # a field left out of run.json at its default (config.OMITTED_AT_DEFAULT) reads as it
     defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
     runs = [{"config": meta}] if isinstance(meta, dict) else meta
     out = []
     for m in runs:
         cfg = {**defaults, **(m.get("config") or {})}
-        # contexts as RunConfig spells them: a run that an older ncprobe recorded as asked
-        # (`naturalistic`) is the same run as `nat`
-        try:
-            cfg["contexts"] = canonical_contexts(cfg["contexts"])
-        except (TypeError, ValueError, AttributeError):
-            pass  # an unknown context: compared as written
         ident = {"config": {k: v for k, v in cfg.items() if k not in NOT_IDENTITY},
                  "fingerprint": m.get("fingerprint"), "data_sources": m.get("data_sources")}
         # as written to run.json (tuples become lists), so that read and new compare equal
@@ -576,7 +592,7 @@ def inspect_dir(path: str | Path) -> tuple[str, str, list[dict]]:
         return "empty", "", []
     files = _result_files()
     others = [c.name for c in children if not c.is_file(follow_symlinks=False)
-              or not (c.name in files or _OLD_TEMP_RE.match(c.name))]
+              or c.name not in files]
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         return "foreign", f"it holds {shown}, which ncprobe does not write there", []
@@ -624,26 +640,6 @@ def data_read(runs: Iterable[Mapping]) -> tuple[dict[str, str], set[str]]:
     return data, modified
 
 
-def enclosing_results(path: str | Path, *, itself: bool = False) -> Path | None:
-    """The results directory that ``path`` is inside: the nearest directory above it
-    (``itself``: or ``path`` itself) that holds ``run.json``, or ``None``.
-
-    Anything written there would change that results directory (a directory ncprobe does
-    not write there makes it foreign: never replaced again, and read as two by ``ncprobe
-    report``): results (:func:`check_target`) and reports
-    (:func:`ncprobe.report.check_report_dir`) refuse such a place. ``path`` need not exist;
-    links are followed (where it would be written).
-    """
-    try:
-        real = Path(path).expanduser().resolve()
-    except (RuntimeError, OSError):  # a link loop: the writers name it themselves
-        return None
-    for above in ((real,) if itself else ()) + tuple(real.parents):
-        if (above / "run.json").is_file():
-            return above
-    return None
-
-
 def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool = False,
                  option: str = "--out") -> None:
     """Refuse to write a run into ``path`` when that would replace something it must not.
@@ -657,9 +653,10 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
             whose run directories are named below it), named in the messages.
 
     Raises:
-        UsageError: ``path`` is inside a results directory (:func:`enclosing_results`: it
-            would change that one), is not an ncprobe results directory (never replaced), or
-            holds a different run and ``overwrite`` is false.
+        UsageError: ``path`` is inside a results directory
+            (:func:`~ncprobe.owned.enclosing_results`: it would change that one), is not an
+            ncprobe results directory (never replaced), or holds a different run and
+            ``overwrite`` is false.
     """
     above = enclosing_results(path)
     if above is not None:
@@ -693,21 +690,6 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
                      f"{option}")
 
 
-def _only_results_files(path: str) -> bool:
-    """Whether a directory holds nothing but files a results directory holds (or nothing)."""
-    files = _result_files()
-    return all(c.is_file(follow_symlinks=False)
-               and (c.name in files or _OLD_TEMP_RE.match(c.name))
-               for c in os.scandir(path))
-
-
-def _remove_files_and_dir(path: str) -> None:
-    for c in os.scandir(path):
-        with contextlib.suppress(FileNotFoundError):  # another writer tidying it too
-            os.unlink(c.path)
-    os.rmdir(path)
-
-
 def tidy_leftovers(parent: Path, name: str) -> None:
     """Tidy what killed :func:`write_results` writes of ``parent/name`` left beside it.
 
@@ -716,80 +698,38 @@ def tidy_leftovers(parent: Path, name: str) -> None:
     and holding nothing but results files (or nothing) are touched; anything else is left
     and named in a warning.
 
-    * ``.<name>.<8 chars>.tmp``: a temporary directory. A writer holds its lock from right
-      after creating it until it is renamed into place, so an unlocked one is a killed write's,
-      and is removed, empty or partly written. (A writer whose fresh directory is removed in
-      the instant before it locks it makes another: :func:`_locked_temp_dir`.)
-    * ``.<name>.old-<12 hex>``: a previous run moved aside. Beside an existing ``name`` the
-      swap happened and the removal was cut short: removed, whole or partly removed. With no
-      ``name``, the write was killed between its two renames and this is the previous run:
-      put back as ``name`` (when it is whole and alone), so that it is replaced only as any
-      results directory is (the same run, or ``overwrite``).
+    * ``.<name>.<8 chars>.tmp``: a temporary directory (:func:`ncprobe.owned.locked_temp_dir`).
+      A writer holds its lock from right after creating it until it is renamed into place,
+      so an unlocked one is a killed write's, and is removed, empty or partly written
+      (:func:`ncprobe.owned.remove_temp_dirs`).
+    * ``.<name>.old-<12 hex>``: a previous run moved aside (:func:`ncprobe.owned.aside_name`).
+      Beside an existing ``name`` the swap happened and the removal was cut short: removed,
+      whole or partly removed. With no ``name``, the write was killed between its two renames
+      and this is the previous run: put back as ``name`` (when it is whole and alone), so
+      that it is replaced only as any results directory is (the same run, or ``overwrite``).
     """
-    from .._io import LockBusy, dir_lock
-
     if os.name == "nt":  # no directory locks there (see dir_lock): never guess
         return
-    tmp_re = re.compile(rf"^\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp$")
-    old_re = re.compile(rf"^\.{re.escape(name)}\.old-[0-9a-f]{{12}}$")
-    entries = sorted((e for e in os.scandir(parent) if e.is_dir(follow_symlinks=False)),
-                     key=lambda e: e.name)
-    for entry in entries:
-        if not tmp_re.match(entry.name):
-            continue
-        try:
-            with dir_lock(entry.path, blocking=False):
-                if _only_results_files(entry.path):
-                    _remove_files_and_dir(entry.path)
-                    log.info("removed %s, left by an interrupted write", entry.path)
-                else:
-                    log.warning("left %s in place: it holds files ncprobe does not write "
-                                "there", entry.path)
-        except (LockBusy, FileNotFoundError):
-            continue  # being written now, or removed by another writer meanwhile
-    olds = [Path(e.path) for e in entries if old_re.match(e.name)]
+    files = _result_files()
+    remove_temp_dirs(parent, name, files.__contains__, logger=log)
+    pattern = aside_re(name)
+    olds = sorted(Path(e.path) for e in os.scandir(parent)
+                  if pattern.match(e.name) and e.is_dir(follow_symlinks=False))
     target = parent / name
     if olds and not os.path.lexists(target):
         whole = [p for p in olds if inspect_dir(p)[0] == "results"]
-        if len(whole) == 1:
-            os.rename(whole[0], target)
-            olds.remove(whole[0])
-            log.warning("%s: put back the previous run from %s, left by a write killed "
-                        "between its two renames", target, whole[0].name)
-        else:
+        if len(whole) != 1:
             log.warning("%s is missing and %s hold(s) earlier runs moved aside by killed "
                         "writes; left in place: rename the one to keep to %s", target,
                         ", ".join(p.name for p in olds), name)
             return
+        os.rename(whole[0], target)
+        olds.remove(whole[0])
+        log.warning("%s: put back the previous run from %s, left by a write killed "
+                    "between its two renames", target, whole[0].name)
     for old in olds:
-        try:
-            if _only_results_files(str(old)):
-                _remove_files_and_dir(str(old))
-                log.info("removed %s, left by an interrupted write", old)
-            else:
-                log.warning("left %s in place: it holds files ncprobe does not write there",
-                            old)
-        except FileNotFoundError:
-            continue  # removed by the writer that moved it aside, meanwhile
-
-
-def _locked_temp_dir(parent: Path, name: str, stack: contextlib.ExitStack) -> Path:
-    """A fresh temporary directory for a write of ``parent/name``, locked (the lock is held
-    until ``stack`` closes) and given the mode ``mkdir`` would give under the umask."""
-    from .._io import chmod_like_open, dir_lock
-
-    for _ in range(10):
-        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp"))
-        try:
-            stack.enter_context(dir_lock(tmp))
-        except FileNotFoundError:
-            # another writer took it for a killed write's leftover in the instant before it
-            # was locked (it was empty and unlocked) and removed it: make another
-            continue
-        chmod_like_open(tmp, directory=True)
-        return tmp
-    raise OSError(errno.EAGAIN, f"{parent}: a temporary directory for {name} was removed "
-                  "each time before it could be locked")
+        with contextlib.suppress(FileNotFoundError):  # removed by its writer meanwhile
+            remove_if_only(old, files.__contains__, logger=log)
 
 
 def _remove_results_dir(path: Path) -> None:

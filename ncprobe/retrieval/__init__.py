@@ -11,13 +11,33 @@ ranges and aggregates), :mod:`.stats` (idiom-cluster intervals and paired tests)
 
 from __future__ import annotations
 
-from .bm25 import BM25, bm25_scores, tokenize
-from .metrics import aggregate, evaluate, rank, ranking_metrics, relevance_matrix
-from .probe import retrieve
-from .queries import QUERY_MODES
-from .results import RetrievalResults
-from .stats import cluster_intervals, default_pairs, paired_tests
+from typing import TYPE_CHECKING
 
-__all__ = ["BM25", "QUERY_MODES", "RetrievalResults", "aggregate", "bm25_scores",
+if TYPE_CHECKING:
+    from .bm25 import BM25, bm25_scores, tokenize
+    from .config import RetrievalConfig
+    from .metrics import aggregate, evaluate, rank, ranking_metrics, relevance_matrix
+    from .probe import retrieve
+    from .queries import QUERY_MODES
+    from .results import RetrievalResults
+    from .stats import cluster_intervals, default_pairs, paired_tests
+
+__all__ = ["BM25", "QUERY_MODES", "RetrievalConfig", "RetrievalResults", "aggregate", "bm25_scores",
            "cluster_intervals", "default_pairs", "evaluate", "paired_tests", "rank",
            "ranking_metrics", "relevance_matrix", "retrieve", "tokenize"]
+
+#: Where each public name lives: imported when first asked for, so that the probe registry
+#: (:mod:`ncprobe.retrieval.seam`) loads without the retrieval machinery.
+_HOMES = {"BM25": "bm25", "bm25_scores": "bm25", "tokenize": "bm25", "aggregate": "metrics",
+          "evaluate": "metrics", "rank": "metrics", "ranking_metrics": "metrics",
+          "relevance_matrix": "metrics", "retrieve": "probe", "QUERY_MODES": "queries",
+          "RetrievalResults": "results", "RetrievalConfig": "config", "cluster_intervals": "stats",
+          "default_pairs": "stats", "paired_tests": "stats"}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,7 @@ sub-word tokens that overlap a character span (method: :meth:`SBertEncoder.encod
 the :class:`~ncprobe.encoders.base.Encoder` protocol, one item being one text (as a
 one-word "sentence") and its character span, so :func:`ncprobe.embed.embed` deduplicates,
 batches by length and stores the vectors in the content-addressed
-:class:`~ncprobe.cache.EmbeddingStore` exactly as it does for NCIMP stimuli. The pooling rule
+:class:`~ncprobe.cache.store.EmbeddingStore` exactly as it does for NCIMP stimuli. The pooling rule
 is in the fingerprint (:data:`POOLING`), so these vectors never share a store entry with
 the word-pooled NCIMP vectors of the same model.
 
@@ -110,11 +110,11 @@ def check_text_model(name: str, *, allow_remote_code: bool = False) -> None:
     Raises:
         UsageError: another kind of model, or a name that is no model.
     """
-    from ..encoders.registry import _resolve
+    from ..encoders.registry import resolve_target
     from ..encoders.sbert import SBertEncoder
 
-    target = _resolve(name, "en", allow_pickle=False, allow_gensim=False,
-                      allow_remote_code=allow_remote_code)
+    target = resolve_target(name, "en", allow_pickle=False, allow_gensim=False,
+                            allow_remote_code=allow_remote_code)
     if not issubclass(target.cls, SBertEncoder):
         raise UsageError(_not_sentence_transformers(target.label))
 

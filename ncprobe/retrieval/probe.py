@@ -25,17 +25,19 @@ from __future__ import annotations
 import functools
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
 
+from ..config import config_of, takes_config
 from ..errors import DataError, UsageError
-from .bm25 import EPSILON, K1, TOKEN_RE, B, bm25_scores, check_parameters
+from .bm25 import EPSILON, TOKEN_RE, bm25_scores
 from .bm25 import MODES as BM25_MODES
+from .config import RetrievalConfig
 from .metrics import evaluate
-from .queries import document_text, parse_modes, query_text
-from .results import RetrievalResults, check_models, grouped_means
+from .queries import document_text, query_text
+from .results import RetrievalResults, grouped_means
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data.idiolink import IdioLink
@@ -46,101 +48,94 @@ __all__ = ["BM25_MODES", "LEXICAL", "planned_runs", "retrieve"]
 
 #: The model name of the lexical control.
 LEXICAL = "bm25"
-#: What ``span_fallback`` may be.
-SPAN_FALLBACKS = (None, "sentence")
 
 
-def retrieve(models: str | Sequence[str] = ("minilm",), modes: str | Sequence[str] = "all",
-             split: str = "test", *, idioms: Sequence[str] | None = None,
-             data_dir: str | Path | None = None, accept_modified_data: bool = False,
-             out: str | Path | None = None, overwrite: bool = False,
+@takes_config(RetrievalConfig)
+def retrieve(config: RetrievalConfig | None = None, /, *, out: str | Path | None = None,
+             overwrite: bool = False, data_dir: str | Path | None = None,
              cache_dir: str | Path | None = None, use_cache: bool = True,
-             batch_size: int = 64, device: str | None = None, dtype: str | None = None,
-             allow_remote_code: bool = False, k1: float = K1, b: float = B,
-             n_boot: int = 1000, seed: int = 0, correction: str = "holm",
-             span_fallback: str | None = None, progress: bool = True,
-             idiolink: IdioLink | None = None, encoders: dict | None = None,
-             on_step: Callable[[str], None] | None = None) -> RetrievalResults:
+             progress: bool = True, idiolink: IdioLink | None = None,
+             encoders: dict | None = None, on_step: Callable[[str], None] | None = None,
+             **options: Any) -> RetrievalResults:
     """Run the IdioLink retrieval probe: rank every document for every query, per model and
     query mode, and score the rankings.
 
+    The run options are the fields of :class:`~ncprobe.retrieval.config.RetrievalConfig`
+    (``models``, ``modes``, ``split``, ``idioms``, ``n_boot``, ``k1``, ...:
+    ``help(RetrievalConfig)``), given either as a ``RetrievalConfig`` or as keywords, with
+    its defaults, meanings and checks; ``help(retrieve)`` lists them in its signature. An
+    option given as ``None`` takes its default. Each model runs once; ``bm25`` runs the modes
+    of :data:`BM25_MODES` among those asked for.
+
     Args:
-        models: model names (an alias such as ``minilm``, a sentence-transformers hub id or
-            directory, or ``bm25``), or one name; each runs once.
-        modes: query modes (:data:`~ncprobe.retrieval.queries.QUERY_MODES`; ``"all"`` or a
-            comma list). ``bm25`` runs the ones of :data:`BM25_MODES` among them.
-        split: ``test`` (the published figures), ``val`` or ``train``.
-        idioms: only these idioms (their queries and documents); default all.
-        data_dir, accept_modified_data: as :func:`~ncprobe.data.idiolink.load_idiolink`.
+        config: a :class:`~ncprobe.retrieval.config.RetrievalConfig`, instead of the keyword
+            options (not both).
         out: write the results directory there (refusing to replace what it must not;
             ``overwrite`` replaces another run's results).
+        data_dir: the data directory (as :func:`~ncprobe.data.idiolink.load_idiolink`).
         cache_dir, use_cache: the embedding cache (``use_cache=False``: nothing stored).
-        batch_size, device, dtype: how the dense models run (``dtype``: ``float16`` or
-            ``bfloat16`` on a GPU).
-        allow_remote_code: run models whose hub repository holds code (opt-in).
-        k1, b: BM25's parameters (the benchmark's: 0.9, 0.4).
-        n_boot, seed: idiom-cluster bootstrap resamples of the intervals (0: none); the
-            paired tests draw their own sign flips, enough for their Holm family
-            (:func:`ncprobe.retrieval.stats.paired_tests`, ``n_flips='auto'``).
-        correction: multiple-comparison correction of the paired tests (``holm`` ...).
-        span_fallback: ``None`` (a span that cannot be pooled stops the run) or
-            ``"sentence"`` (use the query's sentence vector, marked and noted).
         progress: progress bars on stderr.
-        idiolink: an already loaded split (instead of ``split``/``data_dir``).
+        idiolink: an already loaded split (instead of ``split``/``data_dir``; the results
+            record its split).
         encoders: model name -> an already built encoder (e.g. in tests).
         on_step: called with one line at each step (``model 1/2 (bm25), mode 2/2 (span):
             ranking 1500 queries against 7500 documents``; ``ncprobe retrieve`` prints them
             on stderr unless ``--quiet``); ``None``: nothing is said.
+        **options: the fields of :class:`~ncprobe.retrieval.config.RetrievalConfig`, by name.
 
     Returns:
         :class:`~ncprobe.retrieval.results.RetrievalResults`.
 
     Raises:
-        UsageError: an unknown mode, model, split or idiom, a model named twice, a mode no
-            model can run, a model that is not a sentence-transformers model, a number out
-            of its range (``k1`` finite >= 0, ``b`` finite in [0, 1], ``n_boot`` and ``seed``
-            whole numbers >= 0, ``batch_size`` a whole number >= 1), an ``out`` inside
-            another results directory (exit 2).
+        TypeError: an option that is no RetrievalConfig field (naming the closest), or both
+            ``config`` and options.
+        UsageError: an option RetrievalConfig refuses (an unknown mode, a model named
+            twice, a number out of its range ...), an unknown model or idiom, a mode no
+            model can run, a model that is not a sentence-transformers model, an ``out``
+            inside another results directory (exit 2).
         DataError: the data is missing or damaged, or a span cannot be pooled (exit 3).
         ModelUnavailableError: a model that cannot run here (exit 5).
         OutputError: ``out`` or the cache cannot be written (exit 6).
+
+    Example:
+        >>> res = ncprobe.retrieve(models=["minilm", "bm25"], split="val")  # doctest: +SKIP
+        >>> print(res.summary())                                            # doctest: +SKIP
     """
     from ..data.idiolink import load_idiolink
 
-    names = [models] if isinstance(models, str) else list(models)
-    configs = planned_runs(names, modes, idiolink.split if idiolink is not None else split,
-                           idioms=idioms, out=out, overwrite=overwrite, k1=k1, b=b,
-                           n_boot=n_boot, seed=seed, correction=correction,
-                           span_fallback=span_fallback, batch_size=batch_size, device=device,
-                           dtype=dtype, accept_modified_data=accept_modified_data)
+    cfg = config_of(RetrievalConfig, config, options, caller="retrieve")
+    configs = planned_runs(cfg, split=idiolink.split if idiolink is not None else None,
+                           out=out, overwrite=overwrite)
     if out is not None:
         from ..results.store import check_writable
 
         check_writable(out)  # before any work
     if idiolink is None:
-        idiolink = load_idiolink(split, data_dir, accept_modified_data=accept_modified_data)
-    if idioms is not None:
-        idiolink = idiolink.subset(idioms)
+        idiolink = load_idiolink(cfg.split, data_dir,
+                                 accept_modified_data=cfg.accept_modified_data)
+    if cfg.idioms is not None:
+        idiolink = idiolink.subset(cfg.idioms)
     say: Callable[[str], None] = on_step or _silent
     n_q, n_d = len(idiolink.queries), len(idiolink.documents)
     parts, meta = [], []
-    for k, (name, cfg) in enumerate(configs.items(), start=1):
+    for k, (name, run_config) in enumerate(configs.items(), start=1):
         step = f"model {k}/{len(configs)} ({name})"
         if name == LEXICAL:
             frames = []
-            for i, mode in enumerate(cfg["modes"], start=1):
-                say(f"{step}, mode {i}/{len(cfg['modes'])} ({mode}): ranking {n_q} queries "
-                    f"against {n_d} documents")
-                frames.append(evaluate(bm25_scores(idiolink, mode, k1=k1, b=b), idiolink,
-                                       name, mode).assign(fallback=False))
-            run = {"config": cfg, "fingerprint": _bm25_fingerprint(k1, b), "notes": []}
+            for i, mode in enumerate(run_config["modes"], start=1):
+                say(f"{step}, mode {i}/{len(run_config['modes'])} ({mode}): ranking {n_q} "
+                    f"queries against {n_d} documents")
+                frames.append(evaluate(bm25_scores(idiolink, mode, k1=cfg.k1, b=cfg.b),
+                                       idiolink, name, mode).assign(fallback=False))
+            run = {"config": run_config, "fingerprint": _bm25_fingerprint(cfg.k1, cfg.b),
+                   "notes": []}
         else:
             encoder = (encoders or {}).get(name)
             if encoder is None:
                 say(f"{step}: loading the model")
-                encoder = _load(name, device, dtype, allow_remote_code)
-            frames, run = _dense(name, encoder, idiolink, cfg, cache_dir, use_cache,
-                                 batch_size, span_fallback, progress,
+                encoder = _load(name, cfg.device, cfg.dtype, cfg.allow_remote_code)
+            frames, run = _dense(name, encoder, idiolink, run_config, cache_dir, use_cache,
+                                 cfg.batch_size, cfg.span_fallback, progress,
                                  say=functools.partial(_prefixed, say, step))
         notes = [*run["notes"], *idiolink.notes]
         if idiolink.modified:
@@ -154,60 +149,53 @@ def retrieve(models: str | Sequence[str] = ("minilm",), modes: str | Sequence[st
                            "queries": n_q, "documents": n_d})
         parts += frames
         meta.append(run)
-    say(f"scoring: the tables, the intervals ({n_boot} resamples) and the paired tests")
+    say(f"scoring: the tables, the intervals ({cfg.n_boot} resamples) and the paired tests")
     per_query = pd.concat(parts, ignore_index=True)
-    res = _tables(per_query, meta, n_boot=n_boot, seed=seed, correction=correction)
+    res = _tables(per_query, meta, n_boot=cfg.n_boot, seed=cfg.seed, correction=cfg.correction)
     if out is not None:
         res.to_parquet(out, overwrite=overwrite)
     return res
 
 
-def planned_runs(models: Sequence[str], modes: Sequence[str], split: str, *,
-                 idioms: Sequence[str] | None = None, out: str | Path | None = None,
-                 overwrite: bool = False, k1: float = K1, b: float = B, n_boot: int = 1000,
-                 seed: int = 0, correction: str = "holm", span_fallback: str | None = None,
-                 batch_size: int | None = None, device: str | None = None,
-                 dtype: str | None = None, accept_modified_data: bool = False
-                 ) -> dict[str, dict]:
-    """Each model's run config, checked before any work: the options, and ``out`` (a
-    directory that is not a results directory, or holds another run without ``overwrite``,
-    is refused now rather than after the encoding).
+def planned_runs(config: RetrievalConfig, *, split: str | None = None,
+                 out: str | Path | None = None, overwrite: bool = False) -> dict[str, dict]:
+    """Each model's run config, checked before any work: the models' query formats, the
+    modes of ``bm25``, and ``out`` (a directory that is not a results directory, or holds
+    another run without ``overwrite``, is refused now rather than after the encoding).
+
+    Args:
+        config: the run's options (checked by RetrievalConfig itself).
+        split: the split the run is made on, when it is not ``config.split`` (a split loaded
+            beforehand).
+        out, overwrite: as :func:`retrieve`.
 
     Returns:
         model -> its config (as ``run.json`` records it).
 
     Raises:
-        UsageError: a bad option, a model named twice, a mode ``bm25`` lacks, ``out``
-            refused.
+        UsageError: a model without a query format, a mode ``bm25`` lacks, ``out`` refused.
     """
     from ..encoders.registry import query_format_of
     from ..results.store import check_target
-    from ..significance import check_correction
 
-    names = check_models(models)
-    wanted = parse_modes(modes)
-    if span_fallback not in SPAN_FALLBACKS:
-        raise UsageError(f"span_fallback must be None or 'sentence', not {span_fallback!r}")
-    check_parameters(k1, b)
-    _check_whole("n_boot", n_boot, 0, "--n-boot")
-    _check_whole("seed", seed, 0, "--seed")
-    if batch_size is not None:
-        _check_whole("batch_size", batch_size, 1, "--batch-size")
-    check_correction(correction)
-    shared = {"split": split, "idioms": sorted(idioms) if idioms is not None else None,
-              "k1": k1, "b": b, "n_boot": n_boot, "seed": seed, "correction": correction,
-              "accept_modified_data": accept_modified_data}
+    # the keys in the order run.json has always had them
+    shared = {"split": split if split is not None else config.split,
+              "idioms": sorted(config.idioms) if config.idioms is not None else None,
+              "k1": config.k1, "b": config.b, "n_boot": config.n_boot, "seed": config.seed,
+              "correction": config.correction,
+              "accept_modified_data": config.accept_modified_data}
     configs = {}
-    for name in names:
+    for name in config.models:
         if name == LEXICAL:
-            configs[name] = {"model": name, "modes": list(_modes_of(name, wanted)), **shared}
+            configs[name] = {"model": name, "modes": list(_modes_of(name, tuple(config.modes))),
+                             **shared}
         else:
-            configs[name] = {"model": name, "modes": list(wanted), **shared,
+            configs[name] = {"model": name, "modes": list(config.modes), **shared,
                              "format": query_format_of(name).describe(),
-                             "span_fallback": span_fallback, "dtype": dtype,
-                             "batch_size": batch_size, "device": device}
+                             "span_fallback": config.span_fallback, "dtype": config.dtype,
+                             "batch_size": config.batch_size, "device": config.device}
     if out is not None:
-        check_target(out, [{"config": c} for c in configs.values()], overwrite=overwrite)
+        check_target(out, [{"config": run} for run in configs.values()], overwrite=overwrite)
     return configs
 
 
@@ -220,20 +208,11 @@ def _prefixed(say: Callable[[str], None], step: str, line: str) -> None:
     say(step + line)
 
 
-def _check_whole(name: str, value, least: int, option: str) -> None:
-    """Refuse a count that is not a whole number >= ``least`` (NaN, infinite, negative,
-    fractional or not a number)."""
-    import numbers
-
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        raise UsageError(f"{name}={value!r} ({option}): give a whole number >= {least}")
-
-
 def _tables(per_query: pd.DataFrame, meta: list[dict], *, n_boot: int, seed: int,
             correction: str) -> RetrievalResults:
     """The aggregate tables of per-query rows."""
     from .metrics import METRICS, aggregate
-    from .results import _COLUMNS
+    from .results import RETRIEVAL_COLUMNS
     from .stats import cluster_intervals, paired_tests
 
     means = aggregate(per_query)
@@ -243,7 +222,8 @@ def _tables(per_query: pd.DataFrame, meta: list[dict], *, n_boot: int, seed: int
                           validate="one_to_one")
     tests = paired_tests(per_query, n_boot=n_boot, seed=seed, correction=correction)
     return RetrievalResults(
-        per_query[list(_COLUMNS["per_query"])], overall[list(_COLUMNS["overall"])],
+        per_query[list(RETRIEVAL_COLUMNS["per_query"])],
+        overall[list(RETRIEVAL_COLUMNS["overall"])],
         grouped_means(per_query, "idiom"), grouped_means(per_query, "subject"), tests, meta)
 
 
@@ -281,7 +261,8 @@ def _dense(name: str, encoder, idiolink: IdioLink, cfg: dict, cache_dir, use_cac
            say: Callable[[str], None] = _silent) -> tuple[list[pd.DataFrame], dict]:
     """One dense model's per-query rows, per mode, and its run metadata (``say``: told of
     each step, a line to follow the model's own words)."""
-    from ..cache import EmbeddingStore, vector_shape
+    from ..cache.shapes import vector_shape
+    from ..cache.store import EmbeddingStore
     from ..embed import embed
     from ..encoders.registry import query_format_of
     from .encode import TextItem, text_encoder

@@ -12,8 +12,9 @@ Markdown and LaTeX forms) shows the paired tests between modes or models.
 :func:`write_retrieval_report` writes all of it, and the figures of
 :mod:`ncprobe.plots.retrieval`, into one directory with a ``README.md`` index, as ncprobe's
 own files: the ownership manifest, atomic writes, refusal to replace a file ncprobe did not
-write, and resuming after an interruption are those of the study's report
-(:func:`ncprobe.report.write_owned`).
+write, and resuming after an interruption are those of every report
+(:func:`ncprobe.owned.write_owned`), and the figures are saved as every report saves them
+(:func:`ncprobe.drawing.figure_bytes`).
 
 The tables come as a mapping of DataFrames (the tables of a retrieval run: ``overall``,
 ``per_idiom`` and ``tests``; metrics as fractions) plus the run's metadata.
@@ -22,6 +23,7 @@ The tables come as a mapping of DataFrames (the tables of a retrieval run: ``ove
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +32,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from .._version import VERSION as __version__
+from ..drawing import FORMATS, check_formats, figure_bytes
 from ..errors import NoData, UsageError
+from ..owned import MANIFEST, check_report_dir, write_owned
 from ..significance import CORRECTION_NAMES, STARS_NOTE, p_text, stars
 from .queries import QUERY_MODES, USAGE_NAMES, check_table, mode_label
 
@@ -40,6 +44,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["DAGGER", "METRICS", "MISSING", "MODES", "USAGES", "mode_label", "paired_tests_latex",
            "paired_tests_markdown", "paired_tests_table", "table2", "table2_latex",
            "table2_markdown", "write_retrieval_report"]
+
+log = logging.getLogger(__name__)
 
 #: The query modes, in the order of the paper's columns.
 MODES = QUERY_MODES
@@ -65,6 +71,11 @@ _FIGURES = (("fig01_modes_r_precision", "modes", "r_precision"),
             ("fig03_idioms_r_precision", "idioms", "r_precision"),
             ("fig04_idioms_ndcg10", "idioms", "ndcg@10"))
 _TABLES = ("table_retrieval", "table_retrieval_tests")
+#: The kind of this report, recorded in its manifest: the probe whose results it shows.
+KIND = "idiolink"
+#: This report in words, in messages (``a retrieval report (IdioLink)``; the probe's results
+#: layout carries it, :mod:`ncprobe.retrieval.results`).
+LABEL = "retrieval report (IdioLink)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,7 +474,7 @@ def _planned(formats: Sequence[str]) -> list[str]:
 def _check_meta(meta: Any) -> Mapping[str, Any]:
     if not isinstance(meta, Mapping):
         raise UsageError(f"meta: give the run's metadata (a dict), not a {type(meta).__name__}")
-    if meta.get("probe", "idiolink") != "idiolink":
+    if meta.get("probe", KIND) != KIND:
         raise UsageError(f"meta: probe {meta.get('probe')!r} is not the retrieval probe "
                          "'idiolink'; give the metadata of a retrieval run")
     missing = [k for k in ("split", "models") if k not in meta]
@@ -535,7 +546,6 @@ def _index(meta: Mapping[str, Any], overall: pd.DataFrame, tests: pd.DataFrame,
            figures: list[tuple[str, str, str, list[str], str | None]]) -> str:
     """The index ``README.md``: the split, the models, every file, the notes."""
     from ..plots.retrieval import METRIC_NAMES
-    from ..report import MANIFEST
 
     lines = ["# ncprobe retrieval report\n",
              f"Made by ncprobe {__version__} from a retrieval run on IdioLink, split "
@@ -619,7 +629,7 @@ def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str
             needed; ``probe`` (``idiolink``), ``config``, ``notes``, ``n_boot`` and
             ``edited`` (lines saying what was edited) used when given.
         out_dir: the report directory (made when needed).
-        formats: the figure formats (:data:`ncprobe.report.FORMATS`).
+        formats: the figure formats (:data:`ncprobe.drawing.FORMATS`).
         dpi: resolution of the raster figures.
         overwrite: replace another probe's report in ``out_dir`` (its files removed and
             named in a logged warning).
@@ -636,8 +646,6 @@ def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str
             results directory; nothing is written.
         OutputError: ``out_dir`` cannot be written; the message names the file.
     """
-    from ..report import FORMATS, check_formats, check_report_dir, figure_bytes, write_owned
-
     formats = check_formats(formats)
     if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0 \
             or not math.isfinite(dpi):
@@ -661,7 +669,7 @@ def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str
     shown = {"overall": overall, "per_idiom": per_idiom}
     out = Path(out_dir)
     planned = _planned(formats)
-    check_report_dir(out, lambda: planned, kind="idiolink", overwrite=overwrite)
+    check_report_dir(out, lambda: planned, kind=KIND, label=LABEL, overwrite=overwrite)
     say = progress or (lambda line: None)
 
     def write(put: Callable[[dict[Path, bytes]], None]) -> list[Path]:
@@ -693,8 +701,8 @@ def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str
         written.append(readme)
         return written
 
-    return write_owned(out, planned, write, possible=_planned(FORMATS), kind="idiolink",
-                       overwrite=overwrite)
+    return write_owned(out, planned, write, possible=_planned(FORMATS), kind=KIND, label=LABEL,
+                       overwrite=overwrite, logger=log)
 
 
 def _edited_lines(meta: Mapping[str, Any]) -> list[str]:

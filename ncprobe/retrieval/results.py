@@ -25,13 +25,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from ..errors import DataError, UsageError
+from ..probes.base import ProbeResults
+from ..query import filter_rows, not_present_message, wanted_values
 from ..results import store
 from .metrics import METRICS
+from .report import LABEL as REPORT_LABEL
 
 __all__ = ["LAYOUT", "RETRIEVAL_TABLES", "RetrievalResults", "check_same_items", "json_rows"]
 
@@ -39,7 +42,8 @@ __all__ = ["LAYOUT", "RETRIEVAL_TABLES", "RetrievalResults", "check_same_items",
 RETRIEVAL_TABLES = ("per_query", "overall", "per_idiom", "per_subject", "tests")
 _RANGES = tuple(m + s for m in METRICS for s in ("_min", "_max"))
 _INTERVALS = tuple(m + s for m in METRICS for s in ("_lo", "_hi"))
-_COLUMNS = {
+#: The columns of each table, in order.
+RETRIEVAL_COLUMNS = {
     "per_query": ("model", "mode", "query", "idiom", "subject", "usage", "relevant", *METRICS,
                   *_RANGES, "fallback"),
     "overall": ("model", "mode", "usage", "n", "n_idioms", *METRICS, *_INTERVALS, *_RANGES),
@@ -47,19 +51,21 @@ _COLUMNS = {
     "per_subject": ("model", "mode", "subject", "usage", "n", *METRICS, *_RANGES),
     "tests": ("model_a", "mode_a", "model_b", "mode_b", "usage", "metric", "a", "b", "diff",
               "diff_lo", "diff_hi", "p", "p_corrected", "significant", "n", "n_idioms", "test",
-              "correction"),
+              "correction", "p_bound", "p_corrected_bound", "family", "family_size"),
 }
 #: The results directory layout of the probe (registered with the results store).
 LAYOUT = store.register_layout(store.Layout(
-    "idiolink", RETRIEVAL_TABLES, _COLUMNS,
+    "idiolink", RETRIEVAL_TABLES, RETRIEVAL_COLUMNS,
     frozenset({"relevant", *METRICS, *_RANGES, *_INTERVALS, "fallback", "n", "n_idioms", "a",
                "b", "diff", "diff_lo", "diff_hi", "p", "p_corrected", "significant"}),
-    run_keys=("model", "split")))
+    run_keys=("model", "split"),
+    read_with="read it with ncprobe.retrieval.RetrievalResults.load (ncprobe report / compare "
+              "read both)", report_label=REPORT_LABEL))
 _USAGE_ORDER = {"all": 0, "literal": 1, "idiomatic": 2}
 
 
 @dataclass
-class RetrievalResults:
+class RetrievalResults(ProbeResults):
     """What :func:`ncprobe.retrieval.retrieve` returns, and what a results directory loads as.
 
     Attributes:
@@ -67,6 +73,9 @@ class RetrievalResults:
         meta: one dict per model run: ``config`` (the options, ``model`` among them),
             ``fingerprint``, ``data_sources``, ``notes``.
     """
+
+    #: How the probe's results directories are stored (:mod:`ncprobe.results.store`).
+    layout: ClassVar[store.Layout] = LAYOUT
 
     per_query: pd.DataFrame
     overall: pd.DataFrame
@@ -123,34 +132,33 @@ class RetrievalResults:
 
     # --- access -----------------------------------------------------------------------------
 
-    def select(self, table: str = "overall", *, model=None, mode=None, usage=None
-               ) -> pd.DataFrame:
-        """Rows of one table, filtered (a value or a list of values per column).
+    def select(self, table: str | None = None, **filters: Any) -> pd.DataFrame:
+        """Rows of one table (default ``overall``), filtered through the one filter engine
+        (:func:`ncprobe.query.filter_rows`): a value or a list of values per column. On the
+        ``tests`` table, ``model`` and ``mode`` match either side of a test (``model_a`` or
+        ``model_b``).
 
         Raises:
-            UsageError: an unknown table, or a filter value that no row has (with the
-                values there are), so a typo never gives an empty frame.
+            UsageError: an unknown table or column, or a filter value that no row has (with
+                the values there are), so a typo never gives an empty frame.
         """
+        table = table or "overall"
         if table not in RETRIEVAL_TABLES:
             raise UsageError(f"unknown table {table!r}; choose from {', '.join(RETRIEVAL_TABLES)}")
         df = self.tables[table]
-        for col, want in (("model", model), ("mode", mode), ("usage", usage)):
-            if want is None:
-                continue
-            cols = [c for c in (col, f"{col}_a") if c in df.columns]
-            if not cols:
-                raise UsageError(f"the {table} table has no {col} column")
-            wanted = [want] if isinstance(want, str) else list(want)
-            have = set().union(*(set(df[c]) for c in cols))
-            unknown = [w for w in wanted if w not in have]
-            if unknown:
-                raise UsageError(f"no {col} {', '.join(map(repr, unknown))} in these results "
-                                 f"(there are: {', '.join(map(str, sorted(have)))})")
-            keep = df[cols[0]].isin(wanted)
-            for c in cols[1:]:
-                keep |= df[c].isin(wanted)
-            df = df[keep]
-        return df.reset_index(drop=True)
+        sided = {k: v for k, v in filters.items() if v is not None and k not in df.columns
+                 and f"{k}_a" in df.columns}
+        where = f"the {table} table"
+        df = filter_rows(df, {k: v for k, v in filters.items() if k not in sided}, where=where)
+        for col, want in sided.items():  # a test's two sides: either may match
+            sides = df[[f"{col}_a", f"{col}_b"]].astype(str)
+            values = wanted_values(want)
+            present = sorted(set(sides.stack()))
+            bad = [v for v in values if v not in present]
+            if bad:
+                raise UsageError(not_present_message(col, bad, present, where))
+            df = df[sides.isin(values).any(axis=1)].reset_index(drop=True)
+        return df
 
     def wide(self, metric: str = "r_precision", *, usage: str = "all") -> pd.DataFrame:
         """One row per model, one column per mode: the metric's mean (a fraction; NaN where
@@ -192,6 +200,37 @@ class RetrievalResults:
     def json_rows(self) -> list[dict]:
         """The overall table as a list of rows (what ``ncprobe retrieve --json`` prints)."""
         return json_rows(self.overall)
+
+    def compare(self, other: "ProbeResults | None" = None, *,
+                names: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0,
+                correction: str = "holm", n_flips: int | str = "auto") -> pd.DataFrame:
+        """Every model of these results against every model of ``other`` on the same queries,
+        mode by mode: paired tests over idioms (:func:`ncprobe.retrieval.stats.paired_tests`),
+        corrected across the rows as one family of their own (named after ``names``, what
+        the two are called: their results directories), as ``ncprobe compare A B`` prints.
+
+        Raises:
+            UsageError: no ``other`` (the modes of one run are tested in its own ``tests``
+                table), other results of different items, one model on both sides, or no
+                query mode shared.
+        """
+        from .stats import across_family, paired_tests
+
+        if not isinstance(other, RetrievalResults):
+            raise UsageError("retrieval results are compared with other retrieval results "
+                             "(the modes within one run are already tested in its own table "
+                             "tests)")
+        names = list(names or ["results 1", "results 2"])
+        both = RetrievalResults.concat([self, other], names)
+        pairs = [(cell_a, cell_b) for cell_a in self.cells for cell_b in other.cells
+                 if cell_a[1] == cell_b[1]]
+        if not pairs:
+            raise UsageError("the two sides share no query mode: nothing to compare")
+        # the models across the two sides: one family of their own, named as a report of the
+        # two directories names it (tests_across_runs)
+        return paired_tests(both.per_query, pairs, n_boot=n_boot, seed=seed,
+                            correction=correction, n_flips=n_flips,
+                            family=across_family(names))
 
     def report_meta(self) -> dict:
         """What the report's index says of the runs: the split, each model with its model id
@@ -235,10 +274,7 @@ class RetrievalResults:
         UsageError)."""
         tables, runs = store.read_results(path, accept_edited=accept_edited, layout=LAYOUT)
         _check_runs_cover(tables, runs, Path(path) / "run.json")
-        tables["tests"] = tests_with_family(tables["tests"], runs)  # results before issue 28
         return cls(**tables, meta=runs)
-
-    from_parquet = load
 
     @classmethod
     def load_many(cls, paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = (),
@@ -320,8 +356,8 @@ def grouped_means(per_query: pd.DataFrame, by: str) -> pd.DataFrame:
     out["_g"] = out[by].map(groups)
     out["_u"] = out["usage"].map(_USAGE_ORDER)
     out = out.sort_values(["_c", "_g", "_u"], kind="stable").drop(columns=["_c", "_g", "_u"])
-    return out[list(_COLUMNS["per_idiom" if by == "idiom" else "per_subject"])].reset_index(
-        drop=True)
+    columns = RETRIEVAL_COLUMNS["per_idiom" if by == "idiom" else "per_subject"]
+    return out[list(columns)].reset_index(drop=True)
 
 
 def _check_runs_cover(tables: Mapping[str, pd.DataFrame], runs: list[dict],
@@ -386,9 +422,6 @@ def _items_of(res: "RetrievalResults") -> dict:
         n = (m.get("corpus") or {}).get("documents")
         if isinstance(n, int):
             documents.add(n)
-        for note in m.get("notes") or []:  # runs written before modified_data was recorded
-            if isinstance(note, str) and note.startswith("data files differ from their pins"):
-                modified |= {f.strip() for f in note.partition(": ")[2].split(",")}
     return {"split": res.split, "idioms": set(map(str, res.per_query["idiom"])),
             "queries": set(map(str, res.per_query["query"])),
             "documents": documents.pop() if len(documents) == 1 else None,
@@ -427,39 +460,6 @@ def _item_differences(a: dict, b: dict, name_a: str, name_b: str) -> list[str]:
                        + (f" (modified: differs from its pin in {' and '.join(pinned)})"
                           if pinned else ""))
     return out
-
-
-def tests_with_family(tests: pd.DataFrame, runs: Sequence[Mapping]) -> pd.DataFrame:
-    """A run's tests table with the columns of issue 28 (``p_bound``, ``p_corrected_bound``,
-    ``family``, ``family_size``), filled where a results directory written before them
-    lacks them: every test of one run was corrected as one family (the run's models, as
-    :func:`ncprobe.retrieval.stats.run_family` names it), and a p equal to ``1/(B+1)`` of
-    ``B`` random flips (the ``test`` column says how many) is that floor, a bound.
-    Tables that hold them are returned as they are."""
-    from ..significance import check_correction
-    from ..stats import correct_bounded
-    from .stats import TEST_COLUMNS, run_family
-
-    wanted = ("p_bound", "p_corrected_bound", "family", "family_size")
-    if all(c in tests.columns for c in wanted) or not len(tests.columns):
-        return tests
-    out = tests.copy()
-    p = out["p"].to_numpy(dtype=float)
-    if "p_bound" not in out.columns:
-        flips = out["test"].astype(str).str.extract(r"\(([\d,]+) random flips\)")[0]
-        b = pd.to_numeric(flips.str.replace(",", ""), errors="coerce").to_numpy(dtype=float)
-        out["p_bound"] = ~pd.isna(b) & (abs(p * (b + 1.0) - 1.0) < 1e-6)
-    if "p_corrected_bound" not in out.columns:
-        method = check_correction(str(out["correction"].iloc[0]) if len(out)
-                                  and "correction" in out else "holm")
-        out["p_corrected_bound"] = correct_bounded(p, out["p_bound"].to_numpy(dtype=bool),
-                                                   method)[1]
-    if "family" not in out.columns:
-        out["family"] = run_family([str(m["config"]["model"]) for m in runs])
-    if "family_size" not in out.columns:
-        out["family_size"] = int(pd.notna(p).sum())
-    return out[[c for c in TEST_COLUMNS if c in out.columns]
-               + [c for c in out.columns if c not in TEST_COLUMNS]]
 
 
 def _shared_option(results: Sequence["RetrievalResults"], key: str, default):

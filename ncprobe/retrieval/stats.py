@@ -11,7 +11,7 @@ make the intervals too narrow. Both functions resample **idioms** as clusters.
   query sums, over the same sum of their query counts (a ratio estimator: idioms with more
   queries weigh more, as in the mean over queries). Computed at once for every resample as
   ``counts @ sums / counts @ n`` with ``counts`` the ``(n_boot, k)`` draw counts of
-  :func:`ncprobe.stats._resample_counts` (``default_rng(seed)``), the idioms in sorted order.
+  :func:`ncprobe.stats.resample_counts` (``default_rng(seed)``), the idioms in sorted order.
   Every cell with the same idiom set therefore uses the same resamples (common random
   numbers): a cell's interval does not depend on which other cells are in the frame, and the
   intervals of two modes and of their difference come from the same draws.
@@ -47,9 +47,9 @@ from ..errors import UsageError
 from ..significance import ALPHA, check_correction, warn_resolution
 from ..stats import (
     MAX_FLIPS,
-    _resample_counts,
     choose_flips,
     correct_bounded,
+    resample_counts,
     resamples_for,
     sign_flip,
 )
@@ -125,7 +125,7 @@ def _boot_means(sums: np.ndarray, counts: np.ndarray, n_boot: int, seed: int,
     m = sums.shape[1]
     if n_boot == 0 or len(counts) == 0:
         return np.full(m, math.nan), np.full(m, math.nan)
-    draws = _resample_counts(len(counts), n_boot, seed)
+    draws = resample_counts(len(counts), n_boot, seed)
     means = (draws @ sums) / (draws @ counts)[:, None]
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(means, [tail, 100.0 - tail], axis=0)

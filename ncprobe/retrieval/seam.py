@@ -1,0 +1,163 @@
+"""IdioLink, the retrieval probe, behind the probe seam (:mod:`ncprobe.probes`).
+
+The probe's work is done by this package (:mod:`ncprobe.retrieval`) and its data module
+(:mod:`ncprobe.data.idiolink`); this module declares them to the registry.
+``ncprobe run idiolink`` is ``ncprobe retrieve``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..errors import UsageError
+from ..probes.base import Probe
+
+if TYPE_CHECKING:
+    from ..data.sources import UpstreamFile
+    from ..errors import DataError
+    from .results import RetrievalResults
+
+__all__ = ["IdioLinkProbe"]
+
+
+class IdioLinkProbe(Probe):
+    """IdioLink (the retrieval probe): queries and documents of the same meaning."""
+
+    name = "idiolink"
+    asks = ("Does a model retrieve the sentences that share an idiom's meaning, literal or "
+            "idiomatic, before those that share its words?")
+    data = "IdioLink: queries and documents of English idioms, test/val/train (CC BY-NC-SA 4.0)"
+    shorthand = "retrieve"
+    help = "IdioLink: does a model retrieve sentences of the same meaning?"
+    description = (
+        "Rank every document of an IdioLink split for every query, per model and query mode "
+        "(sentence, span, instruction_sentence, instruction_span), and score the rankings: "
+        "R-Precision and nDCG@10 overall, per query usage (literal / idiomatic), per idiom "
+        "and per subject, with 95%% intervals resampling idioms and paired tests between "
+        "modes and models. --model bm25 is the lexical control. Writes a results directory "
+        "(parquet + run.json) and prints a summary (or --json rows).")
+
+    def results_class(self) -> type["RetrievalResults"]:
+        from .results import RetrievalResults
+
+        return RetrievalResults
+
+    def config_class(self) -> type:
+        from .config import RetrievalConfig
+
+        return RetrievalConfig
+
+    def run(self, config: Any = None, /, **options: Any) -> "RetrievalResults":
+        from .probe import retrieve
+
+        return retrieve(config, **options)
+
+    def add_run_arguments(self, parser: argparse.ArgumentParser, config: type | None = None
+                          ) -> None:
+        from ..cli.retrieve import add_retrieve_arguments
+
+        add_retrieve_arguments(parser, config or self.config_class())
+
+    def run_from_args(self, args: argparse.Namespace, config: type | None = None) -> int:
+        from ..cli.retrieve import run_retrieve
+
+        return run_retrieve(args, config or self.config_class())
+
+    def report_from_args(self, args: argparse.Namespace, formats: Sequence[str]) -> int:
+        from ..cli._options import say
+
+        given = [opt for opt, value in (("--examples", args.examples),
+                                        ("--space", args.space), ("--level", args.level))
+                 if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)}: options of the NCIMP report; retrieval "
+                             "results have no such choice")
+        res = self.results_class().load_many(args.results, exclude=args.exclude,
+                                             accept_edited=args.accept_edited_results)
+        for line in res.edited_lines():  # first, where it cannot be missed
+            print(line, file=sys.stderr)
+        written = res.report(args.out, formats=formats, overwrite=args.overwrite,
+                             progress=None if args.quiet else say)
+        print(f"{len(written)} files written to {args.out}")
+        return 0
+
+    def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
+        from .report import paired_tests_latex, paired_tests_markdown
+
+        if args.select_a or args.select_b:
+            raise UsageError("--a/--b select rows of NCIMP results; retrieval results are "
+                             "compared model against model, mode by mode")
+        if not args.results_b:
+            raise UsageError("retrieval results: give two sides (RESULTS_A RESULTS_B); the "
+                             "modes within one run are already tested in its own results "
+                             "(table tests)")
+        load = self.results_class().load_many
+        a, b = (load([side], exclude=args.exclude, accept_edited=args.accept_edited_results,
+                     across=False) for side in (args.results_a, args.results_b))
+        df = a.compare(b, names=[args.results_a, args.results_b], n_boot=args.n_boot,
+                       seed=args.seed, correction=args.correct, n_flips=args.n_flips)
+        edited = a.edited_lines() + b.edited_lines()
+        # results read although edited: said first, where it cannot be missed
+        text = "".join(f"{line}\n\n" for line in edited) + paired_tests_markdown(df)
+        print(text, end="" if text.endswith("\n") else "\n")
+        if out is not None:
+            from ..comparison import write_comparison
+
+            title = "IdioLink: paired differences between models (ncprobe compare)"
+            write_comparison(out, df, markdown=f"{title}\n\n{text}",
+                             latex="".join(f"% {line}\n" for line in edited)
+                             + paired_tests_latex(df, title), overwrite=args.overwrite)
+            print(f"written to {out}", file=sys.stderr)
+        return 0
+
+    def models_text(self) -> str:
+        from ..encoders.prompts import GENERIC
+        from ..encoders.registry import aligned, models_for
+
+        rows = [("alias", "model", "query format", "needs")]
+        for spec in models_for(self.name):
+            mid = spec.ids.get("en", spec.ids.get("*", "-"))
+            fmt = spec.query_format or GENERIC
+            rows.append((spec.alias, mid, fmt.describe(), spec.requirements))
+        return aligned(rows) + (
+            "\n\nThe dense models of IdioLink's Table 2 (minilm is its SBERT row, offline). "
+            "Query format: how each writes\nan instructed query (see the IdioLink protocol), "
+            "with its query and document prefixes.\nModels marked --allow-remote-code run "
+            "Python code from their hub repository when they load:\nncprobe refuses them "
+            "unless you pass --allow-remote-code (Python: allow_remote_code=True); pass it\n"
+            "only if you trust that code. Models marked a GPU are refused on a machine without "
+            "one unless\nyou pass --device cpu.")
+
+    # --- its data ---------------------------------------------------------------------------
+
+    def reads(self, f: "UpstreamFile") -> bool:
+        # the queries and documents of every split (its other files are read by nothing)
+        from ..data.idiolink import DOCUMENTS_FILE, QUERIES_FILE, SPLITS
+
+        return f.local_path in {t.format(split=s) for s in SPLITS
+                                for t in (QUERIES_FILE, DOCUMENTS_FILE)}
+
+    def data_info(self, root: Path) -> tuple[dict, list[str], list[str]]:
+        from ..data.idiolink import idiolink_counts
+
+        counts, errors = idiolink_counts(root)
+        return {"idiolink": counts}, [], [str(e) for e in errors]
+
+    def data_info_lines(self, info: dict) -> list[str]:
+        lines = ["\nIdioLink (licence CC BY-NC-SA 4.0):"] if info["idiolink"] else []
+        for split, c in info["idiolink"].items():
+            qu = " / ".join(str(n) for n in c["query_usage"].values())
+            du = " / ".join(str(n) for n in c["document_usage"].values())
+            lines.append(f"  {split}: {c['queries']} queries (idiomatic / literal {qu}), "
+                         f"{c['documents']} documents (idiomatic / literal / simplification / "
+                         f"sense {du}), {c['idioms']} idioms")
+        return lines
+
+    def check_data(self, root: Path) -> tuple[list["DataError"], list[str], list[str]]:
+        from ..data.idiolink import check_idiolink
+
+        errors, notes = check_idiolink(root)
+        return errors, notes, []

@@ -1,0 +1,172 @@
+"""The one protocol of the directories ncprobe owns (ncprobe.owned): temporary names that every
+writer makes and every tidier recognises, leftovers removed only when they are ncprobe's, the
+cache marker, and the retrieval report using it without the NCIMP report module.
+
+Expectations are derived here: temporary names are those that the writers (``_io.atomic_open``,
+``tempfile``) actually leave, caught mid-write; file sets are listed by hand."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from ncprobe import owned
+from ncprobe._io import LockBusy, atomic_open, dir_lock
+
+
+def _temp_names(directory: Path, final: str) -> list[str]:
+    """The names in ``directory`` while ``atomic_open`` writes ``final`` there."""
+    with atomic_open(directory / final) as fh:
+        fh.write(b"partial")
+        seen = sorted(p.name for p in directory.iterdir())
+    return seen
+
+
+def test_the_temporary_names_of_atomic_writes_are_recognised(tmp_path):
+    names = {"README.md", "fig01_affinity.png", "shard-ab12.npz", "run.json"}
+    for final in sorted(names):
+        (tmp := tmp_path / final.replace(".", "_")).mkdir()
+        seen = _temp_names(tmp, final)
+        assert len(seen) == 1 and seen[0].startswith(f".{final}.") and seen[0].endswith(".tmp")
+        assert owned.temp_re([final]).match(seen[0])  # the writer's name, taken literally
+        assert bool(owned.temp_re(pattern=r"shard-[0-9a-f]+\.npz").match(seen[0])) \
+            == (final == "shard-ab12.npz")  # or by a pattern of final names
+        others = owned.temp_re(sorted(names - {final}))
+        assert not others.match(seen[0])  # another file's temporary name is not this one's
+    # never the final names themselves, nor names of the same shape by other programs
+    pattern = owned.temp_re(["run.json"])
+    assert not pattern.match("run.json")
+    assert not pattern.match(".run.json.tmp")  # no random part
+    assert not pattern.match(".run.json.ABCDEFGH.tmp")  # not tempfile's alphabet
+    assert not pattern.match("x.run.json.abcdefgh.tmp")
+    with pytest.raises(ValueError):
+        owned.temp_re()
+
+
+def test_a_locked_temp_dir_and_an_aside_name_are_what_the_tidiers_look_for(tmp_path):
+    with contextlib.ExitStack() as stack:
+        tmp = owned.locked_temp_dir(tmp_path, "r", stack)
+        assert tmp.parent == tmp_path and owned.temp_re(["r"]).match(tmp.name)
+        with pytest.raises(LockBusy):  # held while the write goes on
+            with dir_lock(tmp, blocking=False):
+                pass
+    aside = owned.aside_name("r")
+    assert owned.aside_re("r").match(aside) and not owned.aside_re("s").match(aside)
+    assert aside != owned.aside_name("r")  # fresh each time
+
+
+def test_leftovers_are_removed_only_when_they_are_ncprobe_s(tmp_path, caplog):
+    allowed = {"run.json", "ncs.parquet"}.__contains__
+    killed = tmp_path / ".r.k1ll3d_x.tmp"  # a killed write's: removed
+    killed.mkdir()
+    (killed / "ncs.parquet").write_bytes(b"partial")
+    busy = tmp_path / ".r.wr1t1ng_.tmp"  # being written (locked): kept
+    busy.mkdir()
+    mine = tmp_path / ".r.n0tm1n3_.tmp"  # holds a file ncprobe never writes: kept, named
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    other = tmp_path / ".s.k1ll3d_x.tmp"  # another name's: not this write's business
+    other.mkdir()
+    with dir_lock(busy), caplog.at_level(logging.INFO, logger="ncprobe.owned"):
+        owned.remove_temp_dirs(tmp_path, "r", allowed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [busy.name, mine.name, other.name])
+    assert (mine / "notes.txt").read_text() == "keep"
+    said = [r.getMessage() for r in caplog.records]
+    assert any(str(killed) in m and "removed" in m for m in said)
+    assert any(str(mine) in m and "left" in m for m in said)
+    # temporary files of a report: only those of the names asked for, only regular files
+    files = tmp_path / "rep"
+    files.mkdir()
+    for name in (".README.md.ab12cd34.tmp", ".fig01_a.png.zz99yy88.tmp", ".mine.md.ab12cd34.tmp",
+                 "README.md"):
+        (files / name).write_text("x")
+    (files / ".table_x.md.ab12cd34.tmp").mkdir()  # a directory: never removed here
+    owned.remove_temp_files(files, owned.temp_re(["README.md", "fig01_a.png", "table_x.md"]),
+                            what="report directory")
+    assert sorted(os.listdir(files)) == [".mine.md.ab12cd34.tmp", ".table_x.md.ab12cd34.tmp",
+                                         "README.md"]
+
+
+def test_the_cache_marker_is_recognised_as_ncprobe_s(tmp_path):
+    tag = tmp_path / owned.CACHEDIR_TAG
+    tag.write_text(owned.cachedir_tag("an ncprobe embedding cache", "ncprobe cache clear"))
+    text = tag.read_text()
+    # the Cache Directory Tagging Specification's signature, first
+    assert text.startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
+    assert "`ncprobe cache clear`" in text
+    assert owned.is_ncprobe_tag(tag)
+    other = tmp_path / "other"
+    other.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# made by another tool\n")
+    assert not owned.is_ncprobe_tag(other)  # the signature alone: another program's
+    link = tmp_path / "link"
+    link.symlink_to(tag)
+    assert not owned.is_ncprobe_tag(link)  # never through a link
+
+
+def test_enclosing_results_is_the_nearest_directory_holding_run_json(tmp_path):
+    run = tmp_path / "a" / "run"
+    (run / "deep").mkdir(parents=True)
+    (run / "run.json").write_text("{}")
+    assert owned.enclosing_results(run / "deep" / "x") == run.resolve()
+    assert owned.enclosing_results(run) is None  # above it: nothing
+    assert owned.enclosing_results(run, itself=True) == run.resolve()
+
+
+def test_the_retrieval_report_does_not_import_the_ncimp_report():
+    """Ownership comes from ncprobe.owned, figures' files from ncprobe.drawing: the retrieval
+    report imports no module of the NCIMP report (nor the other way round)."""
+    import ncprobe.report
+    import ncprobe.retrieval.report
+
+    def imported(module) -> set[str]:
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                found.add("." * node.level + (node.module or ""))
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        return found
+
+    assert not {"..report", "ncprobe.report"} & imported(ncprobe.retrieval.report)
+    assert not {".retrieval.report", "ncprobe.retrieval.report", ".retrieval"} \
+        & imported(ncprobe.report)
+    assert "..owned" in imported(ncprobe.retrieval.report)
+
+
+@pytest.mark.parametrize("case", ["report", "results"])
+def test_another_probe_is_named_whatever_was_imported_before(tmp_path, case):
+    """A fresh interpreter that imported only the NCIMP side still names the retrieval probe's
+    report and its reader: the probe registry gives them."""
+    import hashlib
+    import json
+    import subprocess
+    import sys
+
+    index = b"# ncprobe retrieval report\n"
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / "README.md").write_bytes(index)
+    (rep / owned.MANIFEST).write_text(json.dumps(
+        {"format": 2, "ncprobe": "0.1.0", "report": "idiolink",
+         "files": {"README.md": hashlib.sha256(index).hexdigest()}}))
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "run.json").write_text(json.dumps({"format": 4, "probe": "idiolink", "runs": []}))
+    code = {"report": f"from ncprobe.report import check_out\ncheck_out({str(rep)!r})",
+            "results": f"from ncprobe.results import Results\nResults.load({str(res)!r})"}
+    script = ("import sys\ntry:\n" + "".join(f"    {line}\n" for line in code[case].split("\n"))
+              + "except Exception as e:\n    print(type(e).__name__, e)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path).stdout
+    if case == "report":
+        assert out.startswith(f"UsageError {rep} holds a retrieval report (IdioLink) (1 file(s)")
+    else:
+        assert out.startswith(f"UsageError {res} holds results of the 'idiolink' probe")
+        assert "read it with ncprobe.retrieval.RetrievalResults.load" in out
