@@ -131,3 +131,12 @@ def tiny_llama_dir(tmp_path_factory) -> Path:
     from .tiny_models import tiny_llama
 
     return tiny_llama(tmp_path_factory.mktemp("llama") / "tiny-llama")
+
+
+@pytest.fixture(scope="session")
+def tiny_byte_llama_dir(tmp_path_factory) -> Path:
+    """The 2-layer LLaMA over a byte-level BPE of :mod:`tests.tiny_models` (letters " A".." D"
+    and "A".."D" single tokens: it answers SemanticQA's items by letter probability)."""
+    from .tiny_models import tiny_byte_llama
+
+    return tiny_byte_llama(tmp_path_factory.mktemp("bytellama") / "byte-llama")

@@ -19,7 +19,8 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 EXPECTED = ["01_quickstart.ipynb", "02_reproduce_figures.ipynb",
             "03_your_own_minimal_pairs.ipynb", "04_stimuli.ipynb",
             "05_standardisation_and_rogue_dimensions.ipynb", "06_layers_portuguese.ipynb",
-            "07_probing_your_own_compounds.ipynb", "08_retrieval_idiolink.ipynb"]
+            "07_probing_your_own_compounds.ipynb", "08_retrieval_idiolink.ipynb",
+            "09_ncc_semanticqa.ipynb"]
 
 
 def test_the_notebooks_exist_and_the_readme_lists_them():
@@ -81,6 +82,11 @@ def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
         # the two figures: modes with intervals, and the idioms
         assert sum(len(_images(c)) for c in code) == 2
         assert "minilm" in _text(code[0]) and "bm25" in _text(code[0])
+    if path.name == "09_ncc_semanticqa.ipynb":
+        # the two figures, and the published files within 0.1 point of the paper's Table 3
+        assert sum(len(_images(c)) for c in code) == 2
+        paper = next(c for c in code if "PAPER = {" in c.source)
+        assert "largest difference from the paper: 0.1 points over 20 rows" in _text(paper)
     if path.name == "06_layers_portuguese.ipynb":
         views = next(c for c in code if 'res.cosines["layers"].unique()' in c.source)
         assert _text(views).strip() == "['0', '1', '2', '3']"  # tiny BERT, layers="all"

@@ -1,6 +1,7 @@
 """Tiny models built on the fly: a WordPiece tokenizer of a fixed vocabulary, a 3-layer BERT and
-a 3-layer LLaMA, a sentence-transformers model on the BERT, and a random 2-layer ELMo biLM in
-AllenNLP's files.
+a 3-layer LLaMA, a 2-layer LLaMA over a hand-written byte-level BPE (single letter tokens: it
+answers multiple-choice prompts), a sentence-transformers model on the BERT, and a random
+2-layer ELMo biLM in AllenNLP's files.
 
 Every process builds the same models, byte for byte: the vocabulary is written out by a rule
 (:func:`vocabulary`, no training) and the weights come from fixed seeds, so xdist workers test
@@ -98,6 +99,45 @@ def tiny_llama(path: Path) -> Path:
                                          num_hidden_layers=3, num_attention_heads=2,
                                          num_key_value_heads=2, intermediate_size=64,
                                          max_position_embeddings=128))
+    tok.save_pretrained(path)
+    model.save_pretrained(path)
+    return path
+
+
+def byte_bpe(spaced_letters: bool = True):
+    """A GPT-2-like byte-level BPE: <s>, </s>, the 256 byte symbols, and (``spaced_letters``)
+    the merges "Ġ A".."Ġ D", so that " A".." D" are single tokens as in GPT-2 or LLaMA-3. No
+    training: the same tokenizer in every process."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(["<s>", "</s>"]
+                                        + sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    merges = []
+    for letter in "ABCD" if spaced_letters else "":
+        vocab["Ġ" + letter] = len(vocab)
+        merges.append(("Ġ", letter))
+    tok = Tokenizer(models.BPE(vocab, merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A",
+                                                       special_tokens=[("<s>", 0)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+
+
+def tiny_byte_llama(path: Path, head: bool = True) -> Path:
+    """A 2-layer LLaMA over :func:`byte_bpe` (every prompt fits: 1024 positions), with its
+    causal-LM head (``head``) or without it; a wide initialisation, so that the letters'
+    log-probabilities after SemanticQA's prompts differ from item to item."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, LlamaModel
+
+    tok = byte_bpe()
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, intermediate_size=64,
+                         max_position_embeddings=1024, initializer_range=0.5)
+    model = LlamaForCausalLM(config) if head else LlamaModel(config)
     tok.save_pretrained(path)
     model.save_pretrained(path)
     return path

@@ -32,6 +32,7 @@ __all__ = ["PROBES", "get_probe", "probe_names", "probes", "results_class", "run
 PROBES: dict[str, str] = {
     "ncimp": "ncprobe.ncimp:NcimpProbe",
     "idiolink": "ncprobe.retrieval.seam:IdioLinkProbe",
+    "ncc": "ncprobe.ncc.seam:NccProbe",
 }
 
 _LOADED: dict[str, "Probe"] = {}

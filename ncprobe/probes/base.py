@@ -61,6 +61,11 @@ class ProbeResults(ABC):
     def notes(self) -> list[str]:
         """What was noticed while computing, one line each, prefixed by the run."""
 
+    def edited_lines(self) -> list[str]:
+        """One line per run read although edited since ncprobe wrote it (``load(...,
+        accept_edited=True)``): what a report and ``compare`` say first. None by default."""
+        return []
+
     # --- reading the tables -----------------------------------------------------------------
 
     @abstractmethod
@@ -151,9 +156,32 @@ class Probe(ABC):
 
     # --- what its results give --------------------------------------------------------------
 
-    @abstractmethod
     def report_from_args(self, args: argparse.Namespace, formats: Sequence[str]) -> int:
-        """``ncprobe report`` of results directories of this probe; the exit code."""
+        """``ncprobe report`` of results directories of this probe; the exit code.
+
+        By default: the report command's options of the NCIMP report (``--examples``,
+        ``--space``, ``--level``) are refused, the directories read and joined
+        (:meth:`ProbeResults.load_many`), results read although edited said first, and
+        :meth:`ProbeResults.report` written. NCIMP's probe overrides it."""
+        import sys
+
+        from ..cli._options import say
+        from ..errors import UsageError
+
+        given = [opt for opt, value in (("--examples", args.examples),
+                                        ("--space", args.space), ("--level", args.level))
+                 if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)}: options of the NCIMP report; {self.name} "
+                             "results have no such choice")
+        res = self.results_class().load_many(args.results, exclude=args.exclude,
+                                             accept_edited=args.accept_edited_results)
+        for line in res.edited_lines():  # first, where it cannot be missed
+            print(line, file=sys.stderr)
+        written = res.report(args.out, formats=formats, overwrite=args.overwrite,
+                             progress=None if args.quiet else say)
+        print(f"{len(written)} files written to {args.out}")
+        return 0
 
     @abstractmethod
     def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..probes.base import Probe
@@ -65,24 +65,6 @@ class IdioLinkProbe(Probe):
         from ..cli.retrieve import run_retrieve
 
         return run_retrieve(args, config or self.config_class())
-
-    def report_from_args(self, args: argparse.Namespace, formats: Sequence[str]) -> int:
-        from ..cli._options import say
-
-        given = [opt for opt, value in (("--examples", args.examples),
-                                        ("--space", args.space), ("--level", args.level))
-                 if value is not None]
-        if given:
-            raise UsageError(f"{', '.join(given)}: options of the NCIMP report; retrieval "
-                             "results have no such choice")
-        res = self.results_class().load_many(args.results, exclude=args.exclude,
-                                             accept_edited=args.accept_edited_results)
-        for line in res.edited_lines():  # first, where it cannot be missed
-            print(line, file=sys.stderr)
-        written = res.report(args.out, formats=formats, overwrite=args.overwrite,
-                             progress=None if args.quiet else say)
-        print(f"{len(written)} files written to {args.out}")
-        return 0
 
     def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
         from .report import paired_tests_latex, paired_tests_markdown

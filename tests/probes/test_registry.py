@@ -28,20 +28,22 @@ PACKAGE = Path(ncprobe.__file__).parent
 OWN_PACKAGES = {
     "ncimp": ("ncimp.py", "data/ncimp/"),
     "idiolink": ("retrieval/", "data/idiolink.py"),
+    "ncc": ("ncc/", "data/semanticqa.py", "plots/ncc.py"),
 }
 IDIOMS = "in the dock,make tracks"
 
 
 
 
-def test_the_registry_lists_ncimp_and_idiolink_with_what_they_ask(capsys) -> None:
-    assert registry.probe_names() == ("ncimp", "idiolink")
+def test_the_registry_lists_every_probe_with_what_it_asks(capsys) -> None:
+    assert registry.probe_names() == ("ncimp", "idiolink", "ncc")
     assert main(["probes"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == ["ncimp", "idiolink"]
+    assert [line.split()[0] for line in lines] == ["ncimp", "idiolink", "ncc"]
     # each line: what it asks (a question), its data, its result tables
     wanted = {"ncimp": ncprobe.schema.RESULT_TABLES,
-              "idiolink": ("per_query", "overall", "per_idiom", "per_subject", "tests")}
+              "idiolink": ("per_query", "overall", "per_idiom", "per_subject", "tests"),
+              "ncc": ("items", "accuracy", "per_class", "tests", "confusion")}
     for line in lines:
         name = line.split()[0]
         assert "?" in line and "Data: " in line
@@ -51,16 +53,16 @@ def test_the_registry_lists_ncimp_and_idiolink_with_what_they_ask(capsys) -> Non
 
 
 def test_an_unknown_probe_is_refused_with_the_names(capsys) -> None:
-    with pytest.raises(UsageError, match="ncimp, idiolink"):
-        registry.get_probe("ncc")
+    with pytest.raises(UsageError, match="ncimp, idiolink, ncc"):
+        registry.get_probe("nccx")
     with pytest.raises(UsageError, match="'nope'"):
         ncprobe.run("nope")
     assert exit_code(["run", "nope"]) == 2
     assert "invalid choice: 'nope'" in capsys.readouterr().err
     assert main(["run"]) == 2  # no probe: its help
     assert "PROBE" in capsys.readouterr().out
-    assert main(["data", "check", "--probe", "ncimp,ncc"]) == 2
-    assert "unknown probe 'ncc'" in capsys.readouterr().err
+    assert main(["data", "check", "--probe", "ncimp,nccx"]) == 2
+    assert "unknown probe 'nccx'" in capsys.readouterr().err
 
 
 def _probe_names_compared(path: Path, names: set[str]) -> list[str]:
@@ -340,4 +342,4 @@ def test_a_new_probe_is_one_registry_entry(toy, raw_dir, tmp_path, capsys) -> No
     assert main(["data", "info", "--json", "--data-dir", str(raw_dir)]) in (0, 3)
     info = json.loads(capsys.readouterr().out)
     assert info["toy"] == {"items": 3} and "toy note" in info["notes"]
-    assert list(info)[:5] == ["data_dir", "files", "languages", "idiolink", "toy"]
+    assert list(info)[:6] == ["data_dir", "files", "languages", "idiolink", "ncc", "toy"]

@@ -431,6 +431,7 @@ def test_an_edited_file_is_not_overwritten(written, tmp_path):
     assert _snapshot(out) == before
 
 
+@pytest.mark.slow  # ~2.5 s: reports written twice
 def test_an_interrupted_report_resumes(written, tmp_path, monkeypatch):
     out = tmp_path / "rep"
     real_write = owned.atomic_write_bytes
@@ -450,6 +451,7 @@ def test_an_interrupted_report_resumes(written, tmp_path, monkeypatch):
     assert _snapshot(out) == written[2]  # as a report that was never interrupted
 
 
+@pytest.mark.slow  # ~2.5 s: reports written twice
 def test_files_follow_the_umask_and_pdfs_are_reproducible(tmp_path):
     umask = 0o027  # not the usual 0o022: the modes cannot be right by chance
     old = os.umask(umask)

@@ -1,0 +1,300 @@
+"""The NCC probe's classifiers: an item's class (``NC``, ``PC``, ``C``) from its measures,
+cross-validated over items.
+
+* :class:`CutPoints`, the **single-measure** classifier: two cut points ``low <= high`` on one
+  measure ``x``. *Rising* (the measure grows with compositionality): ``NC`` where
+  ``x < low``, ``C`` where ``x >= high``, ``PC`` in between. *Falling*: ``C`` below ``low``,
+  ``NC`` at or above ``high``. Fitted by exhaustive search: the candidate cut points are the
+  midpoints between consecutive distinct training values, plus ``-inf`` and ``+inf`` (so a
+  class may be left empty: ``low = high`` empties ``PC``); every pair ``low <= high`` of
+  candidates in both directions is scored by its training accuracy at once, from cumulative
+  class counts (``O(m^2)`` numpy for ``m`` distinct values, no loop). **Ties** (pairs of
+  equal training accuracy) go, in this order, to (1) the pair closest to the class-balanced
+  split: the least ``|below(low) - n_low| + |below(high) - (n_low + n_PC)|``, where
+  ``below(t)`` is the number of training items under ``t`` and ``n_low`` the number of
+  training items of the direction's lowest class (``NC`` rising, ``C`` falling): where the
+  data cannot decide, the cut points sit where a perfectly ordered measure would put them;
+  (2) rising before falling; (3) the smaller ``low``, then the smaller ``high``. The fit is
+  deterministic and depends on the training items only.
+* the **all-measure** classifier (:func:`logistic`): scikit-learn's
+  ``LogisticRegression(solver="lbfgs")`` (multinomial for three classes: scikit-learn's only
+  multiclass mode for lbfgs since 1.5, its ``"auto"`` choice before) with an L2 penalty of
+  fixed strength ``C`` (:data:`C_REG`, 1.0: fixed in advance, never tuned) on features
+  standardised by a ``StandardScaler`` in the same ``Pipeline``, so the scaling, too, is fitted
+  on the training folds only. ``max_iter`` (:data:`MAX_ITER`, 10,000) is far above what the
+  strictly convex L2 problem on standardised features needs; should a fit still stop there,
+  scikit-learn's per-fit warnings are gathered into one ``ConvergenceWarning`` that counts the
+  fits (the predictions are kept: the last iterate of lbfgs).
+* :func:`cross_validated`: stratified ``k``-fold cross-validation (``StratifiedKFold(k,
+  shuffle=True, random_state=seed + r)``) repeated for ``r = 0 .. R-1``; every item is
+  predicted once per repeat by a classifier that never saw it, and its prediction is the modal
+  one over the ``R`` repeats (:func:`modal`).
+
+Items with a NaN (or infinite) feature are refused, not dropped: which items a row is scored on
+is the caller's decision, made explicitly and reported.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import NCC_CLASSES
+
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
+
+#: ``single``: :class:`CutPoints` on one measure; ``all``: :func:`logistic` on every measure.
+Kind = Literal["single", "all"]
+KINDS: tuple[str, ...] = ("single", "all")
+
+FOLDS = 10
+REPEATS = 5
+#: The inverse L2 regularisation strength of the all-measure classifier, fixed in advance.
+C_REG = 1.0
+MAX_ITER = 10_000
+
+
+def _codes(labels: Sequence[str] | ArrayLike, classes: Sequence[str], what: str) -> np.ndarray:
+    """Each label's index in ``classes`` (ints); a label outside them is a ValueError."""
+    values = np.asarray(labels, dtype=object).ravel()
+    index = {c: i for i, c in enumerate(classes)}
+    unknown = sorted({str(v) for v in values if v not in index})
+    if unknown:
+        raise ValueError(f"{what} holds labels outside the classes {tuple(classes)}: "
+                         f"{', '.join(repr(u) for u in unknown[:5])}")
+    return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
+
+
+def _check_classes(classes: Sequence[str]) -> tuple[str, str, str]:
+    if len(classes) != 3 or len(set(classes)) != 3:
+        raise ValueError(f"the cut-point classifier needs three distinct classes ordered from "
+                         f"the least to the most compositional, got {tuple(classes)!r}")
+    return (classes[0], classes[1], classes[2])
+
+
+def _finite(x: ArrayLike, what: str) -> np.ndarray:
+    values = np.asarray(x, dtype=np.float64)
+    bad = int((~np.isfinite(values)).sum())
+    if bad:
+        raise ValueError(f"{what}: {bad} of {values.size} values are NaN or infinite; drop "
+                         f"or handle those items before classifying")
+    return values
+
+
+@dataclass(frozen=True)
+class CutPoints:
+    """A fitted single-measure classifier: two cut points on one measure.
+
+    Attributes:
+        low: the lower cut point (``-inf``: nothing falls below it).
+        high: the upper cut point, ``>= low`` (``+inf``: nothing reaches it).
+        rising: True: ``classes[0]`` (``NC``) below ``low``, ``classes[2]`` (``C``) at or
+            above ``high``; False: the reverse.
+        classes: the three classes from the least to the most compositional.
+        train_accuracy: the fraction of the training items the cut points classify right.
+    """
+
+    low: float
+    high: float
+    rising: bool
+    classes: tuple[str, str, str] = ("NC", "PC", "C")
+    train_accuracy: float = math.nan
+
+    @classmethod
+    def fit(cls, x: ArrayLike, y: Sequence[str] | ArrayLike,
+            classes: Sequence[str] = NCC_CLASSES) -> CutPoints:
+        """The cut points of greatest training accuracy on ``x`` (the module says how ties
+        go).
+
+        Raises:
+            ValueError: no items, ``x`` and ``y`` of different lengths, a NaN or infinite
+                ``x``, or a label outside ``classes``.
+        """
+        ordered = _check_classes(classes)
+        values = _finite(x, "CutPoints.fit").ravel()
+        codes = _codes(y, ordered, "CutPoints.fit's labels")
+        if len(values) != len(codes) or not len(values):
+            raise ValueError(f"CutPoints.fit needs one label per value and at least one item, "
+                             f"got {len(values)} values and {len(codes)} labels")
+        low, high, rising, correct = _fit_cuts(values, codes)
+        return cls(low, high, rising, ordered, correct / len(values))
+
+    def predict(self, x: ArrayLike) -> np.ndarray:
+        """The class of each value of ``x`` (an object array of the class labels).
+
+        Raises:
+            ValueError: a NaN or infinite value.
+        """
+        values = _finite(x, "CutPoints.predict")
+        return np.array(self.classes, dtype=object)[_predict_codes(values, self.low, self.high,
+                                                                   self.rising)]
+
+
+def _predict_codes(x: np.ndarray, low: float, high: float, rising: bool) -> np.ndarray:
+    """Class indices (0, 1, 2 from the least compositional) of the values ``x``."""
+    first, last = (0, 2) if rising else (2, 0)
+    return np.where(x < low, first, np.where(x >= high, last, 1))
+
+
+def _fit_cuts(x: np.ndarray, codes: np.ndarray) -> tuple[float, float, bool, int]:
+    """``(low, high, rising, training items right)`` of the exhaustive search.
+
+    With the ``m`` distinct training values sorted, candidate ``i`` (``0 .. m``) has exactly
+    the first ``i`` distinct values below it: ``-inf``, the ``m - 1`` midpoints, ``+inf``.
+    ``cum[i, k]`` counts the items of class ``k`` below candidate ``i``, so the pair
+    ``(i, j)``, ``i <= j``, rising, gets right ``cum[i, NC] + (cum[j, PC] - cum[i, PC]) +
+    (n_C - cum[j, C])`` items: a term ``gain_low[i]`` plus a term ``gain_high[j]``. The best
+    score is the maximum over ``j`` of ``gain_high[j]`` plus the running maximum of
+    ``gain_low`` up to ``j``; only the pairs reaching it (an outer sum compared with it, in
+    integers) are then ranked by the tie rule.
+    """
+    values, group = np.unique(x, return_inverse=True)
+    m = len(values)
+    per_value = np.zeros((m, 3), dtype=np.int64)
+    np.add.at(per_value, (group.ravel(), codes), 1)
+    cum = np.vstack([np.zeros((1, 3), dtype=np.int64), np.cumsum(per_value, axis=0)])
+    total = cum[-1]
+    below = cum.sum(axis=1)
+    gains = []
+    for lowest, highest in ((0, 2), (2, 0)):                           # rising, falling
+        gains.append((cum[:, lowest] - cum[:, 1],
+                      cum[:, 1] - cum[:, highest] + total[highest]))
+    best = max(int((np.maximum.accumulate(low) + high).max()) for low, high in gains)
+    # the pairs (direction, i, j) that reach the best score, in that lexicographic order
+    found = []
+    for number, (low, high) in enumerate(gains):
+        i, j = np.nonzero(np.add.outer(low, high) == best)
+        keep = i <= j
+        found.append((np.full(int(keep.sum()), number), i[keep], j[keep]))
+    direction, i, j = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    lowest = np.where(direction == 0, total[0], total[2])
+    distance = np.abs(below[i] - lowest) + np.abs(below[j] - lowest - total[1])
+    pick = int(np.argmin(distance))                                    # the first of the least
+    # halves first: (a + b) / 2 could overflow; where the midpoint rounds onto the lower value
+    # (adjacent floats) the upper value keeps "first i values below candidate i" true
+    mid = values[:-1] / 2.0 + values[1:] / 2.0
+    cuts = np.concatenate([[-np.inf], np.where(mid > values[:-1], mid, values[1:]), [np.inf]])
+    return float(cuts[i[pick]]), float(cuts[j[pick]]), bool(direction[pick] == 0), best
+
+
+def logistic(C: float = C_REG, max_iter: int = MAX_ITER) -> Pipeline:
+    """The all-measure classifier, unfitted: standardisation, then multinomial logistic
+    regression (lbfgs, L2 penalty of inverse strength ``C``)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(),
+                         LogisticRegression(C=C, solver="lbfgs", max_iter=max_iter))
+
+
+def modal(predictions: ArrayLike) -> np.ndarray:
+    """Each item's modal prediction over repeats.
+
+    Args:
+        predictions: ``(R, n)``: repeat ``r``'s prediction of item ``i`` at ``[r, i]``.
+
+    Returns:
+        ``(n,)``: the label predicted most often for each item. Ties between labels predicted
+        equally often go to the one the earliest repeat predicted: the first repeat's
+        prediction when it is among them (``[A, B, B, A, C]`` -> ``A``, ``[A, B, B, C, C]`` ->
+        ``B``).
+    """
+    table = np.asarray(predictions)
+    if table.ndim != 2 or table.shape[0] == 0:
+        raise ValueError(f"modal needs an (R, n) array with R >= 1, got shape {table.shape}")
+    labels, inverse = np.unique(table, return_inverse=True)
+    codes = inverse.reshape(table.shape)
+    counts = (codes[None, :, :] == np.arange(len(labels))[:, None, None]).sum(axis=1)  # (K, n)
+    items = np.arange(table.shape[1])
+    is_modal = (counts == counts.max(axis=0))[codes, items]   # (R, n): repeat r's label modal?
+    return table[np.argmax(is_modal, axis=0), items]
+
+
+def cross_validated(features: ArrayLike, gold: Sequence[str] | ArrayLike, kind: Kind, *,
+                    folds: int = FOLDS, repeats: int = REPEATS, seed: int = 0,
+                    C: float = C_REG, max_iter: int = MAX_ITER,
+                    classes: Sequence[str] = NCC_CLASSES) -> np.ndarray:
+    """Every item's cross-validated prediction, modal over the repeats.
+
+    Args:
+        features: ``(n, p)`` (or ``(n,)`` for one measure), the items in the order of ``gold``;
+            ``kind="single"`` takes one measure (``p == 1``): call it once per measure.
+        gold: the ``n`` gold classes, each in ``classes``.
+        kind: ``single`` (:class:`CutPoints`) or ``all`` (:func:`logistic`).
+        folds: ``k`` of the stratified k-fold split.
+        repeats: ``R``, the splits drawn with ``random_state = seed + r``, ``r < R``.
+        seed: the first split's seed.
+        C, max_iter: the all-measure classifier's (unused for ``single``).
+        classes: the classes, from the least to the most compositional.
+
+    Returns:
+        ``(n,)`` object array: each item's predicted class (:func:`modal` over the repeats).
+
+    Raises:
+        ValueError: an unknown ``kind``, several measures for ``single``, a feature that is
+            NaN or infinite (the message counts the items: drop or impute them first), lengths
+            that differ, or a gold label outside ``classes``. (More folds than a class has
+            items: scikit-learn's ``StratifiedKFold`` only warns, up to the number of items;
+            :func:`ncprobe.ncc.probe.run_ncc` refuses such ``folds`` before any work.)
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown classifier kind {kind!r}: use one of {', '.join(KINDS)}")
+    if folds < 2 or repeats < 1:
+        raise ValueError(f"cross-validation needs folds >= 2 and repeats >= 1, got "
+                         f"folds={folds}, repeats={repeats}")
+    ordered = _check_classes(classes)
+    matrix = np.asarray(features, dtype=np.float64)
+    if matrix.ndim == 1:
+        matrix = matrix[:, None]
+    if matrix.ndim != 2:
+        raise ValueError(f"features must be (n, p), got shape {matrix.shape}")
+    n = matrix.shape[0]
+    if kind == "single" and matrix.shape[1] != 1:
+        raise ValueError(f"the single-measure classifier takes one measure, got "
+                         f"{matrix.shape[1]}: call cross_validated once per measure")
+    bad = int((~np.isfinite(matrix).all(axis=1)).sum())
+    if bad:
+        raise ValueError(f"{bad} of {n} items have a NaN or infinite feature: drop or handle "
+                         f"those items before cross-validating")
+    codes = _codes(gold, ordered, "gold")
+    if len(codes) != n:
+        raise ValueError(f"features hold {n} items but gold {len(codes)}")
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import StratifiedKFold
+    from threadpoolctl import threadpool_limits
+
+    predicted = np.empty((repeats, n), dtype=np.int64)
+    stopped = fits = 0
+    # one BLAS thread (threadpoolctl comes with scikit-learn): a fit on a few hundred items is
+    # over before threads pay off (20x slower with them on a busy 2-core machine), and the
+    # order of the sums, hence the last bits of the fit, no longer depends on the core count
+    with threadpool_limits(limits=1, user_api="blas"):
+        for r in range(repeats):
+            split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed + r)
+            for train, test in split.split(matrix, codes):
+                if kind == "single":
+                    low, high, rising, _ = _fit_cuts(matrix[train, 0], codes[train])
+                    predicted[r, test] = _predict_codes(matrix[test, 0], low, high, rising)
+                    continue
+                model = logistic(C, max_iter)
+                with warnings.catch_warnings():
+                    # counted below and warned once for the whole cross-validation
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    model.fit(matrix[train], codes[train])
+                fits += 1
+                stopped += int(np.max(model[-1].n_iter_) >= max_iter)
+                predicted[r, test] = model.predict(matrix[test])
+    if stopped:
+        warnings.warn(f"{stopped} of {fits} logistic-regression fits stopped at "
+                      f"max_iter={max_iter} before converging; their predictions are the last "
+                      f"iterate's (raise max_iter, or check the features for near-duplicates)",
+                      ConvergenceWarning, stacklevel=2)
+    return np.array(ordered, dtype=object)[modal(predicted)]

@@ -1,0 +1,117 @@
+"""NccConfig: everything that defines one ``ncprobe run ncc`` run (the SemanticQA NCC probe).
+
+The probe's run options, declared once, as :class:`~ncprobe.config.RunConfig` declares
+NCIMP's: each field has its default, its check (``__post_init__``) and its metadata, from
+which ``ncprobe run ncc`` makes its option (:func:`ncprobe.cli._options.config_options`).
+:func:`~ncprobe.ncc.probe.run_ncc` takes the fields as keywords.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from .._io import safe_name
+from ..config import document_fields
+from ..errors import UsageError
+from ..schema import Correction, Dtype
+from ..significance import check_correction
+
+__all__ = ["DEFAULT_MODELS", "NccConfig", "run_dir"]
+
+#: The models of a run that names none: the offline default of ncprobe.
+DEFAULT_MODELS = ("glove-6b-50d",)
+
+
+@document_fields
+@dataclass(frozen=True)
+class NccConfig:
+    """One NCC run: the models whose representations (and, with ``behaviour``, answers) are
+    put beside the published systems, the classifiers' cross-validation and the statistics.
+
+    Each field is an option of ``ncprobe run ncc`` and a keyword of
+    :func:`~ncprobe.ncc.probe.run_ncc`; the values are checked here, the same for both (a
+    :class:`~ncprobe.errors.UsageError`: exit 2).
+    """
+
+    models: Sequence[str] = field(default=DEFAULT_MODELS, metadata={
+        "option": "--model", "metavar": "M", "type": "comma_list", "repeatable": True,
+        "help": "model(s) whose representations classify the items: an alias (`ncprobe "
+                "models`), a HuggingFace id, a model directory or a vector file; a comma list "
+                "or repeated (default: glove-6b-50d)"})
+    layers: str | None = field(default=None, metadata={
+        "metavar": "SPEC",
+        "help": "transformer layers: last4 (default), all, -1, 9+10+11+12, or comma lists of "
+                "views; each view is classified on its own"})
+    behaviour: bool = field(default=False, metadata={
+        "help": "the models also answer the items (causal language models only): the option "
+                "whose letter has the highest next-token log-probability after the zero-shot "
+                "prompt; its accuracy joins the table"})
+    folds: int = field(default=10, metadata={
+        "metavar": "K", "type": "positive_int",
+        "help": "stratified cross-validation folds over items (default %(default)s)"})
+    repeats: int = field(default=5, metadata={
+        "metavar": "R", "type": "positive_int",
+        "help": "cross-validation repeats, seeds seed..seed+R-1; an item's prediction is the "
+                "modal one over the repeats (default %(default)s)"})
+    n_boot: int = field(default=1000, metadata={
+        "metavar": "N", "type": "count",
+        "help": "item resamples of the intervals and the paired tests (default %(default)s)"})
+    seed: int = field(default=0, metadata={
+        "metavar": "S", "type": "count", "help": "seed (default %(default)s)"})
+    correction: Correction = field(default="holm", metadata={
+        "option": "--correct",
+        "help": "multiple-comparison correction of the tests, one family (default holm)"})
+    regularisation: float = field(default=1.0, metadata={
+        "metavar": "C",
+        "help": "inverse regularisation strength C of the all-measure logistic regression, "
+                "fixed in advance (default %(default)s)"})
+    device: str | None = field(default=None, metadata={
+        "help": "cpu, cuda, cuda:1, mps (default: cuda if available)"})
+    dtype: Dtype | None = field(default=None, metadata={
+        "help": "float32 (CPU default), float16, bfloat16"})
+    batch_size: int = field(default=32, metadata={
+        "metavar": "N", "type": "positive_int",
+        "help": "sentences (prompts) per forward pass (default %(default)s)"})
+    accept_modified_data: bool = field(default=False, metadata={
+        "help": "run on SemanticQA or NCIMP files that differ from their pinned upstream copy "
+                "(edited on purpose) instead of stopping (exit 3); they are named in the notes "
+                "and recorded in run.json"})
+
+    def __post_init__(self) -> None:
+        models = [self.models] if isinstance(self.models, str) else list(self.models)
+        if not models:
+            raise UsageError("no model given")
+        twice = sorted({m for m in models if models.count(m) > 1})
+        if twice:
+            raise UsageError(f"model {twice[0]!r} is named twice; each model is run once")
+        object.__setattr__(self, "models", tuple(models))
+        for name, least in (("folds", 2), ("repeats", 1), ("n_boot", 0), ("seed", 0),
+                            ("batch_size", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+                    or value < least:
+                raise UsageError(f"{name}={value!r} (--{name.replace('_', '-')}): give a whole "
+                                 f"number >= {least}")
+        c = self.regularisation
+        if isinstance(c, bool) or not isinstance(c, numbers.Real) or not math.isfinite(c) \
+                or c <= 0:
+            raise UsageError(f"regularisation={c!r} (--regularisation): give a finite number "
+                             "> 0")
+        check_correction(self.correction)
+
+
+def run_dir(config: NccConfig, results_dir: str | Path = "results") -> Path:
+    """Where a run's results go by default: ``<results_dir>/ncc-<models>``, the models joined
+    by ``+`` (each as a file name), plus ``-layers_<spec>`` and ``-behaviour`` when given,
+    e.g. ``results/ncc-minilm-layers_all``."""
+    name = "ncc-" + "+".join(safe_name(m) for m in config.models)
+    if config.layers:
+        name += f"-layers_{safe_name(config.layers)}"
+    if config.behaviour:
+        name += "-behaviour"
+    return Path(results_dir) / name
+

@@ -1,0 +1,606 @@
+"""The NCC probe's report (SemanticQA): the comparison table, the paired tests, the items no
+system gets right, the figures and an index.
+
+* :func:`accuracy_table` (and :func:`accuracy_markdown`, :func:`accuracy_latex`): every system
+  row's accuracy and macro-F1 in percent with their 95% bootstrap intervals, ``n`` and the
+  F1 of each class, the rows in the order of :data:`ncprobe.ncc.KINDS` (published, ceiling,
+  representation, behaviour);
+* :func:`tests_table` (:func:`tests_markdown`, :func:`tests_latex`): every paired test, with
+  its McNemar p, the corrected p and the family it was corrected in;
+* :func:`items_table` (:func:`items_markdown`, :func:`items_latex`): the items every system
+  misses and those only the representation gets right, from the results' per-item agreement;
+* :func:`write_ncc_report`: all of it, and the figures of :mod:`ncprobe.plots.ncc`, into one
+  directory with a ``README.md`` index, as ncprobe's own files (the ownership manifest,
+  atomic writes, refusal to replace a file ncprobe did not write, resuming after an
+  interruption: :func:`ncprobe.owned.write_owned`; figures saved by
+  :func:`ncprobe.drawing.figure_bytes`, so that the same tables give the same bytes).
+
+Nothing is computed here: the tables come as a mapping of DataFrames (the tables of
+:class:`~ncprobe.ncc.results.NccResults` and its ``agreement``), plus the runs' metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import pandas as pd
+
+from .._version import VERSION
+from ..drawing import FORMATS, check_formats, figure_bytes
+from ..errors import NoData, UsageError
+from ..owned import MANIFEST, check_report_dir, write_owned
+from ..significance import CORRECTION_NAMES, STARS_NOTE, p_text, stars
+from . import CHANCE_ACCURACY, HUMAN_ACCURACY, KINDS, MAJORITY_ACCURACY, NCC_CLASSES
+from .stats import KEYS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = ["KIND", "LABEL", "accuracy_latex", "accuracy_markdown", "accuracy_table",
+           "confusion_rows", "in_kind_order", "items_latex", "items_markdown", "items_table",
+           "tests_latex", "tests_markdown", "tests_table", "write_ncc_report"]
+
+log = logging.getLogger(__name__)
+
+#: The kind of this report, recorded in its manifest: the probe whose results it shows.
+KIND = "ncc"
+#: This report in words, in messages (the probe's results layout carries it).
+LABEL = "NCC report (SemanticQA)"
+#: The figures of the report, in order: (file stem, figure).
+FIGURES = (("fig01_accuracy", "accuracy"), ("fig02_layers", "layers"),
+           ("fig03_confusion", "confusion"), ("fig04_agreement", "agreement"))
+#: The table files of the report (each as ``.md`` and ``.tex``).
+TABLE_FILES = ("table_ncc", "table_ncc_tests", "table_ncc_items")
+#: The confusion figure shows every system row up to this many; beyond, each system's most
+#: accurate row (:func:`confusion_rows`).
+CONFUSION_PANELS = 16
+#: ... and never more panels than this.
+MAX_CONFUSION_PANELS = 24
+
+_ACCURACY = (*KEYS, "n", "accuracy", "ci_low", "ci_high", "macro_f1", "f1_low", "f1_high")
+_PER_CLASS = (*KEYS, "cls", "f1")
+_TESTS = ("a", "b", "kind_a", "kind_b", "n", "accuracy_a", "accuracy_b", "diff", "diff_low",
+          "diff_high", "a_only", "b_only", "p", "p_corrected", "correction", "family",
+          "family_size")
+_AGREEMENT = ("item", "nc", "gold", "said_right", "said_n", "encoded_right", "encoded_n",
+              "missed_by_all", "only_representation")
+_NEEDED = ("items", "accuracy", "per_class", "tests", "confusion", "agreement")
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _check(df: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise UsageError(f"tables[{name!r}]: give the {name} table of NCC results (a "
+                         f"DataFrame), not a {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise UsageError(f"tables[{name!r}]: no column {', '.join(missing)}; give the {name} "
+                         "table of NCC results")
+    return df
+
+
+def _finite(x: Any) -> bool:
+    try:
+        return x is not None and not pd.isna(x) and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _pct(x: Any) -> str:
+    """A fraction in percent, 1 decimal (the paper's precision); blank when undefined."""
+    return f"{float(x) * 100:.1f}" if _finite(x) else ""
+
+
+def _with_interval(value: Any, lo: Any, hi: Any) -> str:
+    text = _pct(value)
+    return f"{text} [{_pct(lo)}, {_pct(hi)}]" if text and _finite(lo) and _finite(hi) else text
+
+
+def _signed(x: Any) -> str:
+    return f"{float(x) * 100:+.1f}" if _finite(x) else ""
+
+
+def in_kind_order(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of an NCC table in the order of :data:`ncprobe.ncc.KINDS` (published,
+    ceiling, representation, behaviour), each kind's rows in their order; a fresh index."""
+    rank = df["kind"].astype(str).map({k: i for i, k in enumerate(KINDS)}).fillna(len(KINDS))
+    return df.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
+
+
+def _key(row: Mapping) -> tuple[str, ...]:
+    return tuple(str(row[k]) for k in KEYS)
+
+
+# ---------------------------------------------------------------------------------------------
+# the comparison table
+
+
+def accuracy_table(accuracy: pd.DataFrame, per_class: pd.DataFrame | None = None
+                   ) -> pd.DataFrame:
+    """Every system row for display, in :func:`in_kind_order`: its key columns (``kind``,
+    ``system``, ``setting``, ``layer``, ``level``, ``measure``), ``n`` (items scored),
+    ``accuracy (%)`` and ``macro-F1 (%)`` with their 95% bootstrap intervals over items
+    (``66.8 [60.9, 72.6]``; none where not computed), and, with ``per_class``, each class's
+    F1 in percent (``F1 NC`` ...). ``df.attrs["note"]`` says what the cells are.
+
+    Raises:
+        UsageError: a table without the columns.
+    """
+    accuracy = in_kind_order(_check(accuracy, "accuracy", _ACCURACY))
+    f1: dict[tuple[str, ...], dict[str, Any]] = {}
+    if per_class is not None:
+        for row in _check(per_class, "per_class", _PER_CLASS).to_dict("records"):
+            f1.setdefault(_key(row), {})[str(row["cls"])] = row["f1"]
+    shown = pd.DataFrame({
+        "kind": accuracy["kind"].astype(str),
+        **{k: accuracy[k].astype(str) for k in KEYS if k != "kind"},
+        "n": [str(int(n)) if _finite(n) else "" for n in accuracy["n"]],
+        "accuracy (%)": [_with_interval(*v) for v in zip(
+            accuracy["accuracy"], accuracy["ci_low"], accuracy["ci_high"], strict=True)],
+        "macro-F1 (%)": [_with_interval(*v) for v in zip(
+            accuracy["macro_f1"], accuracy["f1_low"], accuracy["f1_high"], strict=True)],
+    }, dtype=object)
+    if per_class is not None:
+        keys = [_key(r) for r in accuracy.to_dict("records")]
+        for cls in NCC_CLASSES:
+            shown[f"F1 {cls}"] = [_pct(f1.get(k, {}).get(cls)) for k in keys]
+    has_ci = accuracy["ci_low"].notna().any()
+    shown.attrs["note"] = (
+        "percent, 1 decimal"
+        + ("; [95% percentile bootstrap interval over items]" if has_ci else "")
+        + "; n: items scored (a prediction file holds only the items its system answered); "
+        f"reference accuracies: human {100 * HUMAN_ACCURACY:.1f} (paper, 100 sampled items), "
+        f"majority class {100 * MAJORITY_ACCURACY:.1f}, chance {100 * CHANCE_ACCURACY:.1f}")
+    return shown
+
+
+def accuracy_markdown(accuracy: pd.DataFrame, per_class: pd.DataFrame | None = None) -> str:
+    """:func:`accuracy_table` as a Markdown table, with what its cells are below it."""
+    from ..tables import to_markdown
+
+    df = accuracy_table(accuracy, per_class)
+    return to_markdown(df) + f"\nCells: {df.attrs['note']}.\n"
+
+
+def accuracy_latex(accuracy: pd.DataFrame, per_class: pd.DataFrame | None = None,
+                   caption: str | None = None) -> str:
+    """:func:`accuracy_table` as a booktabs table (:func:`ncprobe.tables.to_latex`)."""
+    from ..tables import to_latex
+
+    df = accuracy_table(accuracy, per_class)
+    return to_latex(df, caption or ("SemanticQA NCC: accuracy and macro-F1 of every system "
+                                    f"row ({df.attrs['note']})"))
+
+
+# ---------------------------------------------------------------------------------------------
+# the paired tests
+
+
+def _families(tests: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
+    """The table split into its families (corrected apart), in order, each with its size."""
+    out = []
+    for name in dict.fromkeys(str(f) for f in tests["family"]):
+        part = tests[tests["family"].astype(str) == name].reset_index(drop=True)
+        sizes = [int(x) for x in part["family_size"] if _finite(x)]
+        out.append((name, sizes[0] if sizes else int(part["p"].notna().sum()), part))
+    return out
+
+
+def _tests_note(tests: pd.DataFrame) -> str:
+    if tests.empty:
+        return "no paired tests in these results"
+    corrections = ", ".join(dict.fromkeys(
+        f"{CORRECTION_NAMES.get(str(c), str(c))} ({c})" for c in tests["correction"]))
+    families = _families(tests)
+    within = ("one family: " if len(families) == 1 else
+              f"{len(families)} families, each corrected on its own: ") + "; ".join(
+        f"{name} ({n} test{'s' if n != 1 else ''})" for name, n, _ in families)
+    return ("A and B on the items both hold (n: the items of B's file); A - B in percentage "
+            "points with its 95% paired bootstrap interval over items; A only / B only: the "
+            "discordant items; p: exact McNemar test (two-sided binomial test of A only "
+            f"against A only + B only); p corrected: {corrections}, {within}; sig.: "
+            f"{STARS_NOTE} (corrected p)")
+
+
+def tests_table(tests: pd.DataFrame) -> pd.DataFrame:
+    """The paired tests for display, one row per test in the table's order: ``A``, ``B``
+    (the two rows' labels), ``n``, ``A (%)``, ``B (%)``, ``A - B [95% CI]`` (percentage
+    points), ``A only``, ``B only``, ``p``, ``p corrected``, ``sig.``. ``df.attrs["note"]``
+    names the test, the correction and each family with its size.
+
+    Raises:
+        UsageError: a table without the columns of the ``tests`` table.
+    """
+    tests = _check(tests, "tests", _TESTS)
+    shown = pd.DataFrame({
+        "A": tests["a"].astype(str), "B": tests["b"].astype(str),
+        "n": [str(int(n)) if _finite(n) else "" for n in tests["n"]],
+        "A (%)": [_pct(x) for x in tests["accuracy_a"]],
+        "B (%)": [_pct(x) for x in tests["accuracy_b"]],
+        "A - B [95% CI]": [
+            _signed(d) + (f" [{_signed(lo)}, {_signed(hi)}]" if _finite(lo) and _finite(hi)
+                          else "")
+            for d, lo, hi in zip(tests["diff"], tests["diff_low"], tests["diff_high"],
+                                 strict=True)],
+        "A only": [str(int(x)) if _finite(x) else "" for x in tests["a_only"]],
+        "B only": [str(int(x)) if _finite(x) else "" for x in tests["b_only"]],
+        "p": [p_text(p) for p in tests["p"]],
+        "p corrected": [p_text(p) for p in tests["p_corrected"]],
+        "sig.": [stars(p) for p in tests["p_corrected"]],
+    }, dtype=object)
+    shown.attrs["note"] = _tests_note(tests)
+    return shown
+
+
+def tests_markdown(tests: pd.DataFrame) -> str:
+    """:func:`tests_table` as Markdown with its note; one table per family (under a line
+    naming it and its size) when there are several; a line saying so when there is none."""
+    from ..tables import to_markdown
+
+    tests = _check(tests, "tests", _TESTS)
+    if tests.empty:
+        return "No paired tests in these results.\n"
+    note = _tests_note(tests)
+    parts = _families(tests)
+    if len(parts) == 1:
+        body = to_markdown(tests_table(tests))
+    else:
+        body = "\n".join(f"**Family: {name}** ({n} tests, corrected together)\n\n"
+                         + to_markdown(tests_table(part)) for name, n, part in parts)
+    return body + f"\n{note}.\n"
+
+
+def tests_latex(tests: pd.DataFrame, caption: str | None = None) -> str:
+    """:func:`tests_table` as booktabs tables, one per family, each caption naming the test,
+    the correction and the family; a LaTeX comment when there is no test."""
+    from ..tables import to_latex
+
+    tests = _check(tests, "tests", _TESTS)
+    if tests.empty:
+        return "% No paired tests in these results.\n"
+    title = caption or "SemanticQA NCC: paired tests, classifiers against systems"
+    return "\n".join(to_latex(tests_table(part), f"{title} ({_tests_note(part)})")
+                     for _, _, part in _families(tests))
+
+
+# ---------------------------------------------------------------------------------------------
+# the items
+
+
+def items_table(agreement: pd.DataFrame) -> pd.DataFrame:
+    """The items every system misses and those only the representation gets right, for
+    display (in the agreement's order): ``item``, ``compound``, ``gold``, ``systems right``
+    (published files and local models' answers right, of those holding the item),
+    ``representation right`` (of the representation rows counted), ``which``.
+
+    Raises:
+        UsageError: a table without the columns of
+            :meth:`NccResults.agreement <ncprobe.ncc.results.NccResults.agreement>`.
+    """
+    agreement = _check(agreement, "agreement", _AGREEMENT)
+    rows = agreement[agreement["missed_by_all"].astype(bool)
+                     | agreement["only_representation"].astype(bool)]
+    return pd.DataFrame({
+        "item": rows["item"].astype(str), "compound": rows["nc"].astype(str),
+        "gold": rows["gold"].astype(str),
+        "systems right": [f"{int(r)}/{int(n)}" for r, n in zip(
+            rows["said_right"], rows["said_n"], strict=True)],
+        "representation right": [f"{int(r)}/{int(n)}" for r, n in zip(
+            rows["encoded_right"], rows["encoded_n"], strict=True)],
+        "which": ["missed by every system" if bool(m) else "right only by the representation"
+                  for m in rows["missed_by_all"]],
+    }, dtype=object).reset_index(drop=True)
+
+
+_ITEMS_NOTE = ("systems: every published prediction file and local model's answers; the "
+               "representation: each model's most accurate representation classifier (the "
+               "gold ceiling is not counted)")
+
+
+def items_markdown(agreement: pd.DataFrame) -> str:
+    """:func:`items_table` as Markdown, with who counts as a system (a line when none)."""
+    from ..tables import to_markdown
+
+    df = items_table(agreement)
+    if df.empty:
+        return ("No item is missed by every system or right only by the representation "
+                f"({_ITEMS_NOTE}).\n")
+    return to_markdown(df) + f"\n{_ITEMS_NOTE[:1].upper()}{_ITEMS_NOTE[1:]}.\n"
+
+
+def items_latex(agreement: pd.DataFrame, caption: str | None = None) -> str:
+    """:func:`items_table` as a booktabs table; a LaTeX comment when it is empty."""
+    from ..tables import to_latex
+
+    df = items_table(agreement)
+    if df.empty:
+        return "% No item is missed by every system or right only by the representation.\n"
+    return to_latex(df, caption or ("SemanticQA NCC: the items every system misses and those "
+                                    f"only the representation gets right ({_ITEMS_NOTE})"))
+
+
+# ---------------------------------------------------------------------------------------------
+# the report
+
+
+def confusion_rows(accuracy: pd.DataFrame, limit: int = CONFUSION_PANELS
+                   ) -> list[tuple[str, ...]]:
+    """The system rows of the confusion figure, as key tuples, in :func:`in_kind_order`:
+    every row when there are at most ``limit``; else each system's most accurate row (a
+    published system's best setting, a model's best classifier and layer view; ties: the
+    first in the table), at most :data:`MAX_CONFUSION_PANELS`."""
+    ordered = in_kind_order(accuracy)
+    if len(ordered) <= limit:
+        return [_key(r) for r in ordered.to_dict("records")]
+    best: dict[tuple[str, str], dict] = {}
+    for row in ordered.to_dict("records"):
+        at = (str(row["kind"]), str(row["system"]))
+        if at not in best or (_finite(row["accuracy"]) and (
+                not _finite(best[at]["accuracy"]) or row["accuracy"] > best[at]["accuracy"])):
+            best[at] = row
+    return [_key(r) for r in best.values()][:MAX_CONFUSION_PANELS]
+
+
+def _planned(formats: Sequence[str]) -> list[str]:
+    """Every name the report writes (figures left undrawn included), the index last."""
+    names = [f"{stem}.{fmt}" for stem, _ in FIGURES for fmt in formats]
+    names += [f"{stem}{suffix}" for stem in TABLE_FILES for suffix in (".md", ".tex")]
+    return names + ["README.md"]
+
+
+def _check_meta(meta: Any) -> Mapping[str, Any]:
+    if not isinstance(meta, Mapping):
+        raise UsageError(f"meta: give the runs' metadata (a dict), not a {type(meta).__name__}")
+    if meta.get("probe", KIND) != KIND:
+        raise UsageError(f"meta: probe {meta.get('probe')!r} is not the NCC probe 'ncc'; "
+                         "give the metadata of an NCC run")
+    models = meta.get("models")
+    if not isinstance(models, Sequence) or isinstance(models, str) or not all(
+            isinstance(m, Mapping) and "model" in m for m in models):
+        raise UsageError("meta['models']: give a list of {'model': ..., 'id': ...} entries, "
+                         "one per model")
+    kinds = meta.get("agreement")
+    if not isinstance(kinds, Mapping):
+        raise UsageError("meta['agreement']: give the agreement's systems, each column's kind "
+                         "(NccResults.agreement_systems())")
+    edited = meta.get("edited") or []
+    if isinstance(edited, str) or not isinstance(edited, Sequence):
+        raise UsageError("meta['edited']: give a list of lines, one per edited run")
+    return meta
+
+
+def _table_files(tables: Mapping[str, pd.DataFrame], n_items: int) -> dict[str, bytes]:
+    """The tables' files: name -> content."""
+    accuracy, per_class = tables["accuracy"], tables["per_class"]
+    tests, agreement = tables["tests"], tables["agreement"]
+    head = f"SemanticQA NCC, {n_items} items"
+    md = (f"# Accuracy of every system row ({head})\n\n"
+          "Every published prediction file, the gold ceiling, each model's representation "
+          "classifiers and each local model's own answers: accuracy and macro-F1 in percent, "
+          "with their 95% bootstrap intervals over items, and the F1 of each class.\n\n"
+          + accuracy_markdown(accuracy, per_class))
+    tex = (f"% Accuracy of every system row ({head}); needs \\usepackage{{booktabs}}\n"
+           + accuracy_latex(accuracy, per_class))
+    tests_md = f"# Paired tests ({head})\n\n" + tests_markdown(tests)
+    tests_tex = (f"% Paired tests ({head}); needs \\usepackage{{booktabs}}\n"
+                 + tests_latex(tests))
+    items_md = (f"# Items every system misses, or only the representation gets right "
+                f"({head})\n\n" + items_markdown(agreement))
+    items_tex = (f"% Items every system misses, or only the representation gets right "
+                 f"({head}); needs \\usepackage{{booktabs}}\n" + items_latex(agreement))
+    return {"table_ncc.md": md.encode("utf-8"), "table_ncc.tex": tex.encode("utf-8"),
+            "table_ncc_tests.md": tests_md.encode("utf-8"),
+            "table_ncc_tests.tex": tests_tex.encode("utf-8"),
+            "table_ncc_items.md": items_md.encode("utf-8"),
+            "table_ncc_items.tex": items_tex.encode("utf-8")}
+
+
+def _draw(kind: str, tables: Mapping[str, pd.DataFrame], kinds: Mapping[str, str]) -> Figure:
+    from ..plots.ncc import plot_accuracy, plot_agreement, plot_confusion, plot_layers
+
+    if kind == "accuracy":
+        return plot_accuracy(tables["accuracy"])
+    if kind == "layers":
+        return plot_layers(tables["accuracy"])
+    if kind == "confusion":
+        return plot_confusion(tables["confusion"], tables["accuracy"],
+                              confusion_rows(tables["accuracy"]))
+    return plot_agreement(tables["agreement"], kinds)
+
+
+_FIGURE_TEXT = {
+    "accuracy": "accuracy of every system row with its 95% bootstrap interval over items: "
+                "the published systems by setting, the local models' answers, the gold "
+                "ceiling, each model's representation classifiers (a layered model's "
+                "all-measure classifier per layer view and level); lines: human {human}% "
+                "(paper), majority class {majority}%, chance {chance}%.",
+    "layers": "each layered model's representation classifiers against the layer view, one "
+              "panel per model and level: the all-measure classifier with its 95% interval "
+              "as a band, each single measure a line.",
+    "confusion": "confusion matrices, gold class against answer, one panel per {panels}.",
+    "agreement": "items x systems, right or wrong, the items sorted by how many systems get "
+                 "them right (fewest first); the items every system misses and those only "
+                 "the representation gets right named beside ({systems}).",
+}
+
+
+def _figure_text(kind: str, n_rows: int, n_shown: int) -> str:
+    panels = ("system row" if n_shown == n_rows else
+              f"system: its most accurate row ({n_shown} of the {n_rows} rows; the others in "
+              "the tables)")
+    return _FIGURE_TEXT[kind].format(
+        human=f"{100 * HUMAN_ACCURACY:.1f}", majority=f"{100 * MAJORITY_ACCURACY:.1f}",
+        chance=f"{100 * CHANCE_ACCURACY:.0f}", panels=panels, systems=_ITEMS_NOTE)
+
+
+def _index(meta: Mapping[str, Any], tables: Mapping[str, pd.DataFrame], n_items: int,
+           figures: list[tuple[str, str, list[str], str | None]]) -> str:
+    """The index ``README.md``: the runs, every file, the reference lines, the notes."""
+    accuracy = tables["accuracy"]
+    kinds = accuracy["kind"].astype(str)
+    counts = ", ".join(f"{int((kinds == k).sum())} {k}" for k in KINDS if (kinds == k).any())
+    lines = ["# ncprobe NCC report\n",
+             f"Made by ncprobe {VERSION} from NCC runs on SemanticQA (Liu et al., ACL 2026; "
+             f"MIT): {n_items} items, {len(accuracy)} system rows ({counts}).\n",
+             "## Models\n"]
+    for m in meta["models"]:
+        hub = f"`{m['id']}`" if m.get("id") else "no hub id"
+        said = "; also answers the items (behaviour)" if m.get("behaviour") else ""
+        lines.append(f"- `{m['model']}`: {hub}{said}")
+    shown = len(confusion_rows(accuracy))
+    lines += ["", "## Files\n",
+              "- `table_ncc.md`, `table_ncc.tex`: the comparison table, every system row "
+              "(published, ceiling, representation, behaviour): accuracy and macro-F1 in "
+              "percent with 95% bootstrap intervals over items, n, and each class's F1.",
+              "- `table_ncc_tests.md`, `table_ncc_tests.tex`: "
+              + (f"the {len(tables['tests'])} paired test(s), every classifier against every "
+                 f"system on the same items. {_tests_note(tables['tests'])}."
+                 if len(tables["tests"]) else "the paired tests: none in these results."),
+              "- `table_ncc_items.md`, `table_ncc_items.tex`: the items every system misses "
+              "and those only the representation gets right."]
+    for stem, kind, files, why in figures:
+        if why is not None:
+            lines.append(f"- {stem}: not drawn: {why}")
+            continue
+        listed = ", ".join(f"`{f}`" for f in files)
+        lines.append(f"- {listed}: " + _figure_text(kind, len(accuracy), shown))
+    lines.append(f"- `{MANIFEST}`: the files ncprobe wrote here, with their SHA-256; a later "
+                 "report into this directory replaces or removes only those, unchanged.")
+    lines += ["", "## Reference accuracies\n",
+              f"Human {100 * HUMAN_ACCURACY:.1f}% (the paper: 3 annotators on 100 sampled "
+              "items; no item-level file, so no test against it); majority class "
+              f"{100 * MAJORITY_ACCURACY:.1f}% (NC, 95 of the 241 items); chance "
+              f"{100 * CHANCE_ACCURACY:.0f}% (four options)."]
+    n_boot = meta.get("n_boot")
+    if isinstance(n_boot, int) and not isinstance(n_boot, bool):
+        lines += ["", (f"Intervals: 95% percentile bootstrap over items, {n_boot} resamples."
+                       if n_boot > 0 else "No bootstrap intervals were computed (n_boot 0).")]
+    notes = [str(n) for n in meta.get("notes") or []]
+    if notes:
+        lines += ["", "## Notes\n"] + [f"- {n}" for n in notes]
+    config = meta.get("config")
+    if isinstance(config, Mapping) and config:
+        lines += ["", "## Configuration\n"]
+        lines += [f"- {k}: `{json.dumps(config[k], sort_keys=True, default=str)}`"
+                  for k in sorted(config, key=str)]
+    return "\n".join(lines) + "\n"
+
+
+def _with_edited(name: str, data: bytes, edited: Sequence[str]) -> bytes:
+    """A report file's content with the edited results said first (nothing when none): in
+    Markdown a bold paragraph per line under the heading, in LaTeX a comment per line."""
+    if not edited:
+        return data
+    text = data.decode("utf-8")
+    if name.endswith(".tex"):
+        return ("".join(f"% {line}\n" for line in edited) + text).encode("utf-8")
+    said = "".join(f"**{line}**\n\n" for line in edited)
+    head, _, rest = text.partition("\n")
+    return (head + "\n\n" + said + rest.lstrip("\n")).encode("utf-8")
+
+
+def write_ncc_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], out_dir, *,
+                     formats: Sequence[str] = ("png", "pdf"), dpi: int = 200,
+                     overwrite: bool = False,
+                     progress: Callable[[str], None] | None = None) -> list[Path]:
+    """Write the NCC report into ``out_dir``: the comparison table, the tests, the items, the
+    figures and an index.
+
+    Files: ``fig01_accuracy`` (:func:`ncprobe.plots.ncc.plot_accuracy`), ``fig02_layers``
+    (:func:`~ncprobe.plots.ncc.plot_layers`: drawn when a model has several layer views),
+    ``fig03_confusion`` (:func:`~ncprobe.plots.ncc.plot_confusion` of
+    :func:`confusion_rows`), ``fig04_agreement`` (:func:`~ncprobe.plots.ncc.plot_agreement`)
+    in every format of ``formats``; ``table_ncc.md`` / ``.tex`` (:func:`accuracy_table`),
+    ``table_ncc_tests.md`` / ``.tex`` (:func:`tests_table`), ``table_ncc_items.md`` /
+    ``.tex`` (:func:`items_table`), and the index ``README.md``. A figure with nothing to
+    show is left out and named in the index.
+
+    The files are ncprobe's own, as those of every report (:func:`ncprobe.owned.write_owned`):
+    written atomically, recorded in ``.ncprobe-report.json``; a file under one of these names
+    that ncprobe did not write, or that was changed since, is never replaced (refused before
+    anything is written); another probe's report there is refused unless ``overwrite``; the
+    same tables give the same bytes. Results read although edited (``meta["edited"]``) are
+    said first in the index and in every table file.
+
+    Args:
+        tables: the tables of :class:`~ncprobe.ncc.results.NccResults` (``items``,
+            ``accuracy``, ``per_class``, ``tests``, ``confusion``) and its ``agreement``.
+        meta: ``models`` (``[{"model", "id", "behaviour"}]``) and ``agreement`` (each
+            agreement column's kind) needed; ``probe``, ``config``, ``notes``, ``n_boot``
+            and ``edited`` used when given (:meth:`NccResults.report_meta
+            <ncprobe.ncc.results.NccResults.report_meta>`).
+        out_dir: the report directory (made when needed).
+        formats: the figure formats (:data:`ncprobe.drawing.FORMATS`).
+        dpi: resolution of the raster figures.
+        overwrite: replace another probe's report in ``out_dir``.
+        progress: called with one line as each figure and table is written.
+
+    Returns:
+        The files written, in order (figures, tables, the index ``README.md`` last).
+
+    Raises:
+        UsageError: bad tables or metadata, a bad format or dpi, or an ``out_dir`` refused
+            (:func:`ncprobe.owned.check_report_dir`); nothing is written.
+        OutputError: ``out_dir`` cannot be written; the message names the file.
+    """
+    formats = check_formats(formats)
+    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0 \
+            or not math.isfinite(dpi):
+        raise UsageError(f"dpi={dpi!r}: give a positive resolution in dots per inch (e.g. 200)")
+    if not isinstance(tables, Mapping):
+        raise UsageError(f"tables: give a mapping of the NCC tables, not a "
+                         f"{type(tables).__name__}")
+    missing = [t for t in _NEEDED if t not in tables]
+    if missing:
+        raise UsageError(f"tables: {', '.join(missing)} missing; give NccResults.tables and "
+                         "its agreement()")
+    meta = _check_meta(meta)
+    _check(tables["items"], "items", (*KEYS, "item"))
+    _check(tables["confusion"], "confusion", (*KEYS, "gold", "predicted", "count"))
+    kinds = {str(k): str(v) for k, v in meta["agreement"].items()}
+    n_items = int(tables["items"]["item"].nunique())
+    edited = [str(line) for line in meta.get("edited") or []]
+    # every table built before any file is touched: bad input writes nothing
+    table_files = {name: _with_edited(name, data, edited)
+                   for name, data in _table_files(tables, n_items).items()}
+    out = Path(out_dir)
+    planned = _planned(formats)
+    check_report_dir(out, lambda: planned, kind=KIND, label=LABEL, overwrite=overwrite)
+    say = progress or (lambda line: None)
+
+    def write(put: Callable[[dict[Path, bytes]], None]) -> list[Path]:
+        written: list[Path] = []
+        figures: list[tuple[str, str, list[str], str | None]] = []
+        for i, (stem, kind) in enumerate(FIGURES, start=1):
+            try:
+                fig = _draw(kind, tables, kinds)
+            except NoData as e:
+                figures.append((stem, kind, [], str(e)))
+                say(f"figure {i}/{len(FIGURES)}: {stem} not drawn ({e})")
+                continue
+            blobs = figure_bytes(fig, formats, dpi)
+            files = {out / f"{stem}.{fmt}": blobs[fmt] for fmt in formats}
+            put(files)
+            written += files
+            figures.append((stem, kind, [p.name for p in files], None))
+            say(f"figure {i}/{len(FIGURES)}: {stem}")
+        for i, stem in enumerate(TABLE_FILES, start=1):
+            for suffix in (".md", ".tex"):
+                put({out / f"{stem}{suffix}": table_files[f"{stem}{suffix}"]})
+                written.append(out / f"{stem}{suffix}")
+            say(f"table {i}/{len(TABLE_FILES)}: {stem}")
+        readme = out / "README.md"
+        index = _index(meta, tables, n_items, figures)
+        put({readme: _with_edited("README.md", index.encode("utf-8"), edited)})
+        written.append(readme)
+        return written
+
+    return write_owned(out, planned, write, possible=_planned(FORMATS), kind=KIND, label=LABEL,
+                       overwrite=overwrite, logger=log)

@@ -1,0 +1,641 @@
+"""The NCC probe's results: tidy tables, a results directory, a summary, JSON rows, the report
+and the comparison of two runs.
+
+A *system row* is one way of answering the 241 items, named by its key columns
+(:data:`ncprobe.ncc.stats.KEYS`: ``system``, ``kind``, ``setting``, ``layer``, ``level``,
+``measure``; its label, :func:`ncprobe.ncc.stats.label`, joins the non-empty ones): a
+published prediction file (kind ``published``), the gold ceiling (``ceiling``), a model's
+representation classified (``representation``), a local model's own answers (``behaviour``).
+An :class:`NccResults` holds five tables (fractions, not percent):
+
+* ``items``: one row per system row x item it answered: the keys, ``item`` (the item id),
+  ``nc``, ``gold`` (NC, PC, C), ``predicted`` (a class, ``none`` or ``unanswered``),
+  ``correct``;
+* ``accuracy``: one row per system row: ``n`` (items scored), ``accuracy`` and ``macro_f1``
+  with their 95% bootstrap intervals over items (``ci_low``, ``ci_high``, ``f1_low``,
+  ``f1_high``);
+* ``per_class``: per system row and class (``cls``): ``n`` (gold items), ``precision``,
+  ``recall``, ``f1``;
+* ``tests``: every classifier row (representation, ceiling) against every system row
+  (published, behaviour) on the items both hold: accuracy difference with its paired bootstrap
+  interval, the discordant items, McNemar's exact p, corrected across one family per run
+  (:func:`family_name`);
+* ``confusion``: per system row, ``gold`` x ``predicted`` counts.
+
+Its directory is an ncprobe results directory (:mod:`ncprobe.results.store`: parquet tables
+and ``run.json`` written as one unit, verified when read) of the probe ``ncc``. Each model is
+one run of ``run.json``: its options (``config``, with the ``model``), its fingerprint and the
+data files' blob ids. The published rows and the gold ceiling are the same in every run of the
+same data and options: results of several directories are joined with those rows once
+(:meth:`NccResults.concat`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, UsageError
+from ..probes.base import ProbeResults
+from ..query import filter_rows
+from ..results import store
+from ..significance import ALPHA, CORRECTION_NAMES, check_correction, p_text
+from . import CHANCE_ACCURACY, HUMAN_ACCURACY, KINDS, MAJORITY_ACCURACY, NCC_CLASSES
+from .report import LABEL as REPORT_LABEL
+from .report import in_kind_order
+from .stats import KEYS, N_BOOT, TESTS_COLUMNS, label
+
+__all__ = ["LAYOUT", "NCC_COLUMNS", "NCC_TABLES", "NccResults", "family_name"]
+
+#: The tables of an :class:`NccResults`, in the order they are written.
+NCC_TABLES = ("items", "accuracy", "per_class", "tests", "confusion")
+#: The columns of each table, in order.
+NCC_COLUMNS = {
+    "items": (*KEYS, "item", "nc", "gold", "predicted", "correct"),
+    "accuracy": (*KEYS, "n", "accuracy", "ci_low", "ci_high", "macro_f1", "f1_low", "f1_high"),
+    "per_class": (*KEYS, "cls", "n", "precision", "recall", "f1"),
+    "tests": TESTS_COLUMNS,
+    "confusion": (*KEYS, "gold", "predicted", "count"),
+}
+#: The columns that hold numbers (or booleans).
+NCC_NUMERIC = frozenset({
+    "correct", "n", "accuracy", "ci_low", "ci_high", "macro_f1", "f1_low", "f1_high",
+    "precision", "recall", "f1", "accuracy_a", "accuracy_b", "diff", "diff_low", "diff_high",
+    "a_only", "b_only", "p", "p_corrected", "significant", "family_size", "count"})
+#: The results directory layout of the probe (registered with the results store).
+LAYOUT = store.register_layout(store.Layout(
+    "ncc", NCC_TABLES, NCC_COLUMNS, NCC_NUMERIC, run_keys=("model",),
+    read_with="read it with ncprobe.ncc.results.NccResults.load (ncprobe report / compare "
+              "read it)", report_label=REPORT_LABEL))
+#: The kinds of row that answer the items themselves (what systems *say*) ...
+SAID = ("published", "behaviour")
+#: ... and the rows that are the same in every run of the same data and options.
+SHARED = ("published", "ceiling")
+#: The options that decide the shared rows (the classifiers' folds and seeds: the ceiling).
+_SHARED_OPTIONS = ("folds", "repeats", "seed", "n_boot", "regularisation", "correction")
+
+
+def family_name(models: Iterable[str]) -> str:
+    """The family of a run's own tests: ``classifiers vs systems: <models>``."""
+    return f"classifiers vs systems: {', '.join(models)}"
+
+
+@dataclass
+class NccResults(ProbeResults):
+    """What :func:`ncprobe.ncc.probe.run_ncc` returns, and what a results directory loads as.
+
+    Attributes:
+        items, accuracy, per_class, tests, confusion: the tables (see the module).
+        meta: one dict per model run: ``config`` (the options, ``model`` among them),
+            ``fingerprint``, ``data_sources``, ``notes``.
+    """
+
+    #: How the probe's results directories are stored (:mod:`ncprobe.results.store`).
+    layout: ClassVar[store.Layout] = LAYOUT
+
+    items: pd.DataFrame
+    accuracy: pd.DataFrame
+    per_class: pd.DataFrame
+    tests: pd.DataFrame
+    confusion: pd.DataFrame
+    meta: list[dict] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        kinds = self.accuracy["kind"].astype(str)
+        counts = ", ".join(f"{int((kinds == k).sum())} {k}" for k in KINDS if (kinds == k).any())
+        return (f"<NccResults {', '.join(self.models) or 'no model'}: "
+                f"{self.items['item'].nunique()} items; {len(self.accuracy)} system rows "
+                f"({counts})>")
+
+    @classmethod
+    def from_items(cls, items: pd.DataFrame, meta: list[dict], *, n_boot: int = N_BOOT,
+                   seed: int = 0, correction: str = "holm") -> "NccResults":
+        """The results of an ``items`` table (one row per system row x item): accuracy and
+        macro-F1 with intervals, per-class scores, confusion counts and the paired tests
+        (:mod:`ncprobe.ncc.stats`), the tests one family named after the runs' models.
+
+        Raises:
+            UsageError: an items table without the columns, with an unknown kind, or with an
+                item twice in a row.
+        """
+        from .stats import accuracy_table, confusion_table, per_class_table, tests_table
+
+        method = check_correction(correction)
+        items = items.reset_index(drop=True)
+        models = [str(m["config"]["model"]) for m in meta]
+        try:
+            return cls(items=items,
+                       accuracy=accuracy_table(items, n_boot=n_boot, seed=seed),
+                       per_class=per_class_table(items),
+                       tests=tests_table(items, family=family_name(models), n_boot=n_boot,
+                                         seed=seed, correction=method),
+                       confusion=confusion_table(items), meta=list(meta))
+        except ValueError as e:
+            raise UsageError(f"items: {e}") from None
+
+    # --- what the results hold ----------------------------------------------------------------
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables by name (:data:`NCC_TABLES`)."""
+        return {name: getattr(self, name) for name in NCC_TABLES}
+
+    @property
+    def models(self) -> list[str]:
+        """The models of the runs, in run order."""
+        return [str(m["config"]["model"]) for m in self.meta]
+
+    @property
+    def notes(self) -> list[str]:
+        """What was noticed while computing, one line each, prefixed by the run(s) it came
+        from: a note of every run (the data's) once, prefixed by every model."""
+        runs = [[str(n) for n in m.get("notes", [])] for m in self.meta]
+        everywhere = [n for n in dict.fromkeys(runs[0]) if all(n in r for r in runs)] \
+            if len(runs) > 1 else []
+        out = [f"{', '.join(self.models)}: {n}" for n in everywhere]
+        for model, notes in zip(self.models, runs, strict=True):
+            out += [f"{model}: {n}" for n in dict.fromkeys(notes) if n not in everywhere]
+        return out
+
+    def edited_lines(self) -> list[str]:
+        """One line per run read although edited since ncprobe wrote it
+        (``load(..., accept_edited=True)``), naming the files edited; what the summary, the
+        report and ``ncprobe compare`` say first. Empty for results as ncprobe wrote them."""
+        return [f"EDITED RESULTS ({m['config']['model']}): {', '.join(map(str, m['edited']))} "
+                "edited since ncprobe wrote it (read with accept_edited): these numbers are "
+                "not what ncprobe computed" for m in self.meta if m.get("edited")]
+
+    @property
+    def run_id(self) -> str:
+        """A hash of every table and of the runs' metadata (equal results, equal ids)."""
+        return store.run_id(self.tables, self.meta, LAYOUT)
+
+    def _option(self, key: str, default: Any) -> Any:
+        """The runs' common value of a config option (``default`` when they differ or lack
+        it)."""
+        values = {json.dumps(m["config"].get(key, default), default=str) for m in self.meta}
+        return json.loads(values.pop()) if len(values) == 1 else default
+
+    # --- reading the tables -------------------------------------------------------------------
+
+    def select(self, table: str | None = None, **filters: Any) -> pd.DataFrame:
+        """Rows of one table (default ``accuracy``) through the one filter engine
+        (:func:`ncprobe.query.filter_rows`): a value or a list of values per column, e.g.
+        ``select(kind="published", setting="5-shot")``.
+
+        Raises:
+            UsageError: an unknown table or column, or a value no row has (the message lists
+                the values there are), so a typo never gives an empty frame.
+        """
+        table = table or "accuracy"
+        if table not in NCC_TABLES:
+            raise UsageError(f"unknown table {table!r}; choose from {', '.join(NCC_TABLES)}")
+        return filter_rows(self.tables[table], filters, where=f"the {table} table")
+
+    def wide(self, by: str = "system") -> pd.DataFrame:
+        """A wide table.
+
+        Args:
+            by: ``system``: one row per system row (the ``accuracy`` table's, in its order):
+                the key columns, ``n``, accuracy and macro-F1 with their intervals, then
+                ``precision_<cls>``, ``recall_<cls>`` and ``f1_<cls>`` for each class (NC,
+                PC, C). ``item``: one row per item (sorted by id: ``item``, ``nc``, ``gold``),
+                one column per system row (its label), True where it is right, False where
+                wrong, missing where the row lacks the item (a prediction file that did not
+                answer it).
+
+        Raises:
+            UsageError: another ``by``.
+        """
+        if by == "system":
+            pc = self.per_class.assign(_key=[tuple(str(r[k]) for k in KEYS)
+                                             for r in self.per_class.to_dict("records")])
+            out = self.accuracy.copy()
+            keys = [tuple(str(r[k]) for k in KEYS) for r in out.to_dict("records")]
+            for metric in ("precision", "recall", "f1"):
+                for cls in NCC_CLASSES:
+                    values = dict(zip(pc.loc[pc["cls"].astype(str) == cls, "_key"],
+                                      pc.loc[pc["cls"].astype(str) == cls, metric],
+                                      strict=True))
+                    out[f"{metric}_{cls}"] = [values.get(k, np.nan) for k in keys]
+            return out.reset_index(drop=True)
+        if by == "item":
+            items = self.items.assign(_row=[label(r) for r in self.items.to_dict("records")])
+            rows = [label(r) for r in self.accuracy.to_dict("records")]
+            base = (items[["item", "nc", "gold"]].drop_duplicates("item")
+                    .sort_values("item", kind="stable").reset_index(drop=True))
+            right = items.pivot(index="item", columns="_row", values="correct")
+            right = right.reindex(index=base["item"], columns=rows).astype("boolean")
+            return pd.concat([base, right.reset_index(drop=True).rename_axis(columns=None)],
+                             axis=1)
+        raise UsageError(f"by={by!r}: choose system (one row per system row) or item (one row "
+                         "per item, one column per system row)")
+
+    def agreement_systems(self) -> dict[str, str]:
+        """The system rows of :meth:`agreement` (label -> kind), in the order of
+        :data:`ncprobe.ncc.KINDS`: every published and behaviour row, and each model's most
+        accurate representation row and the gold ceiling's most accurate row (ties: the
+        first in the table)."""
+        out: dict[str, str] = {}
+        ordered = in_kind_order(self.accuracy)
+        best: dict[tuple[str, str], tuple[float, str]] = {}
+        for row in ordered.to_dict("records"):
+            kind = str(row["kind"])
+            if kind in SAID:
+                out[label(row)] = kind
+                continue
+            value = float(row["accuracy"]) if pd.notna(row["accuracy"]) else -np.inf
+            at = (kind, str(row["system"]))
+            if at not in best or value > best[at][0]:
+                best[at] = (value, label(row))
+        chosen = {lab: kind for (kind, _), (_, lab) in best.items()}
+        # in the table's kind order, with the said rows where their kind puts them
+        return {lab: k for lab, k in sorted({**out, **chosen}.items(),
+                                            key=lambda x: KINDS.index(x[1]))}
+
+    def agreement(self) -> pd.DataFrame:
+        """Which items the systems get right, item by item.
+
+        One row per item, sorted by how many systems get it right (``right``; fewest first,
+        then by item id): ``item``, ``nc``, ``gold``; one column per system of
+        :meth:`agreement_systems` (True right, False wrong, missing where its file lacks the
+        item); ``said_right`` / ``said_n``: the published files and local models' answers
+        right, of those holding the item; ``encoded_right`` / ``encoded_n``: the same of the
+        representation rows; ``right`` (their sum); ``missed_by_all`` (no system and no
+        representation right) and ``only_representation`` (no system right, a
+        representation right). The gold ceiling is shown, never counted.
+        """
+        systems = self.agreement_systems()
+        wide = self.wide("item")
+        out = wide[["item", "nc", "gold", *systems]].copy()
+        said = [s for s, k in systems.items() if k in SAID]
+        encoded = [s for s, k in systems.items() if k == "representation"]
+        for name, cols in (("said", said), ("encoded", encoded)):
+            part = out[cols]
+            out[f"{name}_right"] = part.fillna(False).astype(bool).sum(axis=1).astype(np.int64)
+            out[f"{name}_n"] = part.notna().sum(axis=1).astype(np.int64)
+        out["right"] = out["said_right"] + out["encoded_right"]
+        out["missed_by_all"] = out["right"] == 0
+        out["only_representation"] = ((out["said_right"] == 0) & (out["encoded_right"] > 0)
+                                      & bool(said))
+        return out.sort_values(["right", "item"], kind="stable").reset_index(drop=True)
+
+    # --- what is printed ------------------------------------------------------------------------
+
+    def summary(self) -> str:
+        """The accuracy rows as text: published first, then the ceiling, the representation
+        and the behaviour rows; accuracy and macro-F1 in percent with their intervals and
+        ``n``; the best representation classifier (and the ceiling) against the best
+        published system; the reference accuracies; the notes."""
+        acc = in_kind_order(self.accuracy)
+        labels = [label(r) for r in acc.to_dict("records")]
+        n_boot = self._option("n_boot", None)
+        intervals = (f"95% bootstrap intervals over items ({n_boot} resamples) in brackets"
+                     if isinstance(n_boot, int) and n_boot > 0 else "no intervals (n_boot 0)")
+        lines = [f"SemanticQA NCC: {self.items['item'].nunique()} items, {len(acc)} system "
+                 f"rows; accuracy and macro-F1 in percent, {intervals}"]
+        if self.edited_lines():
+            lines[:0] = [*self.edited_lines(), ""]
+        width = min(max([len(s) for s in labels] + [10]), 56)
+        head = f"{'kind':<14} {'system row':<{width}} {'n':>4} {'accuracy':>21} {'macro-F1':>21}"
+        lines += ["", head, "-" * len(head)]
+        for row, name in zip(acc.to_dict("records"), labels, strict=True):
+            lines.append(f"{row['kind']:<14} {name:<{width}} {int(row['n']):>4} "
+                         f"{_cell(row, 'accuracy', 'ci_low', 'ci_high'):>21} "
+                         f"{_cell(row, 'macro_f1', 'f1_low', 'f1_high'):>21}")
+        lines += ["", f"Reference: human {100 * HUMAN_ACCURACY:.1f} (paper; 100 sampled items, "
+                  f"no item-level file), majority class {100 * MAJORITY_ACCURACY:.1f} (NC, "
+                  f"95/241), chance {100 * CHANCE_ACCURACY:.1f} (four options)"]
+        headline = self._headline()
+        if headline:
+            lines += ["", *headline]
+        if self.notes:
+            lines += ["", "Notes:"] + [f"  {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _best(self, kind: str) -> dict | None:
+        """The most accurate row of a kind (the first on ties), or None."""
+        rows = self.accuracy[(self.accuracy["kind"].astype(str) == kind)
+                             & self.accuracy["accuracy"].notna()]
+        if rows.empty:
+            return None
+        return rows.loc[rows["accuracy"].astype(float).idxmax()].to_dict()
+
+    def _headline(self) -> list[str]:
+        """The best classifier of each kind against the best published system: its test."""
+        best = self._best("published")
+        if best is None:
+            return []
+        lines = []
+        b = label(best)
+        for kind, what in (("representation", "best representation classifier"),
+                           ("ceiling", "gold ceiling (best)")):
+            row = self._best(kind)
+            if row is None:
+                continue
+            a = label(row)
+            test = self.tests[(self.tests["a"].astype(str) == a)
+                              & (self.tests["b"].astype(str) == b)]
+            if test.empty:
+                lines.append(f"{what} {a} ({100 * row['accuracy']:.1f}) vs best published "
+                             f"system {b} ({100 * best['accuracy']:.1f}): not tested")
+                continue
+            t = test.iloc[0]
+            ci = (f" [{100 * t['diff_low']:+.1f}, {100 * t['diff_high']:+.1f}]"
+                  if pd.notna(t["diff_low"]) and pd.notna(t["diff_high"]) else "")
+            how = CORRECTION_NAMES.get(str(t["correction"]), str(t["correction"]))
+            lines.append(
+                f"{what} {a} vs best published system {b}, on the {int(t['n'])} items of its "
+                f"file: {100 * t['accuracy_a']:.1f} vs {100 * t['accuracy_b']:.1f}, "
+                f"{100 * t['diff']:+.1f} points{ci}; items right only by the classifier "
+                f"{int(t['a_only'])}, only by the system {int(t['b_only'])}; McNemar p "
+                f"{p_text(t['p'])}, {how} p {p_text(t['p_corrected'])} (family "
+                f"{t['family']}, {int(t['family_size'])} tests)")
+        return lines
+
+    def json_rows(self) -> list[dict]:
+        """The ``accuracy`` table's rows as plain JSON values (NaN as null): what ``ncprobe
+        run ncc --json`` prints."""
+        return json.loads(self.accuracy.to_json(orient="records", double_precision=15))
+
+    # --- the report and the comparison ----------------------------------------------------------
+
+    def report_meta(self) -> dict:
+        """What the report's index says of the runs: each model with its model id and whether
+        it answered the items, the options the runs share, the notes, the resamples, the
+        agreement's systems, and the edited runs."""
+        models = [{"model": m["config"]["model"],
+                   "id": (m.get("fingerprint") or {}).get("model")
+                   if isinstance(m.get("fingerprint"), Mapping) else None,
+                   "behaviour": bool(m["config"].get("behaviour"))} for m in self.meta]
+        configs = [{k: v for k, v in m["config"].items() if k != "model"} for m in self.meta]
+        shared = {k: v for k, v in configs[0].items()
+                  if all(c.get(k) == v for c in configs)} if configs else {}
+        return {"probe": LAYOUT.probe, "models": models, "config": shared,
+                "notes": self.notes, "n_boot": shared.get("n_boot"),
+                "agreement": self.agreement_systems(), "edited": self.edited_lines()}
+
+    def report(self, out_dir: str | Path, *, formats: Sequence[str] = ("png", "pdf"),
+               dpi: int = 200, overwrite: bool = False,
+               progress: Callable[[str], None] | None = None) -> list[Path]:
+        """Write the report (the comparison table, the tests, the items, the figures, an
+        index) into ``out_dir``: :func:`ncprobe.ncc.report.write_ncc_report` (``overwrite``:
+        replace another probe's report there; ``progress``: told of each file written)."""
+        from .report import write_ncc_report
+
+        return write_ncc_report({**self.tables, "agreement": self.agreement()},
+                                self.report_meta(), out_dir, formats=formats, dpi=dpi,
+                                overwrite=overwrite, progress=progress)
+
+    def _rows(self, chosen: Any, side: str) -> list[dict]:
+        """The accuracy rows a side of :meth:`compare` names: its representation rows
+        (``None``), the rows matching filters (a mapping, :func:`ncprobe.query.filter_rows`)
+        or the rows of the given labels."""
+        if chosen is None:
+            rows = self.accuracy[self.accuracy["kind"].astype(str) == "representation"]
+            if rows.empty:
+                raise UsageError(f"{side}: these results hold no representation classifier; "
+                                 f"name the rows to compare ({side}=[labels] or filters)")
+            return rows.to_dict("records")
+        if isinstance(chosen, Mapping):
+            return filter_rows(self.accuracy, chosen, where="the accuracy table",
+                               source=side).to_dict("records")
+        wanted = [chosen] if isinstance(chosen, str) else [str(c) for c in chosen]
+        by_label = {label(r): r for r in self.accuracy.to_dict("records")}
+        unknown = [w for w in wanted if w not in by_label]
+        if unknown or not wanted:
+            shown = ", ".join(list(by_label)[:30]) + (f" ... ({len(by_label)} in all)"
+                                                      if len(by_label) > 30 else "")
+            raise UsageError(f"{side}: {', '.join(map(repr, unknown)) or 'no row'} is not a "
+                             f"system row of these results; they hold {shown}")
+        return [by_label[w] for w in wanted]
+
+    def _correct(self, rows: Sequence[Mapping]) -> list[pd.Series]:
+        """Each row's correctness per item (indexed by item id)."""
+        keys = pd.MultiIndex.from_frame(self.items[list(KEYS)].astype(str))
+        out = []
+        for row in rows:
+            part = self.items[keys == tuple(str(row[k]) for k in KEYS)]
+            out.append(pd.Series(part["correct"].to_numpy(bool),
+                                 index=part["item"].astype(str)))
+        return out
+
+    def compare(self, other: "ProbeResults | None" = None, *, a: Any = None, b: Any = None,
+                names: Sequence[str] | None = None, n_boot: int | None = None,
+                seed: int | None = None, correction: str | None = None) -> pd.DataFrame:
+        """Classifier rows of these results against rows of ``other``, on the same items: the
+        accuracy difference with a paired bootstrap interval and McNemar's exact test
+        (:func:`ncprobe.ncc.stats.paired_test`), every test corrected as one family of its
+        own, ``"classifiers across runs: <name a> vs <name b>"``.
+
+        Args:
+            other: other NCC results, of the same items and data.
+            a, b: the rows of each side: default every representation classifier; a label or
+                a list of labels (``"glove-6b-50d all - nc all"``), or filters of the
+                accuracy table (``{"setting": "all", "level": "nc"}``).
+            names: what the two are called (their directories), for the family's name.
+            n_boot, seed, correction: the bootstrap and the correction (default: the runs'
+                shared options, else 1000, 0, holm).
+
+        Returns:
+            A tests table (:data:`ncprobe.ncc.stats.TESTS_COLUMNS`), one row per pair, the
+            items of each pair those both rows hold (sorted by id).
+
+        Raises:
+            UsageError: no other NCC results, results of different items or data, or a row
+                that is not there.
+        """
+        from ..stats import correct as correct_p_values
+        from .stats import paired_test
+
+        if not isinstance(other, NccResults):
+            raise UsageError("NCC results are compared with other NCC results (the classifiers "
+                             "of one run are already tested against the systems in its table "
+                             "tests)")
+        names = list(names or ["results 1", "results 2"])
+        check_same_items([self, other], names)
+        rows_a, rows_b = self._rows(a, "a"), other._rows(b, "b")
+        n_boot = self._option("n_boot", N_BOOT) if n_boot is None else n_boot
+        seed = self._option("seed", 0) if seed is None else seed
+        correction = check_correction(correction or self._option("correction", "holm"))
+        out = []
+        right_b = other._correct(rows_b)
+        for ra, ca in zip(rows_a, self._correct(rows_a), strict=True):
+            for rb, cb in zip(rows_b, right_b, strict=True):
+                both = sorted(set(ca.index) & set(cb.index))
+                test = paired_test(ca[both].to_numpy(bool), cb[both].to_numpy(bool),
+                                   int(n_boot), int(seed))
+                out.append({"a": label(ra), "b": label(rb), "kind_a": str(ra["kind"]),
+                            "kind_b": str(rb["kind"]), **test})
+        df = pd.DataFrame(out, columns=[c for c in TESTS_COLUMNS if c not in (
+            "p_corrected", "significant", "correction", "family", "family_size")])
+        p = df["p"].to_numpy(np.float64)
+        df["p_corrected"] = correct_p_values(p, correction)
+        df["significant"] = np.nan_to_num(df["p_corrected"].to_numpy(float), nan=np.inf) <= ALPHA
+        df["correction"] = correction
+        df["family"] = f"classifiers across runs: {names[0]} vs {names[1]}"
+        df["family_size"] = int((~np.isnan(p)).sum())
+        return df.astype({"n": np.int64, "a_only": np.int64, "b_only": np.int64,
+                          "significant": bool, "family_size": np.int64})
+
+    # --- on disk --------------------------------------------------------------------------------
+
+    def to_parquet(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Write the results directory ``path`` as one unit
+        (:func:`ncprobe.results.store.write_results`): refuses to replace anything that is
+        not a results directory, or another run's unless ``overwrite``."""
+        return store.write_results(self.tables, self.meta, path, overwrite=overwrite,
+                                   layout=LAYOUT)
+
+    @classmethod
+    def load(cls, path: str | Path, *, accept_edited: bool = False) -> "NccResults":
+        """Read a results directory written by :meth:`to_parquet`, verified (an edited table
+        or run.json is refused unless ``accept_edited``; another probe's results are a
+        UsageError; a run.json that does not describe the models of the tables a
+        DataError)."""
+        tables, runs = store.read_results(path, accept_edited=accept_edited, layout=LAYOUT)
+        _check_runs_cover(tables, runs, Path(path) / "run.json")
+        return cls(**tables, meta=runs)
+
+    @classmethod
+    def load_many(cls, paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = (),
+                  accept_edited: bool = False) -> "NccResults":
+        """Every results directory at or below ``paths`` (less those at or below
+        ``exclude``), loaded (:meth:`load`) and joined (:meth:`concat`)."""
+        found = store.find_results(paths)
+        if exclude:
+            found = store.drop_excluded(found, exclude, require_match=False)
+        return cls.concat([cls.load(d, accept_edited=accept_edited) for d in found],
+                          [str(d) for d in found])
+
+    @classmethod
+    def concat(cls, results: Sequence["NccResults"], names: Sequence[str] | None = None
+               ) -> "NccResults":
+        """Several results as one. The published rows and the gold ceiling, the same in every
+        run of the same data and options, are kept once; every model's rows are stacked
+        after them; each run's tests stay as they are (one family per run).
+
+        Raises:
+            UsageError: a model in two results (never pooled), results of different items or
+                data, or whose published or ceiling rows differ (other options: each is
+                reported on its own).
+        """
+        results = list(results)
+        if not results:
+            raise UsageError("no NCC results to join")
+        names = list(names or [f"results {i + 1}" for i in range(len(results))])
+        check_same_items(results, names)
+        seen: dict[str, str] = {}
+        for res, name in zip(results, names, strict=True):
+            for model in dict.fromkeys(res.models + res._own_systems()):
+                if model in seen:
+                    raise UsageError(f"model {model!r} is in both {seen[model]} and {name}: "
+                                     "two runs of one model are never pooled; leave one out "
+                                     "with --exclude")
+                seen[model] = name
+        first = results[0]
+        frames = {}
+        for table in NCC_TABLES:
+            parts = [first.tables[table]]
+            for res, name in zip(results[1:], names[1:], strict=True):
+                if table != "tests":
+                    _check_shared(first, res, table, names[0], name)
+                    df = res.tables[table]
+                    parts.append(df[~df["kind"].astype(str).isin(SHARED)])
+                else:
+                    parts.append(res.tables[table])
+            frames[table] = pd.concat(parts, ignore_index=True)
+        return cls(**frames, meta=[m for r in results for m in r.meta])
+
+    def _own_systems(self) -> list[str]:
+        """The models whose rows these results hold (representation and behaviour)."""
+        kinds = self.accuracy["kind"].astype(str)
+        return list(dict.fromkeys(self.accuracy.loc[~kinds.isin(SHARED), "system"].astype(str)))
+
+
+def _cell(row: Mapping, value: str, lo: str, hi: str) -> str:
+    if pd.isna(row[value]):
+        return "-"
+    text = f"{100 * row[value]:.1f}"
+    if pd.isna(row[lo]) or pd.isna(row[hi]):
+        return text
+    return f"{text} [{100 * row[lo]:.1f}, {100 * row[hi]:.1f}]"
+
+
+def _check_shared(first: NccResults, other: NccResults, table: str, name_a: str,
+                  name_b: str) -> None:
+    """Refuse to join results whose published or ceiling rows of ``table`` differ."""
+    def shared(res: NccResults) -> pd.DataFrame:
+        df = res.tables[table]
+        return df[df["kind"].astype(str).isin(SHARED)].reset_index(drop=True)
+
+    try:  # equal values; a table read from parquet and one computed may differ in dtype
+        pd.testing.assert_frame_equal(shared(first), shared(other), check_dtype=False)
+        return
+    except AssertionError:
+        pass
+    options = [f"{k} {first._option(k, None)!r} in {name_a}, {other._option(k, None)!r} in "
+               f"{name_b}" for k in _SHARED_OPTIONS
+               if first._option(k, None) != other._option(k, None)]
+    raise UsageError(f"{name_a} and {name_b} hold different published or gold-ceiling rows "
+                     f"(table {table})" + (f": the runs' options differ ({'; '.join(options)})"
+                                           if options else "")
+                     + ". Runs of other options are never shown in one table: report each on "
+                     "its own, or leave one out with --exclude")
+
+
+def check_same_items(results: Sequence[NccResults], names: Sequence[str]) -> None:
+    """Refuse to put NCC results of different items or data side by side: every one must hold
+    the same items (ids and gold classes) from data files of the same git blob ids.
+
+    Raises:
+        UsageError: naming both results and what differs.
+    """
+    def facts(res: NccResults) -> tuple[dict[str, str], dict[str, str]]:
+        items = res.items.drop_duplicates("item")
+        return (dict(zip(items["item"].astype(str), items["gold"].astype(str), strict=True)),
+                store.data_read(res.meta)[0])
+
+    first = facts(results[0])
+    for res, name in zip(results[1:], names[1:], strict=True):
+        items, data = facts(res)
+        diffs = []
+        if items != first[0]:
+            diffs.append(f"items: {len(first[0])} in {names[0]}, {len(items)} in {name} "
+                         f"({sum(first[0].get(i) == g for i, g in items.items())} with the "
+                         "same id and gold class)")
+        for rel in sorted(set(first[1]) & set(data)):
+            if first[1][rel] != data[rel]:
+                diffs.append(f"data file {rel}: git blob {first[1][rel]} in {names[0]}, "
+                             f"{data[rel]} in {name}")
+        if diffs:
+            raise UsageError(f"{names[0]} and {name} are NCC runs on different items or data: "
+                             + "; ".join(diffs) + ". They are never shown or tested together: "
+                             "report each on its own, or leave one out with --exclude")
+
+
+def _check_runs_cover(tables: Mapping[str, pd.DataFrame], runs: list[dict],
+                      meta_file: Path) -> None:
+    """Refuse a results directory whose ``run.json`` does not describe every model of its
+    tables (a run removed) or describes one model twice.
+
+    Raises:
+        DataError: naming ``run.json`` and the models (exit 3, a damaged results directory).
+    """
+    described = [str(m["config"]["model"]) for m in runs]
+    acc = tables["accuracy"]
+    held = list(dict.fromkeys(acc.loc[~acc["kind"].astype(str).isin(SHARED), "system"]
+                              .astype(str)))
+    missing = [m for m in held if m not in described]
+    twice = sorted({m for m in described if described.count(m) > 1})
+    problems = ([f"no run for the model(s) {', '.join(missing)} of its tables"] if missing
+                else []) + ([f"two runs of {', '.join(twice)}"] if twice else [])
+    if problems:
+        raise DataError("; ".join(problems) + ": the file was edited or damaged (each model "
+                        "of an NCC run is one run, with its options and data); recompute the "
+                        "results", file=str(meta_file))

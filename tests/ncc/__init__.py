@@ -1,0 +1,1 @@
+"""Tests of the SemanticQA NCC probe (``ncprobe.ncc``)."""
