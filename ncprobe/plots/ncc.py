@@ -137,7 +137,8 @@ def _row_text(row: Mapping, kind: str, layered: bool) -> str:
     if kind == "published":
         return f"{row['system']}, {row['setting']}"
     if kind == "representation":
-        what = str(row["measure"]) if str(row["setting"]) == "single" else "all measures"
+        what = (math_label(str(row["measure"])) if str(row["setting"]) == "single"
+                else "all measures")
         if layered:
             return f"layer {row['layer']}, {what}, level {row['level']}"
         return f"{what}, level {row['level']}"
