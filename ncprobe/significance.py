@@ -93,6 +93,15 @@ def _ceil_digits(p: float, digits: int = 2) -> float:
     return math.ceil(p * scale * (1.0 - 1e-12)) / scale
 
 
+def finite(x: object) -> bool:
+    """Whether ``x`` is a finite number (not None, NaN, infinite or text): what a table cell
+    needs before it is formatted as one."""
+    try:  # None, pd.NA and NaT cannot be floats; NaN and infinities are not finite
+        return x is not None and math.isfinite(float(x))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
 def p_text(p: float, bound: bool = False) -> str:
     """A p-value for display: three decimals, ``<0.001`` below 0.001, blank when undefined.
 
@@ -184,4 +193,4 @@ def warn_resolution(p_corrected: ArrayLike, bound: ArrayLike, *, rows: str,
 
 __all__ = ["ALPHA", "CORRECTIONS", "CORRECTION_NAMES", "Correction", "FINEST",
            "ResolutionWarning", "SHORT_CORRECTION_NAMES", "STARS_NOTE", "check_correction",
-           "correction_note", "p_text", "stars", "unresolved", "warn_resolution"]
+           "correction_note", "finite", "p_text", "stars", "unresolved", "warn_resolution"]

@@ -33,9 +33,9 @@ from .._version import VERSION
 from ..drawing import FORMATS, check_formats, figure_bytes
 from ..errors import NoData, UsageError
 from ..owned import MANIFEST, check_report_dir, write_owned
-from ..significance import CORRECTION_NAMES, STARS_NOTE, p_text, stars
+from ..significance import CORRECTION_NAMES, STARS_NOTE, finite, p_text, stars
 from . import CHANCE_ACCURACY, HUMAN_ACCURACY, KINDS, MAJORITY_ACCURACY, NCC_CLASSES
-from .stats import KEYS
+from .stats import KEYS, check_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -76,35 +76,22 @@ _NEEDED = ("items", "accuracy", "per_class", "tests", "confusion", "agreement")
 
 
 def _check(df: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
-    if not isinstance(df, pd.DataFrame):
-        raise UsageError(f"tables[{name!r}]: give the {name} table of NCC results (a "
-                         f"DataFrame), not a {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise UsageError(f"tables[{name!r}]: no column {', '.join(missing)}; give the {name} "
-                         "table of NCC results")
-    return df
+    return check_table(df, name, columns, where=f"tables[{name!r}]")
 
-
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and not pd.isna(x) and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
 
 
 def _pct(x: Any) -> str:
     """A fraction in percent, 1 decimal (the paper's precision); blank when undefined."""
-    return f"{float(x) * 100:.1f}" if _finite(x) else ""
+    return f"{float(x) * 100:.1f}" if finite(x) else ""
 
 
 def _with_interval(value: Any, lo: Any, hi: Any) -> str:
     text = _pct(value)
-    return f"{text} [{_pct(lo)}, {_pct(hi)}]" if text and _finite(lo) and _finite(hi) else text
+    return f"{text} [{_pct(lo)}, {_pct(hi)}]" if text and finite(lo) and finite(hi) else text
 
 
 def _signed(x: Any) -> str:
-    return f"{float(x) * 100:+.1f}" if _finite(x) else ""
+    return f"{float(x) * 100:+.1f}" if finite(x) else ""
 
 
 def in_kind_order(df: pd.DataFrame) -> pd.DataFrame:
@@ -141,7 +128,7 @@ def accuracy_table(accuracy: pd.DataFrame, per_class: pd.DataFrame | None = None
     shown = pd.DataFrame({
         "kind": accuracy["kind"].astype(str),
         **{k: accuracy[k].astype(str) for k in KEYS if k != "kind"},
-        "n": [str(int(n)) if _finite(n) else "" for n in accuracy["n"]],
+        "n": [str(int(n)) if finite(n) else "" for n in accuracy["n"]],
         "accuracy (%)": [_with_interval(*v) for v in zip(
             accuracy["accuracy"], accuracy["ci_low"], accuracy["ci_high"], strict=True)],
         "macro-F1 (%)": [_with_interval(*v) for v in zip(
@@ -188,7 +175,7 @@ def _families(tests: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
     out = []
     for name in dict.fromkeys(str(f) for f in tests["family"]):
         part = tests[tests["family"].astype(str) == name].reset_index(drop=True)
-        sizes = [int(x) for x in part["family_size"] if _finite(x)]
+        sizes = [int(x) for x in part["family_size"] if finite(x)]
         out.append((name, sizes[0] if sizes else int(part["p"].notna().sum()), part))
     return out
 
@@ -221,16 +208,16 @@ def tests_table(tests: pd.DataFrame) -> pd.DataFrame:
     tests = _check(tests, "tests", _TESTS)
     shown = pd.DataFrame({
         "A": tests["a"].astype(str), "B": tests["b"].astype(str),
-        "n": [str(int(n)) if _finite(n) else "" for n in tests["n"]],
+        "n": [str(int(n)) if finite(n) else "" for n in tests["n"]],
         "A (%)": [_pct(x) for x in tests["accuracy_a"]],
         "B (%)": [_pct(x) for x in tests["accuracy_b"]],
         "A - B [95% CI]": [
-            _signed(d) + (f" [{_signed(lo)}, {_signed(hi)}]" if _finite(lo) and _finite(hi)
+            _signed(d) + (f" [{_signed(lo)}, {_signed(hi)}]" if finite(lo) and finite(hi)
                           else "")
             for d, lo, hi in zip(tests["diff"], tests["diff_low"], tests["diff_high"],
                                  strict=True)],
-        "A only": [str(int(x)) if _finite(x) else "" for x in tests["a_only"]],
-        "B only": [str(int(x)) if _finite(x) else "" for x in tests["b_only"]],
+        "A only": [str(int(x)) if finite(x) else "" for x in tests["a_only"]],
+        "B only": [str(int(x)) if finite(x) else "" for x in tests["b_only"]],
         "p": [p_text(p) for p in tests["p"]],
         "p corrected": [p_text(p) for p in tests["p_corrected"]],
         "sig.": [stars(p) for p in tests["p_corrected"]],
@@ -342,8 +329,8 @@ def confusion_rows(accuracy: pd.DataFrame, limit: int = CONFUSION_PANELS
     best: dict[tuple[str, str], dict] = {}
     for row in ordered.to_dict("records"):
         at = (str(row["kind"]), str(row["system"]))
-        if at not in best or (_finite(row["accuracy"]) and (
-                not _finite(best[at]["accuracy"]) or row["accuracy"] > best[at]["accuracy"])):
+        if at not in best or (finite(row["accuracy"]) and (
+                not finite(best[at]["accuracy"]) or row["accuracy"] > best[at]["accuracy"])):
             best[at] = row
     return [_key(r) for r in best.values()][:MAX_CONFUSION_PANELS]
 

@@ -377,3 +377,20 @@ def tests_table(items: pd.DataFrame, *, family: str, n_boot: int = N_BOOT, seed:
     out["family_size"] = int((~np.isnan(p)).sum())
     return out.astype({"n": np.int64, "a_only": np.int64, "b_only": np.int64,
                        "significant": bool, "family_size": np.int64})
+
+
+def check_table(df: Any, name: str, columns: Sequence[str], *, where: str | None = None
+                ) -> pd.DataFrame:
+    """``df`` when it is a DataFrame with ``columns`` (NCC results' table ``name``); else a
+    UsageError, the message starting with ``where`` (default ``name``)."""
+    from ..errors import UsageError
+
+    where = where or name
+    if not isinstance(df, pd.DataFrame):
+        raise UsageError(f"{where}: give the {name} table of NCC results (a DataFrame), not a "
+                         f"{type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise UsageError(f"{where}: no column {', '.join(missing)}; give the {name} table of "
+                         "NCC results")
+    return df

@@ -36,7 +36,7 @@ from matplotlib.ticker import PercentFormatter
 
 from ..errors import NoData, UsageError
 from ..ncc import ANSWERS, CHANCE_ACCURACY, HUMAN_ACCURACY, KINDS, MAJORITY_ACCURACY, NCC_CLASSES
-from ..ncc.stats import KEYS, label
+from ..ncc.stats import KEYS, check_table, label
 from ..schema import LEVELS
 from ._style import add_legend, count_range, math_label, new_figure, style, suptitle
 
@@ -74,16 +74,6 @@ MAX_NAMED = 50
 _ACCURACY = (*KEYS, "n", "accuracy", "ci_low", "ci_high")
 _CONFUSION = (*KEYS, "gold", "predicted", "count")
 
-
-def _check(df, name: str, columns: Sequence[str]) -> pd.DataFrame:
-    if not isinstance(df, pd.DataFrame):
-        raise UsageError(f"{name}: give the {name} table of NCC results (a DataFrame), not a "
-                         f"{type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise UsageError(f"{name}: no column {', '.join(missing)}; give the {name} table of "
-                         "NCC results")
-    return df
 
 
 def _percent_axis(axis) -> None:
@@ -174,7 +164,7 @@ def plot_accuracy(accuracy: pd.DataFrame) -> Figure:
     Raises:
         UsageError: a table without the columns. NoData: no row.
     """
-    accuracy = _check(accuracy, "accuracy", _ACCURACY)
+    accuracy = check_table(accuracy, "accuracy", _ACCURACY)
     groups = _groups(accuracy)
     if not groups:
         raise NoData("no system row in the accuracy table")
@@ -234,7 +224,7 @@ def plot_layers(accuracy: pd.DataFrame) -> Figure:
     Raises:
         UsageError: a table without the columns. NoData: no model with several layer views.
     """
-    accuracy = _check(accuracy, "accuracy", _ACCURACY)
+    accuracy = check_table(accuracy, "accuracy", _ACCURACY)
     rows = accuracy[accuracy["kind"].astype(str) == "representation"]
     models = [m for m in dict.fromkeys(rows["system"].astype(str))
               if len(_layer_views(rows[rows["system"].astype(str) == m])) > 1]
@@ -321,8 +311,8 @@ def plot_confusion(confusion: pd.DataFrame, accuracy: pd.DataFrame,
         UsageError: a table without the columns, or a row given that ``accuracy`` lacks.
         NoData: no row to show.
     """
-    confusion = _check(confusion, "confusion", _CONFUSION)
-    accuracy = _check(accuracy, "accuracy", _ACCURACY)
+    confusion = check_table(confusion, "confusion", _CONFUSION)
+    accuracy = check_table(accuracy, "accuracy", _ACCURACY)
     by_key = {tuple(str(r[k]) for k in KEYS): r for r in accuracy.to_dict("records")}
     keys = list(by_key) if rows is None else [tuple(map(str, r)) for r in rows]
     unknown = [" ".join(k) for k in keys if k not in by_key]
@@ -389,7 +379,7 @@ def plot_agreement(agreement: pd.DataFrame, kinds: Mapping[str, str]) -> Figure:
         UsageError: a table without the columns, or a system column it lacks. NoData: no
             item or no system.
     """
-    agreement = _check(agreement, "agreement", ("item", "nc", "gold", "missed_by_all",
+    agreement = check_table(agreement, "agreement", ("item", "nc", "gold", "missed_by_all",
                                                 "only_representation", *kinds))
     systems = list(kinds)
     if agreement.empty or not systems:

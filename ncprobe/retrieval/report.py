@@ -35,7 +35,7 @@ from .._version import VERSION as __version__
 from ..drawing import FORMATS, check_formats, figure_bytes
 from ..errors import NoData, UsageError
 from ..owned import MANIFEST, check_report_dir, write_owned
-from ..significance import CORRECTION_NAMES, STARS_NOTE, p_text, stars
+from ..significance import CORRECTION_NAMES, STARS_NOTE, finite, p_text, stars
 from .queries import QUERY_MODES, USAGE_NAMES, check_table, mode_label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,12 +108,6 @@ def _check_usage(usage: str) -> str:
 # Table 2
 
 
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and not pd.isna(x) and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
-
 
 def _pct(x: float) -> str:
     """A fraction in percent, 2 decimals."""
@@ -130,13 +124,13 @@ class _Cell:
 
 
 def _cell(row: pd.Series | None, metric: str) -> _Cell:
-    if row is None or not _finite(row[metric]):
+    if row is None or not finite(row[metric]):
         return _Cell(MISSING, None, None)
     lo, hi = row[f"{metric}_lo"], row[f"{metric}_hi"]
-    interval = f"[{_pct(lo)}, {_pct(hi)}]" if _finite(lo) and _finite(hi) else None
+    interval = f"[{_pct(lo)}, {_pct(hi)}]" if finite(lo) and finite(hi) else None
     tmin, tmax = row[f"{metric}_min"], row[f"{metric}_max"]
     ties = None
-    if _finite(tmin) and _finite(tmax) and float(tmin) != float(tmax):
+    if finite(tmin) and finite(tmax) and float(tmin) != float(tmax):
         a, b = _pct(tmin), _pct(tmax)
         if a == b:  # ties move the figure by less than the shown decimals: say how little
             a, b = f"{float(tmin) * 100:.4f}", f"{float(tmax) * 100:.4f}"
@@ -317,7 +311,7 @@ def _check_tests(tests: Any) -> pd.DataFrame:
 
 
 def _signed(x: Any) -> str:
-    return f"{float(x) * 100:+.2f}" if _finite(x) else ""
+    return f"{float(x) * 100:+.2f}" if finite(x) else ""
 
 
 def _flags(tests: pd.DataFrame, column: str) -> list[bool]:
@@ -339,7 +333,7 @@ def _families(tests: pd.DataFrame) -> list[tuple[str, int]]:
     out = []
     for name in dict.fromkeys(str(f) for f in tests["family"]):
         rows = tests[tests["family"].astype(str) == name]
-        sizes = ([int(x) for x in rows["family_size"] if _finite(x)]
+        sizes = ([int(x) for x in rows["family_size"] if finite(x)]
                  if "family_size" in rows.columns else [])
         out.append((name, sizes[0] if sizes else int(rows["p"].notna().sum())))
     return out
@@ -369,10 +363,10 @@ def paired_tests_table(tests: pd.DataFrame) -> pd.DataFrame:
                                                      strict=True)],
         "queries": [str(u) for u in tests["usage"]],
         "metric": [METRICS.get(str(m), str(m)) for m in tests["metric"]],
-        "A (%)": [_pct(x) if _finite(x) else "" for x in tests["a"]],
-        "B (%)": [_pct(x) if _finite(x) else "" for x in tests["b"]],
+        "A (%)": [_pct(x) if finite(x) else "" for x in tests["a"]],
+        "B (%)": [_pct(x) if finite(x) else "" for x in tests["b"]],
         "A - B [95% CI]": [
-            _signed(d) + (f" [{_signed(lo)}, {_signed(hi)}]" if _finite(lo) and _finite(hi)
+            _signed(d) + (f" [{_signed(lo)}, {_signed(hi)}]" if finite(lo) and finite(hi)
                           else "")
             for d, lo, hi in zip(tests["diff"], tests["diff_lo"], tests["diff_hi"],
                                  strict=True)],
@@ -381,8 +375,8 @@ def paired_tests_table(tests: pd.DataFrame) -> pd.DataFrame:
                                                       strict=True)],
         "sig.": [stars(p, b) for p, b in zip(tests["p_corrected"], corrected_bound,
                                               strict=True)],
-        "n": [str(int(n)) if _finite(n) else "" for n in tests["n"]],
-        "idioms": [str(int(n)) if _finite(n) else "" for n in tests["n_idioms"]],
+        "n": [str(int(n)) if finite(n) else "" for n in tests["n"]],
+        "idioms": [str(int(n)) if finite(n) else "" for n in tests["n_idioms"]],
     }, dtype=object)
     shown.attrs["note"] = _tests_note(tests)
     return shown
@@ -492,8 +486,8 @@ def _check_meta(meta: Any) -> Mapping[str, Any]:
 def _counts(overall: pd.DataFrame, usage: str) -> str:
     """``(n = 1500 queries, 75 idioms)`` where every row of the usage says the same."""
     rows = overall[overall["usage"].astype(str) == usage]
-    n = {int(x) for x in rows["n"] if _finite(x)}
-    idioms = {int(x) for x in rows["n_idioms"] if _finite(x)}
+    n = {int(x) for x in rows["n"] if finite(x)}
+    idioms = {int(x) for x in rows["n_idioms"] if finite(x)}
     if len(n) != 1:
         return ""
     return f" (n = {n.pop()} queries" + (f", {idioms.pop()} idioms)" if len(idioms) == 1
