@@ -91,11 +91,14 @@ def child(args: argparse.Namespace) -> None:
                       "rows": len(res.cosines), "encoded": res.meta[0]["encoded"]}))
 
 
-def measure(tree: Path, dim: int, views: int, cache: Path, store_dtype: str) -> dict:
-    """Wall time and peak RSS of one child process running ``tree``'s ncprobe."""
+def measure(tree: Path, dim: int, views: int, cache: Path, store_dtype: str,
+            script: Path | None = None, extra: tuple[str, ...] = ()) -> dict:
+    """Wall time and peak RSS of one child process (``script --child``, default this one)
+    running ``tree``'s ncprobe; its last line of output is JSON, returned with them."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--dim", str(dim),
-           "--views", str(views), "--cache", str(cache), "--store-dtype", store_dtype]
+    cmd = [sys.executable, str((script or Path(__file__)).resolve()), "--child", "--dim",
+           str(dim), "--views", str(views), "--cache", str(cache), "--store-dtype",
+           store_dtype, *extra]
     with tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, cwd=tempfile.gettempdir(),

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import numbers
 import textwrap
 import typing
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields
-from typing import Any, Callable, Iterable, TypeGuard, TypeVar
+from typing import Any, Callable, Iterable, Mapping, TypeGuard, TypeVar
 
 from .data.stimuli import expand_contexts
+from .errors import UsageError
 
 # The languages, levels and the choices of RunConfig's options are the schema's vocabularies:
 # their types (an editor completes them) and the values checked at run time (check_choice).
@@ -83,6 +85,19 @@ def is_level(value: object) -> TypeGuard[Level]:
     return value in LEVELS
 
 
+def device_field() -> Any:
+    """The ``device`` field of a config that runs a model (``--device``): ``None``, the
+    model's default."""
+    return field(default=None, metadata={
+        "help": "cpu, cuda, cuda:1, mps (default: cuda if available)"})
+
+
+def dtype_field() -> Any:
+    """The ``dtype`` field of a config that runs a model (``--dtype``): ``None``, the
+    model's default."""
+    return field(default=None, metadata={"help": "float32 (CPU default), float16, bfloat16"})
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One run: model, data, pooling, statistics.
@@ -145,10 +160,8 @@ class RunConfig:
         "metavar": "SPEC",
         "help": "transformer layers: last4 (default), all, -1, 9+10+11+12, or comma lists of "
                 "views"})
-    device: str | None = field(default=None, metadata={
-        "help": "cpu, cuda, cuda:1, mps (default: cuda if available)"})
-    dtype: Dtype | None = field(default=None, metadata={
-        "help": "float32 (CPU default), float16, bfloat16"})
+    device: str | None = device_field()
+    dtype: Dtype | None = dtype_field()
     batch_size: int = field(default=32, metadata={
         "help": "sentences per forward pass (default %(default)s)"})
     batch_tokens: int | None = field(default=None, metadata={
@@ -278,6 +291,40 @@ def config_of(cls: type[C], config: C | None, options: dict[str, Any], *, caller
         raise TypeError(f"give either a {cls.__name__} or keyword options, not both (got "
                         f"{', '.join(given)} with the {cls.__name__})")
     return config
+
+
+def check_models(models: str | Iterable[str]) -> list[str]:
+    """The models of one run of a probe (a name, or several), checked in one place for every
+    probe's config: one named twice is refused (its runs would be pooled), and so is none.
+
+    Raises:
+        UsageError: ``model 'x' is named twice; ...`` (the first repeated), or ``no model
+            given``.
+    """
+    out: list[str] = []
+    for m in [models] if isinstance(models, str) else models:
+        if m in out:
+            raise UsageError(f"model {m!r} is named twice; each model is run once")
+        out.append(m)
+    if not out:
+        raise UsageError("no model given")
+    return out
+
+
+def check_counts(config: object, least: Mapping[str, int]) -> None:
+    """Refuse a count option of a probe's config that is not a whole number at least its
+    least (NaN, infinite, negative, fractional or not a number), in the order of ``least``
+    (option name -> its least value).
+
+    Raises:
+        UsageError: ``n_boot=-1 (--n-boot): give a whole number >= 0``.
+    """
+    for name, lowest in least.items():
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+                or value < lowest:
+            raise UsageError(f"{name}={value!r} (--{name.replace('_', '-')}): give a whole "
+                             f"number >= {lowest}")
 
 
 def document_fields(cls: type[C]) -> type[C]:

@@ -149,7 +149,7 @@ def compute(config: RunConfig | None = None, /, *, stimuli: Stimuli | None = Non
     with emb:
         # view_levels: a sentence-transformers model's own embedding has the sentence level
         # only; an encoder that does not say has its levels in every view
-        return analyse(stimuli, emb, cfg, model=encoder.name, view_names=_view_names(encoder),
+        return analyse(stimuli, emb, cfg, model=encoder.name, view_names=view_names(encoder),
                        levels=run_levels, meta=meta,
                        view_levels=getattr(encoder, "view_levels", None))
 
@@ -165,7 +165,9 @@ def _levels(cfg: RunConfig, encoder) -> tuple[Level, ...]:
     return tuple(cfg.levels)
 
 
-def _view_names(encoder) -> list[str]:
+def view_names(encoder) -> list[str]:
+    """The names of an encoder's views in results tables: its own ``view_names``, else each
+    view's layers joined by ``+``."""
     named = getattr(encoder, "view_names", None)
     if named:
         return list(named)

@@ -1,4 +1,5 @@
-"""The one engine that filters the rows of a results table by the values of its columns.
+"""The one engine that filters the rows of a results table by the values of its columns, and
+the one check that a table has the columns a reader needs (:func:`check_table`).
 
 Every selection of rows ncprobe makes goes through :func:`filter_rows`, in one of two modes:
 
@@ -29,13 +30,30 @@ import pandas as pd
 from .errors import UsageError
 from .schema import CONTEXT_GROUPS
 
-__all__ = ["Filter", "cannot_select_message", "filter_rows", "not_present_message",
-           "present_values", "wanted_values"]
+__all__ = ["Filter", "cannot_select_message", "check_table", "filter_rows",
+           "not_present_message", "present_values", "wanted_values"]
 
 #: A filter: one value, several, or ``None`` (every value).
 Filter = str | Sequence[str] | None
 #: How many of the values a table holds a message lists before it counts the rest.
 SHOWN_VALUES = 30
+
+
+def check_table(df: object, name: str, columns: Sequence[str], *, of: str,
+                where: str | None = None) -> pd.DataFrame:
+    """``df`` when it is a DataFrame with every column of ``columns``: the table ``name`` of
+    ``of`` (``NCC results``, ``a retrieval run``) that a figure, a report table or a
+    computation reads. Else a UsageError that starts with ``where`` (default ``name``) and
+    says what to give."""
+    where = where or name
+    if not isinstance(df, pd.DataFrame):
+        raise UsageError(f"{where}: give the {name} table of {of} (a DataFrame), not a "
+                         f"{type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise UsageError(f"{where}: no column {', '.join(missing)}; give the {name} table of "
+                         f"{of}")
+    return df
 
 
 def wanted_values(wanted: object) -> list[str]:

@@ -12,6 +12,8 @@ figures, the summary and ``ncprobe compare`` share, each written once.
   (:data:`SHORT_CORRECTION_NAMES`);
 * :func:`stars` and :data:`STARS_NOTE`, :func:`p_text`;
 * :func:`correction_note`, the footnote of a table or figure whose marks follow a correction;
+  :func:`families_of` and :func:`corrected_text`: a table of paired tests by its families
+  (each corrected on its own), and what its corrected p are, in words;
 * :class:`ResolutionWarning` and :func:`warn_resolution`: a resampling p-value is only as fine
   as its resamples (``1/(B+1)`` at best); where none of them was as extreme as the data, the
   p-value is a *bound* (the true p lies below it). Tables carry that as a ``p_bound`` column
@@ -33,6 +35,7 @@ from .errors import UsageError
 from .schema import CORRECTIONS, Correction
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
     from numpy.typing import ArrayLike
 
 #: Cells with p <= ALPHA are significant (tables show the others as "-").
@@ -81,6 +84,38 @@ def correction_note(method: str, n: int, what: str = "cells of this table") -> s
     if method == "none":
         return f"- : p > {ALPHA}, not corrected for the {n} {what} (as in the study)"
     return f"- : {CORRECTION_NAMES[method]} p > {ALPHA} across the {n} {what} (one family)"
+
+
+def families_of(tests: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
+    """A table of paired tests split into its families (each corrected on its own), in the
+    table's order: each family's name, its size (``family_size``, else the rows with a p)
+    and its rows. A table without a ``family`` column is one family, ``every test of this
+    table (family not recorded)``; an empty table has none."""
+    if "family" not in tests.columns:
+        return ([("every test of this table (family not recorded)",
+                  int(tests["p"].notna().sum()), tests)] if len(tests) else [])
+    out = []
+    for name in dict.fromkeys(str(f) for f in tests["family"]):
+        part = tests[tests["family"].astype(str) == name].reset_index(drop=True)
+        sizes = ([int(x) for x in part["family_size"] if finite(x)]
+                 if "family_size" in part.columns else [])
+        out.append((name, sizes[0] if sizes else int(part["p"].notna().sum()), part))
+    return out
+
+
+def corrected_text(tests: pd.DataFrame) -> str:
+    """What the corrected p of a table of paired tests are, in words: each correction
+    (``Holm-corrected (holm)``; ``not recorded`` without a ``correction`` column), then its
+    families with their sizes (``one family: run glove (6 tests)``, or ``2 families, each
+    corrected on its own: ...``)."""
+    corrections = (", ".join(dict.fromkeys(
+        f"{CORRECTION_NAMES.get(str(c), str(c))} ({c})" for c in tests["correction"]))
+        if "correction" in tests else "not recorded")
+    families = families_of(tests)
+    within = ("one family: " if len(families) == 1 else
+              f"{len(families)} families, each corrected on its own: ") + "; ".join(
+        f"{name} ({n} test{'s' if n != 1 else ''})" for name, n, _ in families)
+    return f"{corrections}, {within}"
 
 
 def _ceil_digits(p: float, digits: int = 2) -> float:

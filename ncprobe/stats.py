@@ -55,10 +55,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -307,6 +308,25 @@ def _family_factor(m: int, method: str) -> int:
     return 1 if method == "none" else max(1, m)
 
 
+def correct_tests(tests: pd.DataFrame, method: Correction, family: str
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """A table of paired resampling tests (``p``, each with its ``p_bound``) corrected as one
+    family (:func:`correct_bounded`). ``tests`` gains ``p_corrected``, ``p_corrected_bound``,
+    ``significant`` (corrected p at most :data:`~ncprobe.significance.ALPHA`; NaN: not),
+    ``correction`` (``method``), ``family`` and ``family_size`` (the tests with a p); the
+    corrected p and their bound flags are returned (for
+    :func:`~ncprobe.significance.warn_resolution`)."""
+    corrected, corrected_bound = correct_bounded(tests["p"].to_numpy(dtype=np.float64),
+                                                 tests["p_bound"].to_numpy(dtype=bool), method)
+    tests["p_corrected"] = corrected
+    tests["p_corrected_bound"] = corrected_bound
+    tests["significant"] = np.asarray(corrected <= ALPHA, dtype=bool)  # NaN: False
+    tests["correction"] = method
+    tests["family"] = family
+    tests["family_size"] = int(tests["p"].notna().sum())
+    return corrected, corrected_bound
+
+
 def resamples_for(m: int, method: str = "holm", *, per: int = 1, finest: float = FINEST
                   ) -> int:
     """The resamples ``B`` whose least p, ``per / (B + 1)`` (``per`` 1: a sign-flip or
@@ -377,22 +397,25 @@ class SignFlip:
 _CHUNK = 1 << 21
 
 
-def _pattern_chunks(k: int, n_flips: int, seed: int, exact: bool):
-    """``(rows, k)`` float sign matrices, every pattern of ``k`` signs (``exact``) or
-    ``n_flips`` random ones from ``default_rng([seed, 1])``, in chunks of at most
-    :data:`_CHUNK` elements (the chunking is fixed by ``k``: the same seed gives the same
-    patterns)."""
-    rows = max(1, _CHUNK // max(k, 1))
-    total = 2 ** k if exact else n_flips
+def subset_chunks(k: int, n: int, seed: Sequence[int], *, exact: bool, chunk: int
+                  ) -> Iterator[np.ndarray]:
+    """Subsets of ``k`` clusters as ``(rows, k)`` 0/1 float matrices: every subset
+    (``exact``: the binary digits of 0 ... 2^k - 1, in order) or ``n`` random ones from
+    ``default_rng(seed)``, in chunks of at most ``chunk`` elements. The chunking is fixed by
+    ``k`` and ``chunk``, so the same seed gives the same subsets whatever else is tested
+    beside: the sign patterns of :func:`sign_flip` (``1 - 2 x``) and the swaps of a cluster
+    permutation test (:func:`ncprobe.astitch.stats.paired_tests`)."""
+    rows = max(1, chunk // max(k, 1))
+    total = 2 ** k if exact else n
     shifts = np.arange(k, dtype=np.int64)
-    rng = None if exact else np.random.default_rng([seed, 1])
+    rng = None if exact else np.random.default_rng(list(seed))
     for start in range(0, total, rows):
         size = min(rows, total - start)
         if rng is None:
             bits = (np.arange(start, start + size, dtype=np.int64)[:, None] >> shifts) & 1
         else:
             bits = rng.integers(0, 2, size=(size, k), dtype=np.int8)
-        yield 1.0 - 2.0 * bits.astype(np.float64)
+        yield bits.astype(np.float64)
 
 
 def sign_flip(sums: Sequence[ArrayLike], n_flips: int, *, seed: int = 0) -> list[SignFlip]:
@@ -437,7 +460,8 @@ def sign_flip(sums: Sequence[ArrayLike], n_flips: int, *, seed: int = 0) -> list
         tol = 1e-9 * np.abs(d).sum(axis=0) + 1e-12
         exact = 2 ** k <= n_flips
         extreme = np.zeros(d.shape[1], dtype=np.int64)
-        for signs in _pattern_chunks(k, n_flips, seed, exact):
+        for bits in subset_chunks(k, n_flips, [seed, 1], exact=exact, chunk=_CHUNK):
+            signs = 1.0 - 2.0 * bits
             extreme += (np.abs(signs @ d) >= observed - tol).sum(axis=0)
         # exact: the share of every pattern; random: with the observed sample counted once
         p = np.asarray(extreme / 2.0 ** k if exact else (1.0 + extreme) / (1.0 + n_flips),
@@ -676,3 +700,14 @@ def class_tests(values: ArrayLike, classes: ArrayLike | Sequence[str | None], *,
         mw & (correct_method != "none"), int(np.count_nonzero(mw & defined)),
         defined.astype(np.int64)).astype(np.int64)
     return out
+
+
+def one_blas_thread() -> AbstractContextManager[Any]:
+    """BLAS limited to one thread while small products run (a bootstrap table's thousand
+    resamples by a few hundred items; a linear probe's L-BFGS steps on a few thousand rows):
+    too small for threads to pay off, and on a busy machine threads made them several times
+    slower. A computation run under it gives the same numbers in a worker process, which
+    joblib also limits to one thread."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")

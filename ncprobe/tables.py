@@ -11,7 +11,8 @@ p-values of the table, and ``-`` otherwise; :func:`caption` adds what the "-" me
 table's caption. Empty cells (a measure a run does not have) are blank. :data:`TABLES`
 maps the table names (:data:`ncprobe.schema.PAPER_TABLES`) to the builders, in the order of
 method §4;
-:func:`to_markdown` and :func:`to_latex` render any of them. Column headers, level and
+:func:`to_markdown` and :func:`to_latex` render any of them (:func:`families_markdown`: a
+probe's paired tests, family by family). Column headers, level and
 condition labels are those of :mod:`ncprobe.schema`.
 
 Nothing here computes a statistic beyond the correction of a table's own family of
@@ -349,6 +350,22 @@ def to_markdown(df: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
     return "\n".join(lines) + "\n"
+
+
+def families_markdown(tests: pd.DataFrame, table: Callable[[pd.DataFrame], pd.DataFrame],
+                      note: str) -> str:
+    """A table of paired tests as Markdown, ``table`` making each shown table of its rows,
+    and ``note`` last: one table, or one per family when there are several
+    (:func:`ncprobe.significance.families_of`), each under a line naming it and its size."""
+    from .significance import families_of
+
+    parts = families_of(tests)
+    if len(parts) == 1:
+        body = to_markdown(table(tests))
+    else:
+        body = "\n".join(f"**Family: {name}** ({n} tests, corrected together)\n\n"
+                         + to_markdown(table(part)) for name, n, part in parts)
+    return body + f"\n{note}.\n"
 
 
 #: LaTeX text-mode escapes: the ten special characters, plus "|", "<" and ">" (which print as

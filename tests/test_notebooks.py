@@ -20,7 +20,7 @@ EXPECTED = ["01_quickstart.ipynb", "02_reproduce_figures.ipynb",
             "03_your_own_minimal_pairs.ipynb", "04_stimuli.ipynb",
             "05_standardisation_and_rogue_dimensions.ipynb", "06_layers_portuguese.ipynb",
             "07_probing_your_own_compounds.ipynb", "08_retrieval_idiolink.ipynb",
-            "09_ncc_semanticqa.ipynb"]
+            "09_ncc_semanticqa.ipynb", "10_astitch_token_level.ipynb"]
 
 
 def test_the_notebooks_exist_and_the_readme_lists_them():
@@ -87,6 +87,13 @@ def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
         assert sum(len(_images(c)) for c in code) == 2
         paper = next(c for c in code if "PAPER = {" in c.source)
         assert "largest difference from the paper: 0.1 points over 20 rows" in _text(paper)
+    if path.name == "10_astitch_token_level.ipynb":
+        # the two figures; the summary of MiniLM with its control task, and no zero-shot
+        # setting (its training split left out of the run)
+        assert sum(len(_images(c)) for c in code) == 2
+        summary = _text(next(c for c in code if "print(res.summary())" in c.source))
+        assert "minilm" in summary and "control task" in summary
+        assert "one-shot" in summary and "few-shot" in summary and "zero-shot" not in summary
     if path.name == "06_layers_portuguese.ipynb":
         views = next(c for c in code if 'res.cosines["layers"].unique()' in c.source)
         assert _text(views).strip() == "['0', '1', '2', '3']"  # tiny BERT, layers="all"

@@ -119,8 +119,9 @@ def test_enclosing_results_is_the_nearest_directory_holding_run_json(tmp_path):
 
 
 def test_the_retrieval_report_does_not_import_the_ncimp_report():
-    """Ownership comes from ncprobe.owned, figures' files from ncprobe.drawing: the retrieval
-    report imports no module of the NCIMP report (nor the other way round)."""
+    """Ownership comes from ncprobe.owned, figures' files from ncprobe.drawing (through
+    ncprobe.report_files): the retrieval report imports no module of the NCIMP report (nor the
+    other way round)."""
     import ncprobe.report
     import ncprobe.retrieval.report
 
@@ -137,7 +138,11 @@ def test_the_retrieval_report_does_not_import_the_ncimp_report():
     assert not {"..report", "ncprobe.report"} & imported(ncprobe.retrieval.report)
     assert not {".retrieval.report", "ncprobe.retrieval.report", ".retrieval"} \
         & imported(ncprobe.report)
-    assert "..owned" in imported(ncprobe.retrieval.report)
+    # ownership comes from ncprobe.owned, through the one writer of every probe's report files
+    import ncprobe.report_files
+
+    assert "..report_files" in imported(ncprobe.retrieval.report)
+    assert ".owned" in imported(ncprobe.report_files)
 
 
 @pytest.mark.parametrize("case", ["report", "results"])

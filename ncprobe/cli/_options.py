@@ -1,4 +1,5 @@
-"""Options shared by several commands, and the run options made from a config class.
+"""Options shared by several commands, the run options made from a config class, and the run
+of a probe from them (:func:`probe_run_options`, :func:`run_probe`).
 
 :func:`config_options` adds one option per field of a config class (:class:`RunConfig`:
 ``compute`` takes them all, ``reproduce`` those in :data:`REPRODUCE_OPTIONS`;
@@ -10,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import types
 import typing
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from ..config import RunConfig, field_default
 from ..errors import UsageError
@@ -128,6 +130,64 @@ def _shown(value) -> str:
     nothing as ``''``."""
     text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
     return text or "''"
+
+
+#: ``--overwrite`` of the probes' run commands.
+OVERWRITE_RUN = ("replace a results directory that holds a different run; one that is not "
+                 "ncprobe's never")
+
+
+def results_options(p: argparse.ArgumentParser, *, out_help: str, json_help: str,
+                    overwrite_help: str = OVERWRITE_RUN) -> None:
+    """``--out``, ``--overwrite`` and ``--json`` of a command that runs a probe, each with
+    the command's own help (argparse help texts: ``%%`` for a percent sign): where its
+    results directory goes (``out_help``, naming the default), what replacing one means
+    (``overwrite_help``), what ``--json`` prints instead of the summary (``json_help``)."""
+    p.add_argument("--out", metavar="DIR", help=out_help)
+    p.add_argument("--overwrite", action="store_true", help=overwrite_help)
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
+def print_results(res, args: argparse.Namespace) -> None:
+    """A run's results on stdout: its JSON rows with ``--json``, else its summary unless
+    ``--quiet``."""
+    if args.json:
+        print(json.dumps(res.json_rows(), indent=1, ensure_ascii=False))
+    elif not args.quiet:
+        print(res.summary())
+
+
+def probe_run_options(p: argparse.ArgumentParser, config: type, *, out_help: str,
+                      json_help: str,
+                      more: Callable[[argparse.ArgumentParser], None] | None = None) -> None:
+    """The options of ``ncprobe run PROBE`` of a probe that encodes through the cache and
+    writes one results directory (NCC, AStitch; :func:`run_probe` runs it): the fields of
+    ``config`` (:func:`config_options`), ``--out``, ``--overwrite`` and ``--json``
+    (:func:`results_options`), ``--data-dir``, ``--no-cache`` and ``--cache-dir``, the
+    probe's own options (``more`` adds them), ``--quiet``."""
+    config_options(p, config)
+    results_options(p, out_help=out_help, json_help=json_help)
+    data_dir_option(p)
+    cache_options(p)
+    if more is not None:
+        more(p)
+    p.add_argument("--quiet", action="store_true", help="no progress, no summary")
+
+
+def run_probe(args: argparse.Namespace, config: type, run: Callable[..., Any],
+              run_dir: Callable[[Any], Any], **options: Any) -> int:
+    """Run a probe from the options of :func:`probe_run_options`: the ``config`` of the
+    options (:func:`config_from_args`) run by ``run`` (with ``options``) into ``--out``
+    (default ``run_dir(config)``), its summary or JSON rows printed (:func:`print_results`),
+    where the results went on stderr; the exit code."""
+    cfg = config_from_args(args, config)
+    out = args.out or str(run_dir(cfg))
+    res = run(cfg, out=out, overwrite=args.overwrite, data_dir=args.data_dir,
+              cache=not args.no_cache, cache_dir=args.cache_dir, progress=not args.quiet,
+              on_step=None if args.quiet else say, **options)
+    print_results(res, args)
+    print(f"results written to {out}", file=sys.stderr)
+    return 0
 
 
 def data_dir_option(p: argparse.ArgumentParser) -> None:

@@ -1,15 +1,22 @@
-"""``ncprobe compare``: do two runs' (or two conditions') rho with the gold differ?"""
+"""``ncprobe compare``: do two runs' (or two conditions') rho with the gold differ? And the
+comparison of two sides of another probe's results (:func:`compare_probe_runs`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..errors import UsageError
 from ..schema import CORRECTIONS
 from ._argtypes import count, positive_int
 from ._options import accept_edited_option, exclude_option
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..probes.base import ProbeResults
 
 
 def add_compare_parser(sub, config: type) -> argparse.ArgumentParser:
@@ -64,8 +71,6 @@ def add_compare_parser(sub, config: type) -> argparse.ArgumentParser:
 
 
 def run_compare(args: argparse.Namespace, config: type) -> int:
-    from pathlib import Path
-
     from ..comparison import check_comparison_out
 
     out = Path(args.out) if args.out else None
@@ -122,6 +127,59 @@ def compare_ncimp(args: argparse.Namespace, out) -> int:
         title = "Differences of Spearman's rho with the gold score (ncprobe compare)"
         write_comparison(out, df, markdown=f"{title}\n\n{text}",
                          latex=tables.to_latex(shown, f"{title}. {note}"),
+                         overwrite=args.overwrite)
+        print(f"written to {out}", file=sys.stderr)
+    return 0
+
+
+def compare_probe_runs(args: argparse.Namespace, out: Path | None,
+                       results_class: type[ProbeResults], *,
+                       what: str, how: str, within: str, title: str,
+                       markdown: Callable[[pd.DataFrame], str],
+                       latex: Callable[[pd.DataFrame, str], str],
+                       load: Mapping[str, Any] | None = None,
+                       options: Mapping[str, Any] | None = None,
+                       latex_edited: bool = False) -> int:
+    """``ncprobe compare A B`` of two sides of a probe's results: each side's directories
+    read and joined (``results_class.load_many``), the sides compared (its ``compare``, with
+    ``--n-boot``, ``--seed`` and ``--correct``), the tests printed as Markdown (results read
+    although edited said first) and, with ``--out``, written (:func:`ncprobe.comparison.
+    write_comparison`, under ``title``).
+
+    Args:
+        args, out: the command's options and its ``--out`` (checked).
+        results_class: the probe's results class.
+        what: its results in words (``NCC results``), in the refusals.
+        how: how they are compared (``classifier against classifier``), in the refusal of
+            ``--a``/``--b``.
+        within: what one run already holds (``the classifiers of one run are already tested
+            ...``), in the refusal of one side.
+        title: the title of the ``--out`` file.
+        markdown, latex: the tests table as Markdown, and as LaTeX under a caption.
+        load, options: more keywords of ``load_many`` and of ``compare``.
+        latex_edited: the LaTeX file says the edited results first too (comments).
+
+    Raises:
+        UsageError: ``--a``/``--b`` given (NCIMP's), or one side only.
+    """
+    from ..comparison import write_comparison
+
+    if args.select_a or args.select_b:
+        raise UsageError(f"--a/--b select rows of NCIMP results; {what} are compared {how}")
+    if not args.results_b:
+        raise UsageError(f"{what}: give two sides (RESULTS_A RESULTS_B); {within}")
+    a, b = (results_class.load_many([side], exclude=args.exclude,
+                                    accept_edited=args.accept_edited_results, **(load or {}))
+            for side in (args.results_a, args.results_b))
+    df = a.compare(b, names=[args.results_a, args.results_b], n_boot=args.n_boot,
+                   seed=args.seed, correction=args.correct, **(options or {}))
+    edited = a.edited_lines() + b.edited_lines()
+    # results read although edited: said first, where it cannot be missed
+    text = "".join(f"{line}\n\n" for line in edited) + markdown(df)
+    print(text, end="" if text.endswith("\n") else "\n")
+    if out is not None:
+        said = "".join(f"% {line}\n" for line in edited) if latex_edited else ""
+        write_comparison(out, df, markdown=f"{title}\n\n{text}", latex=said + latex(df, title),
                          overwrite=args.overwrite)
         print(f"written to {out}", file=sys.stderr)
     return 0

@@ -5,10 +5,17 @@ to the command line."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from ._options import cache_options, config_from_args, config_options, data_dir_option, say
+from ._options import (
+    cache_options,
+    config_from_args,
+    config_options,
+    data_dir_option,
+    print_results,
+    results_options,
+    say,
+)
 
 
 def add_retrieve_arguments(p: argparse.ArgumentParser, config: type | None = None) -> None:
@@ -17,14 +24,9 @@ def add_retrieve_arguments(p: argparse.ArgumentParser, config: type | None = Non
     is printed, the data and the cache) where ``--help`` has always had them."""
     config = _retrieval_config(config)
     config_options(p, config, stop="n_boot")
-    p.add_argument("--out", metavar="DIR",
-                   help="results directory (default: results/idiolink-<split>-<models>)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace a results directory that holds a different run; one that is "
-                   "not ncprobe's never")
-    p.add_argument("--json", action="store_true",
-                   help="print the overall rows as JSON (model, mode, usage, r_precision, "
-                   "ndcg@10 as fractions, n, intervals, tie ranges) instead of the summary")
+    results_options(p, out_help="results directory (default: results/idiolink-<split>-<models>)",
+                    json_help="print the overall rows as JSON (model, mode, usage, r_precision, "
+                    "ndcg@10 as fractions, n, intervals, tie ranges) instead of the summary")
     config_options(p, config, start="n_boot", stop="accept_modified_data")
     data_dir_option(p)
     config_options(p, config, start="accept_modified_data")
@@ -53,10 +55,7 @@ def run_retrieve(args: argparse.Namespace, config: type | None = None) -> int:
     res = retrieve(cfg, data_dir=args.data_dir, out=out, overwrite=args.overwrite,
                    cache_dir=args.cache_dir, use_cache=not args.no_cache,
                    progress=not args.quiet, on_step=None if args.quiet else say)
-    if args.json:
-        print(json.dumps(res.json_rows(), indent=1, ensure_ascii=False))
-    elif not args.quiet:
-        print(res.summary())
+    print_results(res, args)
     encoded = [f"{m['config']['model']} {m['encoded']}" for m in res.meta if "encoded" in m]
     if encoded:
         print("texts encoded now (the others read from the embedding cache): "

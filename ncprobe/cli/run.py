@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 
@@ -19,6 +18,7 @@ from ._options import (
     data_dir_option,
     exclude_option,
     jobs_option,
+    print_results,
     say,
     table_options,
 )
@@ -132,10 +132,7 @@ def run_compute(args: argparse.Namespace, config: type) -> int:
                       allow_pickle=args.allow_pickle,
                       allow_gensim_downloader=args.allow_gensim_downloader)
     path = res.to_parquet(out, overwrite=args.overwrite)
-    if args.json:
-        print(json.dumps(res.json_rows(), indent=1, ensure_ascii=False))
-    elif not args.quiet:
-        print(res.summary())
+    print_results(res, args)
     run = res.meta[0]  # how this computation went: not part of the results (RUN_LOG_KEYS)
     print(f"{run['encoded']} of {run['unique']} unique items encoded now, the others read "
           "from the embedding cache", file=sys.stderr)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .._io import safe_name
-from ..config import document_fields
+from ..config import check_counts, check_models, device_field, document_fields, dtype_field
 from ..errors import UsageError
 from ..schema import Correction, Dtype
 from ..significance import check_correction
@@ -69,10 +69,8 @@ class NccConfig:
         "metavar": "C",
         "help": "inverse regularisation strength C of the all-measure logistic regression, "
                 "fixed in advance (default %(default)s)"})
-    device: str | None = field(default=None, metadata={
-        "help": "cpu, cuda, cuda:1, mps (default: cuda if available)"})
-    dtype: Dtype | None = field(default=None, metadata={
-        "help": "float32 (CPU default), float16, bfloat16"})
+    device: str | None = device_field()
+    dtype: Dtype | None = dtype_field()
     batch_size: int = field(default=32, metadata={
         "metavar": "N", "type": "positive_int",
         "help": "sentences (prompts) per forward pass (default %(default)s)"})
@@ -82,20 +80,8 @@ class NccConfig:
                 "and recorded in run.json"})
 
     def __post_init__(self) -> None:
-        models = [self.models] if isinstance(self.models, str) else list(self.models)
-        if not models:
-            raise UsageError("no model given")
-        twice = sorted({m for m in models if models.count(m) > 1})
-        if twice:
-            raise UsageError(f"model {twice[0]!r} is named twice; each model is run once")
-        object.__setattr__(self, "models", tuple(models))
-        for name, least in (("folds", 2), ("repeats", 1), ("n_boot", 0), ("seed", 0),
-                            ("batch_size", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
-                    or value < least:
-                raise UsageError(f"{name}={value!r} (--{name.replace('_', '-')}): give a whole "
-                                 f"number >= {least}")
+        object.__setattr__(self, "models", tuple(check_models(self.models)))
+        check_counts(self, {"folds": 2, "repeats": 1, "n_boot": 0, "seed": 0, "batch_size": 1})
         c = self.regularisation
         if isinstance(c, bool) or not isinstance(c, numbers.Real) or not math.isfinite(c) \
                 or c <= 0:

@@ -53,16 +53,12 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
         device not there, not a causal LM with ``behaviour``).
     """
     from ..data.semanticqa import load_ncc, ncc_stimuli
+    from ..results.store import model_runs
     from .results import NccResults
 
     cfg = config_of(NccConfig, config, options, caller="run_ncc")
     say = on_step or _silent
-    runs = {m: _run_config(cfg, m) for m in cfg.models}
-    if out is not None:
-        from ..results.store import check_target, check_writable
-
-        check_target(out, [{"config": run} for run in runs.values()], overwrite=overwrite)
-        check_writable(out)
+    runs = model_runs(cfg, out, overwrite=overwrite)
     # every model is checked before any work, from its config alone (weights load on the
     # first encode): an unknown model, a layer it lacks, a device not there or (behaviour) a
     # model that cannot answer is refused now, not after the models before it were computed
@@ -129,14 +125,6 @@ def _check_folds(folds: int, counts: dict[str, int]) -> None:
         raise UsageError(f"folds={folds} (--folds): stratified cross-validation puts an item "
                          f"of each class in every fold, and the smallest class ({cls}) has "
                          f"{smallest} items: give --folds from 2 to {smallest}")
-
-
-def _run_config(cfg: NccConfig, model: str) -> dict:
-    """What ``run.json`` records of one model's run: the model and every option."""
-    from dataclasses import asdict
-
-    options = {k: v for k, v in asdict(cfg).items() if k != "models"}
-    return {"model": model, **options}
 
 
 def _published_rows(system, items) -> pd.DataFrame:

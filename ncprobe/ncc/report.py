@@ -10,10 +10,10 @@ system gets right, the figures and an index.
 * :func:`items_table` (:func:`items_markdown`, :func:`items_latex`): the items every system
   misses and those only the representation gets right, from the results' per-item agreement;
 * :func:`write_ncc_report`: all of it, and the figures of :mod:`ncprobe.plots.ncc`, into one
-  directory with a ``README.md`` index, as ncprobe's own files (the ownership manifest,
-  atomic writes, refusal to replace a file ncprobe did not write, resuming after an
-  interruption: :func:`ncprobe.owned.write_owned`; figures saved by
-  :func:`ncprobe.drawing.figure_bytes`, so that the same tables give the same bytes).
+  directory with a ``README.md`` index, as ncprobe's own files, as every probe's report
+  (:func:`ncprobe.report_files.write_probe_report`: the ownership manifest, atomic writes,
+  refusal to replace a file ncprobe did not write, resuming after an interruption; the same
+  tables give the same bytes).
 
 Nothing is computed here: the tables come as a mapping of DataFrames (the tables of
 :class:`~ncprobe.ncc.results.NccResults` and its ``agreement``), plus the runs' metadata.
@@ -21,24 +21,30 @@ Nothing is computed here: the tables come as a mapping of DataFrames (the tables
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
 from .._version import VERSION
-from ..drawing import FORMATS, check_formats, figure_bytes
-from ..errors import NoData, UsageError
-from ..owned import MANIFEST, check_report_dir, write_owned
-from ..significance import CORRECTION_NAMES, STARS_NOTE, finite, p_text, stars
+from ..errors import UsageError
+from ..query import check_table
+from ..report_files import (
+    check_report_args,
+    check_report_meta,
+    figure_lines,
+    meta_lines,
+    write_probe_report,
+)
+from ..significance import STARS_NOTE, corrected_text, families_of, finite, p_text, stars
 from . import CHANCE_ACCURACY, HUMAN_ACCURACY, KINDS, MAJORITY_ACCURACY, NCC_CLASSES
-from .stats import KEYS, check_table
+from .stats import KEYS
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
+
+    from ..report_files import Drawn
 
 __all__ = ["KIND", "LABEL", "accuracy_latex", "accuracy_markdown", "accuracy_table",
            "confusion_rows", "in_kind_order", "items_latex", "items_markdown", "items_table",
@@ -76,7 +82,7 @@ _NEEDED = ("items", "accuracy", "per_class", "tests", "confusion", "agreement")
 
 
 def _check(df: Any, name: str, columns: Sequence[str]) -> pd.DataFrame:
-    return check_table(df, name, columns, where=f"tables[{name!r}]")
+    return check_table(df, name, columns, of="NCC results", where=f"tables[{name!r}]")
 
 
 
@@ -170,29 +176,13 @@ def accuracy_latex(accuracy: pd.DataFrame, per_class: pd.DataFrame | None = None
 # the paired tests
 
 
-def _families(tests: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
-    """The table split into its families (corrected apart), in order, each with its size."""
-    out = []
-    for name in dict.fromkeys(str(f) for f in tests["family"]):
-        part = tests[tests["family"].astype(str) == name].reset_index(drop=True)
-        sizes = [int(x) for x in part["family_size"] if finite(x)]
-        out.append((name, sizes[0] if sizes else int(part["p"].notna().sum()), part))
-    return out
-
-
 def _tests_note(tests: pd.DataFrame) -> str:
     if tests.empty:
         return "no paired tests in these results"
-    corrections = ", ".join(dict.fromkeys(
-        f"{CORRECTION_NAMES.get(str(c), str(c))} ({c})" for c in tests["correction"]))
-    families = _families(tests)
-    within = ("one family: " if len(families) == 1 else
-              f"{len(families)} families, each corrected on its own: ") + "; ".join(
-        f"{name} ({n} test{'s' if n != 1 else ''})" for name, n, _ in families)
     return ("A and B on the items both hold (n: the items of B's file); A - B in percentage "
             "points with its 95% paired bootstrap interval over items; A only / B only: the "
             "discordant items; p: exact McNemar test (two-sided binomial test of A only "
-            f"against A only + B only); p corrected: {corrections}, {within}; sig.: "
+            f"against A only + B only); p corrected: {corrected_text(tests)}; sig.: "
             f"{STARS_NOTE} (corrected p)")
 
 
@@ -229,19 +219,12 @@ def tests_table(tests: pd.DataFrame) -> pd.DataFrame:
 def tests_markdown(tests: pd.DataFrame) -> str:
     """:func:`tests_table` as Markdown with its note; one table per family (under a line
     naming it and its size) when there are several; a line saying so when there is none."""
-    from ..tables import to_markdown
+    from ..tables import families_markdown
 
     tests = _check(tests, "tests", _TESTS)
     if tests.empty:
         return "No paired tests in these results.\n"
-    note = _tests_note(tests)
-    parts = _families(tests)
-    if len(parts) == 1:
-        body = to_markdown(tests_table(tests))
-    else:
-        body = "\n".join(f"**Family: {name}** ({n} tests, corrected together)\n\n"
-                         + to_markdown(tests_table(part)) for name, n, part in parts)
-    return body + f"\n{note}.\n"
+    return families_markdown(tests, tests_table, _tests_note(tests))
 
 
 def tests_latex(tests: pd.DataFrame, caption: str | None = None) -> str:
@@ -254,7 +237,7 @@ def tests_latex(tests: pd.DataFrame, caption: str | None = None) -> str:
         return "% No paired tests in these results.\n"
     title = caption or "SemanticQA NCC: paired tests, classifiers against systems"
     return "\n".join(to_latex(tests_table(part), f"{title} ({_tests_note(part)})")
-                     for _, _, part in _families(tests))
+                     for _, _, part in families_of(tests))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,31 +318,12 @@ def confusion_rows(accuracy: pd.DataFrame, limit: int = CONFUSION_PANELS
     return [_key(r) for r in best.values()][:MAX_CONFUSION_PANELS]
 
 
-def _planned(formats: Sequence[str]) -> list[str]:
-    """Every name the report writes (figures left undrawn included), the index last."""
-    names = [f"{stem}.{fmt}" for stem, _ in FIGURES for fmt in formats]
-    names += [f"{stem}{suffix}" for stem in TABLE_FILES for suffix in (".md", ".tex")]
-    return names + ["README.md"]
-
 
 def _check_meta(meta: Any) -> Mapping[str, Any]:
-    if not isinstance(meta, Mapping):
-        raise UsageError(f"meta: give the runs' metadata (a dict), not a {type(meta).__name__}")
-    if meta.get("probe", KIND) != KIND:
-        raise UsageError(f"meta: probe {meta.get('probe')!r} is not the NCC probe 'ncc'; "
-                         "give the metadata of an NCC run")
-    models = meta.get("models")
-    if not isinstance(models, Sequence) or isinstance(models, str) or not all(
-            isinstance(m, Mapping) and "model" in m for m in models):
-        raise UsageError("meta['models']: give a list of {'model': ..., 'id': ...} entries, "
-                         "one per model")
-    kinds = meta.get("agreement")
-    if not isinstance(kinds, Mapping):
+    meta = check_report_meta(meta, kind=KIND, probe="NCC", run="an NCC run")
+    if not isinstance(meta.get("agreement"), Mapping):
         raise UsageError("meta['agreement']: give the agreement's systems, each column's kind "
                          "(NccResults.agreement_systems())")
-    edited = meta.get("edited") or []
-    if isinstance(edited, str) or not isinstance(edited, Sequence):
-        raise UsageError("meta['edited']: give a list of lines, one per edited run")
     return meta
 
 
@@ -428,7 +392,7 @@ def _figure_text(kind: str, n_rows: int, n_shown: int) -> str:
 
 
 def _index(meta: Mapping[str, Any], tables: Mapping[str, pd.DataFrame], n_items: int,
-           figures: list[tuple[str, str, list[str], str | None]]) -> str:
+           figures: list[Drawn]) -> str:
     """The index ``README.md``: the runs, every file, the reference lines, the notes."""
     accuracy = tables["accuracy"]
     kinds = accuracy["kind"].astype(str)
@@ -452,14 +416,7 @@ def _index(meta: Mapping[str, Any], tables: Mapping[str, pd.DataFrame], n_items:
                  if len(tables["tests"]) else "the paired tests: none in these results."),
               "- `table_ncc_items.md`, `table_ncc_items.tex`: the items every system misses "
               "and those only the representation gets right."]
-    for stem, kind, files, why in figures:
-        if why is not None:
-            lines.append(f"- {stem}: not drawn: {why}")
-            continue
-        listed = ", ".join(f"`{f}`" for f in files)
-        lines.append(f"- {listed}: " + _figure_text(kind, len(accuracy), shown))
-    lines.append(f"- `{MANIFEST}`: the files ncprobe wrote here, with their SHA-256; a later "
-                 "report into this directory replaces or removes only those, unchanged.")
+    lines += figure_lines(figures, lambda kind: _figure_text(kind, len(accuracy), shown))
     lines += ["", "## Reference accuracies\n",
               f"Human {100 * HUMAN_ACCURACY:.1f}% (the paper: 3 annotators on 100 sampled "
               "items; no item-level file, so no test against it); majority class "
@@ -469,28 +426,7 @@ def _index(meta: Mapping[str, Any], tables: Mapping[str, pd.DataFrame], n_items:
     if isinstance(n_boot, int) and not isinstance(n_boot, bool):
         lines += ["", (f"Intervals: 95% percentile bootstrap over items, {n_boot} resamples."
                        if n_boot > 0 else "No bootstrap intervals were computed (n_boot 0).")]
-    notes = [str(n) for n in meta.get("notes") or []]
-    if notes:
-        lines += ["", "## Notes\n"] + [f"- {n}" for n in notes]
-    config = meta.get("config")
-    if isinstance(config, Mapping) and config:
-        lines += ["", "## Configuration\n"]
-        lines += [f"- {k}: `{json.dumps(config[k], sort_keys=True, default=str)}`"
-                  for k in sorted(config, key=str)]
-    return "\n".join(lines) + "\n"
-
-
-def _with_edited(name: str, data: bytes, edited: Sequence[str]) -> bytes:
-    """A report file's content with the edited results said first (nothing when none): in
-    Markdown a bold paragraph per line under the heading, in LaTeX a comment per line."""
-    if not edited:
-        return data
-    text = data.decode("utf-8")
-    if name.endswith(".tex"):
-        return ("".join(f"% {line}\n" for line in edited) + text).encode("utf-8")
-    said = "".join(f"**{line}**\n\n" for line in edited)
-    head, _, rest = text.partition("\n")
-    return (head + "\n\n" + said + rest.lstrip("\n")).encode("utf-8")
+    return "\n".join(lines + meta_lines(meta)) + "\n"
 
 
 def write_ncc_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any], out_dir, *,
@@ -509,12 +445,13 @@ def write_ncc_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]
     ``.tex`` (:func:`items_table`), and the index ``README.md``. A figure with nothing to
     show is left out and named in the index.
 
-    The files are ncprobe's own, as those of every report (:func:`ncprobe.owned.write_owned`):
-    written atomically, recorded in ``.ncprobe-report.json``; a file under one of these names
-    that ncprobe did not write, or that was changed since, is never replaced (refused before
-    anything is written); another probe's report there is refused unless ``overwrite``; the
-    same tables give the same bytes. Results read although edited (``meta["edited"]``) are
-    said first in the index and in every table file.
+    The files are ncprobe's own, as those of every probe's report
+    (:func:`ncprobe.report_files.write_probe_report`): written atomically, recorded in
+    ``.ncprobe-report.json``; a file under one of these names that ncprobe did not write, or
+    that was changed since, is never replaced (refused before anything is written); another
+    probe's report there is refused unless ``overwrite``; the same tables give the same
+    bytes. Results read although edited (``meta["edited"]``) are said first in the index and
+    in every table file.
 
     Args:
         tables: the tables of :class:`~ncprobe.ncc.results.NccResults` (``items``,
@@ -537,57 +474,16 @@ def write_ncc_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]
             (:func:`ncprobe.owned.check_report_dir`); nothing is written.
         OutputError: ``out_dir`` cannot be written; the message names the file.
     """
-    formats = check_formats(formats)
-    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0 \
-            or not math.isfinite(dpi):
-        raise UsageError(f"dpi={dpi!r}: give a positive resolution in dots per inch (e.g. 200)")
-    if not isinstance(tables, Mapping):
-        raise UsageError(f"tables: give a mapping of the NCC tables, not a "
-                         f"{type(tables).__name__}")
-    missing = [t for t in _NEEDED if t not in tables]
-    if missing:
-        raise UsageError(f"tables: {', '.join(missing)} missing; give NccResults.tables and "
-                         "its agreement()")
+    formats = check_report_args(formats, dpi, tables, _NEEDED, what="the NCC tables",
+                                give="give NccResults.tables and its agreement()")
     meta = _check_meta(meta)
     _check(tables["items"], "items", (*KEYS, "item"))
     _check(tables["confusion"], "confusion", (*KEYS, "gold", "predicted", "count"))
     kinds = {str(k): str(v) for k, v in meta["agreement"].items()}
     n_items = int(tables["items"]["item"].nunique())
-    edited = [str(line) for line in meta.get("edited") or []]
-    # every table built before any file is touched: bad input writes nothing
-    table_files = {name: _with_edited(name, data, edited)
-                   for name, data in _table_files(tables, n_items).items()}
-    out = Path(out_dir)
-    planned = _planned(formats)
-    check_report_dir(out, lambda: planned, kind=KIND, label=LABEL, overwrite=overwrite)
-    say = progress or (lambda line: None)
-
-    def write(put: Callable[[dict[Path, bytes]], None]) -> list[Path]:
-        written: list[Path] = []
-        figures: list[tuple[str, str, list[str], str | None]] = []
-        for i, (stem, kind) in enumerate(FIGURES, start=1):
-            try:
-                fig = _draw(kind, tables, kinds)
-            except NoData as e:
-                figures.append((stem, kind, [], str(e)))
-                say(f"figure {i}/{len(FIGURES)}: {stem} not drawn ({e})")
-                continue
-            blobs = figure_bytes(fig, formats, dpi)
-            files = {out / f"{stem}.{fmt}": blobs[fmt] for fmt in formats}
-            put(files)
-            written += files
-            figures.append((stem, kind, [p.name for p in files], None))
-            say(f"figure {i}/{len(FIGURES)}: {stem}")
-        for i, stem in enumerate(TABLE_FILES, start=1):
-            for suffix in (".md", ".tex"):
-                put({out / f"{stem}{suffix}": table_files[f"{stem}{suffix}"]})
-                written.append(out / f"{stem}{suffix}")
-            say(f"table {i}/{len(TABLE_FILES)}: {stem}")
-        readme = out / "README.md"
-        index = _index(meta, tables, n_items, figures)
-        put({readme: _with_edited("README.md", index.encode("utf-8"), edited)})
-        written.append(readme)
-        return written
-
-    return write_owned(out, planned, write, possible=_planned(FORMATS), kind=KIND, label=LABEL,
-                       overwrite=overwrite, logger=log)
+    return write_probe_report(
+        out_dir, figures=FIGURES, draw=lambda kind: _draw(kind, tables, kinds),
+        tables=TABLE_FILES, table_files=_table_files(tables, n_items),
+        index=lambda figures: _index(meta, tables, n_items, figures), formats=formats,
+        dpi=dpi, edited=meta.get("edited") or [], kind=KIND,
+        label=LABEL, overwrite=overwrite, progress=progress, logger=log)

@@ -40,8 +40,8 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, UsageError
-from ..probes.base import ProbeResults
+from ..errors import UsageError
+from ..probes.base import ProbeResults, check_model_runs, refuse_pooling
 from ..query import filter_rows
 from ..results import store
 from ..significance import ALPHA, CORRECTION_NAMES, check_correction, p_text
@@ -93,6 +93,12 @@ class NccResults(ProbeResults):
         items, accuracy, per_class, tests, confusion: the tables (see the module).
         meta: one dict per model run: ``config`` (the options, ``model`` among them),
             ``fingerprint``, ``data_sources``, ``notes``.
+
+    Written and read as the results of every probe of one run per model
+    (:class:`~ncprobe.probes.base.ProbeResults` with :data:`LAYOUT`: :meth:`to_parquet`,
+    :meth:`load`, :meth:`load_many`, ``tables``, ``run_id``, ``notes``, :meth:`edited_lines`);
+    its own: the published and ceiling rows kept once when results are joined
+    (:meth:`concat`), and the models its ``run.json`` must describe (:meth:`check_runs`).
     """
 
     #: How the probe's results directories are stored (:mod:`ncprobe.results.store`).
@@ -138,49 +144,6 @@ class NccResults(ProbeResults):
         except ValueError as e:
             raise UsageError(f"items: {e}") from None
 
-    # --- what the results hold ----------------------------------------------------------------
-
-    @property
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """The tables by name (:data:`NCC_TABLES`)."""
-        return {name: getattr(self, name) for name in NCC_TABLES}
-
-    @property
-    def models(self) -> list[str]:
-        """The models of the runs, in run order."""
-        return [str(m["config"]["model"]) for m in self.meta]
-
-    @property
-    def notes(self) -> list[str]:
-        """What was noticed while computing, one line each, prefixed by the run(s) it came
-        from: a note of every run (the data's) once, prefixed by every model."""
-        runs = [[str(n) for n in m.get("notes", [])] for m in self.meta]
-        everywhere = [n for n in dict.fromkeys(runs[0]) if all(n in r for r in runs)] \
-            if len(runs) > 1 else []
-        out = [f"{', '.join(self.models)}: {n}" for n in everywhere]
-        for model, notes in zip(self.models, runs, strict=True):
-            out += [f"{model}: {n}" for n in dict.fromkeys(notes) if n not in everywhere]
-        return out
-
-    def edited_lines(self) -> list[str]:
-        """One line per run read although edited since ncprobe wrote it
-        (``load(..., accept_edited=True)``), naming the files edited; what the summary, the
-        report and ``ncprobe compare`` say first. Empty for results as ncprobe wrote them."""
-        return [f"EDITED RESULTS ({m['config']['model']}): {', '.join(map(str, m['edited']))} "
-                "edited since ncprobe wrote it (read with accept_edited): these numbers are "
-                "not what ncprobe computed" for m in self.meta if m.get("edited")]
-
-    @property
-    def run_id(self) -> str:
-        """A hash of every table and of the runs' metadata (equal results, equal ids)."""
-        return store.run_id(self.tables, self.meta, LAYOUT)
-
-    def _option(self, key: str, default: Any) -> Any:
-        """The runs' common value of a config option (``default`` when they differ or lack
-        it)."""
-        values = {json.dumps(m["config"].get(key, default), default=str) for m in self.meta}
-        return json.loads(values.pop()) if len(values) == 1 else default
-
     # --- reading the tables -------------------------------------------------------------------
 
     def select(self, table: str | None = None, **filters: Any) -> pd.DataFrame:
@@ -192,10 +155,7 @@ class NccResults(ProbeResults):
             UsageError: an unknown table or column, or a value no row has (the message lists
                 the values there are), so a typo never gives an empty frame.
         """
-        table = table or "accuracy"
-        if table not in NCC_TABLES:
-            raise UsageError(f"unknown table {table!r}; choose from {', '.join(NCC_TABLES)}")
-        return filter_rows(self.tables[table], filters, where=f"the {table} table")
+        return self.select_rows(table or "accuracy", filters)
 
     def wide(self, by: str = "system") -> pd.DataFrame:
         """A wide table.
@@ -294,7 +254,7 @@ class NccResults(ProbeResults):
         published system; the reference accuracies; the notes."""
         acc = in_kind_order(self.accuracy)
         labels = [label(r) for r in acc.to_dict("records")]
-        n_boot = self._option("n_boot", None)
+        n_boot = self.option("n_boot", None)
         intervals = (f"95% bootstrap intervals over items ({n_boot} resamples) in brackets"
                      if isinstance(n_boot, int) and n_boot > 0 else "no intervals (n_boot 0)")
         lines = [f"SemanticQA NCC: {self.items['item'].nunique()} items, {len(acc)} system "
@@ -373,9 +333,7 @@ class NccResults(ProbeResults):
                    "id": (m.get("fingerprint") or {}).get("model")
                    if isinstance(m.get("fingerprint"), Mapping) else None,
                    "behaviour": bool(m["config"].get("behaviour"))} for m in self.meta]
-        configs = [{k: v for k, v in m["config"].items() if k != "model"} for m in self.meta]
-        shared = {k: v for k, v in configs[0].items()
-                  if all(c.get(k) == v for c in configs)} if configs else {}
+        shared = self.shared_config()
         return {"probe": LAYOUT.probe, "models": models, "config": shared,
                 "notes": self.notes, "n_boot": shared.get("n_boot"),
                 "agreement": self.agreement_systems(), "edited": self.edited_lines()}
@@ -460,9 +418,9 @@ class NccResults(ProbeResults):
         names = list(names or ["results 1", "results 2"])
         check_same_items([self, other], names)
         rows_a, rows_b = self._rows(a, "a"), other._rows(b, "b")
-        n_boot = self._option("n_boot", N_BOOT) if n_boot is None else n_boot
-        seed = self._option("seed", 0) if seed is None else seed
-        correction = check_correction(correction or self._option("correction", "holm"))
+        n_boot = self.option("n_boot", N_BOOT) if n_boot is None else n_boot
+        seed = self.option("seed", 0) if seed is None else seed
+        correction = check_correction(correction or self.option("correction", "holm"))
         out = []
         right_b = other._correct(rows_b)
         for ra, ca in zip(rows_a, self._correct(rows_a), strict=True):
@@ -485,33 +443,13 @@ class NccResults(ProbeResults):
 
     # --- on disk --------------------------------------------------------------------------------
 
-    def to_parquet(self, path: str | Path, *, overwrite: bool = False) -> Path:
-        """Write the results directory ``path`` as one unit
-        (:func:`ncprobe.results.store.write_results`): refuses to replace anything that is
-        not a results directory, or another run's unless ``overwrite``."""
-        return store.write_results(self.tables, self.meta, path, overwrite=overwrite,
-                                   layout=LAYOUT)
-
     @classmethod
-    def load(cls, path: str | Path, *, accept_edited: bool = False) -> "NccResults":
-        """Read a results directory written by :meth:`to_parquet`, verified (an edited table
-        or run.json is refused unless ``accept_edited``; another probe's results are a
-        UsageError; a run.json that does not describe the models of the tables a
-        DataError)."""
-        tables, runs = store.read_results(path, accept_edited=accept_edited, layout=LAYOUT)
-        _check_runs_cover(tables, runs, Path(path) / "run.json")
-        return cls(**tables, meta=runs)
-
-    @classmethod
-    def load_many(cls, paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = (),
-                  accept_edited: bool = False) -> "NccResults":
-        """Every results directory at or below ``paths`` (less those at or below
-        ``exclude``), loaded (:meth:`load`) and joined (:meth:`concat`)."""
-        found = store.find_results(paths)
-        if exclude:
-            found = store.drop_excluded(found, exclude, require_match=False)
-        return cls.concat([cls.load(d, accept_edited=accept_edited) for d in found],
-                          [str(d) for d in found])
+    def check_runs(cls, tables: dict[str, pd.DataFrame], runs: list[dict], meta_file: Path
+                   ) -> None:
+        """Refuse a ``run.json`` that misses a model of the representation or behaviour rows
+        (a run removed), or names one twice (:func:`~ncprobe.probes.base.check_model_runs`:
+        a DataError, exit 3)."""
+        check_model_runs(runs, _held_models(tables), meta_file, run="an NCC run")
 
     @classmethod
     def concat(cls, results: Sequence["NccResults"], names: Sequence[str] | None = None
@@ -530,14 +468,8 @@ class NccResults(ProbeResults):
             raise UsageError("no NCC results to join")
         names = list(names or [f"results {i + 1}" for i in range(len(results))])
         check_same_items(results, names)
-        seen: dict[str, str] = {}
-        for res, name in zip(results, names, strict=True):
-            for model in dict.fromkeys(res.models + res._own_systems()):
-                if model in seen:
-                    raise UsageError(f"model {model!r} is in both {seen[model]} and {name}: "
-                                     "two runs of one model are never pooled; leave one out "
-                                     "with --exclude")
-                seen[model] = name
+        refuse_pooling([res.models + _held_models(res.tables) for res in results], names,
+                       "leave one out with --exclude")
         first = results[0]
         frames = {}
         for table in NCC_TABLES:
@@ -552,10 +484,13 @@ class NccResults(ProbeResults):
             frames[table] = pd.concat(parts, ignore_index=True)
         return cls(**frames, meta=[m for r in results for m in r.meta])
 
-    def _own_systems(self) -> list[str]:
-        """The models whose rows these results hold (representation and behaviour)."""
-        kinds = self.accuracy["kind"].astype(str)
-        return list(dict.fromkeys(self.accuracy.loc[~kinds.isin(SHARED), "system"].astype(str)))
+
+
+def _held_models(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """The models whose own rows the tables hold (representation and behaviour)."""
+    acc = tables["accuracy"]
+    return list(dict.fromkeys(acc.loc[~acc["kind"].astype(str).isin(SHARED), "system"]
+                              .astype(str)))
 
 
 def _cell(row: Mapping, value: str, lo: str, hi: str) -> str:
@@ -579,9 +514,9 @@ def _check_shared(first: NccResults, other: NccResults, table: str, name_a: str,
         return
     except AssertionError:
         pass
-    options = [f"{k} {first._option(k, None)!r} in {name_a}, {other._option(k, None)!r} in "
+    options = [f"{k} {first.option(k, None)!r} in {name_a}, {other.option(k, None)!r} in "
                f"{name_b}" for k in _SHARED_OPTIONS
-               if first._option(k, None) != other._option(k, None)]
+               if first.option(k, None) != other.option(k, None)]
     raise UsageError(f"{name_a} and {name_b} hold different published or gold-ceiling rows "
                      f"(table {table})" + (f": the runs' options differ ({'; '.join(options)})"
                                            if options else "")
@@ -618,24 +553,3 @@ def check_same_items(results: Sequence[NccResults], names: Sequence[str]) -> Non
                              + "; ".join(diffs) + ". They are never shown or tested together: "
                              "report each on its own, or leave one out with --exclude")
 
-
-def _check_runs_cover(tables: Mapping[str, pd.DataFrame], runs: list[dict],
-                      meta_file: Path) -> None:
-    """Refuse a results directory whose ``run.json`` does not describe every model of its
-    tables (a run removed) or describes one model twice.
-
-    Raises:
-        DataError: naming ``run.json`` and the models (exit 3, a damaged results directory).
-    """
-    described = [str(m["config"]["model"]) for m in runs]
-    acc = tables["accuracy"]
-    held = list(dict.fromkeys(acc.loc[~acc["kind"].astype(str).isin(SHARED), "system"]
-                              .astype(str)))
-    missing = [m for m in held if m not in described]
-    twice = sorted({m for m in described if described.count(m) > 1})
-    problems = ([f"no run for the model(s) {', '.join(missing)} of its tables"] if missing
-                else []) + ([f"two runs of {', '.join(twice)}"] if twice else [])
-    if problems:
-        raise DataError("; ".join(problems) + ": the file was edited or damaged (each model "
-                        "of an NCC run is one run, with its options and data); recompute the "
-                        "results", file=str(meta_file))

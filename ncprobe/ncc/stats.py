@@ -32,7 +32,6 @@ computed on the same resamples (common random numbers).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import Any
 
@@ -43,7 +42,7 @@ from numpy.typing import ArrayLike
 from ..schema import Correction
 from ..significance import ALPHA
 from ..stats import correct as correct_p_values
-from ..stats import resample_counts
+from ..stats import one_blas_thread, resample_counts
 from . import NCC_CLASSES
 
 #: The columns that name a row of the NCC tables (a system, or a classifier of one model).
@@ -277,16 +276,6 @@ def _rows(items: pd.DataFrame) -> tuple[pd.DataFrame, list[np.ndarray]]:
     return keys, [order[bounds[k]:bounds[k + 1]] for k in range(len(keys))]
 
 
-def _one_blas_thread() -> AbstractContextManager[Any]:
-    """BLAS limited to one thread while a table is computed: its products (a thousand
-    resamples by a few hundred items, one per row) are too small for threads to pay off, and on
-    a busy machine threads made them several times slower. The sums are of integers, exact in
-    float64 in any order, so the numbers do not depend on it."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def accuracy_table(items: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
                    level: float = LEVEL, classes: Sequence[str] = NCC_CLASSES) -> pd.DataFrame:
     """The ``accuracy`` table: :data:`KEYS`, then :func:`scores` of each row's items (sorted
@@ -294,7 +283,7 @@ def accuracy_table(items: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     _check_items(items, [*KEYS, "item", "gold", "predicted", "correct"])
     keys, parts = _rows(items)
     gold, pred = items["gold"].to_numpy(object), items["predicted"].to_numpy(object)
-    with _one_blas_thread():
+    with one_blas_thread():
         rows = [scores(gold[at], pred[at], n_boot, seed, level, classes) for at in parts]
     out = pd.concat([keys, pd.DataFrame(rows, index=keys.index, columns=list(_SCORES))], axis=1)
     return out.astype({"n": np.int64})
@@ -359,7 +348,7 @@ def tests_table(items: pd.DataFrame, *, family: str, n_boot: int = N_BOOT, seed:
     names = [label(row) for row in keys.to_dict("records")]
     kinds = keys["kind"].tolist()
     rows = []
-    with _one_blas_thread():
+    with one_blas_thread():
         for a in (i for i, k in enumerate(kinds) if k in CLASSIFIER_KINDS):
             for b in (i for i, k in enumerate(kinds) if k in SYSTEM_KINDS):
                 both = held[a] & held[b]
@@ -378,19 +367,3 @@ def tests_table(items: pd.DataFrame, *, family: str, n_boot: int = N_BOOT, seed:
     return out.astype({"n": np.int64, "a_only": np.int64, "b_only": np.int64,
                        "significant": bool, "family_size": np.int64})
 
-
-def check_table(df: Any, name: str, columns: Sequence[str], *, where: str | None = None
-                ) -> pd.DataFrame:
-    """``df`` when it is a DataFrame with ``columns`` (NCC results' table ``name``); else a
-    UsageError, the message starting with ``where`` (default ``name``)."""
-    from ..errors import UsageError
-
-    where = where or name
-    if not isinstance(df, pd.DataFrame):
-        raise UsageError(f"{where}: give the {name} table of NCC results (a DataFrame), not a "
-                         f"{type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise UsageError(f"{where}: no column {', '.join(missing)}; give the {name} table of "
-                         "NCC results")
-    return df

@@ -36,7 +36,8 @@ from matplotlib.ticker import PercentFormatter
 
 from ..errors import NoData, UsageError
 from ..ncc import ANSWERS, CHANCE_ACCURACY, HUMAN_ACCURACY, KINDS, MAJORITY_ACCURACY, NCC_CLASSES
-from ..ncc.stats import KEYS, check_table, label
+from ..ncc.stats import KEYS, label
+from ..query import check_table
 from ..schema import LEVELS
 from ._style import add_legend, count_range, math_label, new_figure, style, suptitle
 
@@ -164,7 +165,7 @@ def plot_accuracy(accuracy: pd.DataFrame) -> Figure:
     Raises:
         UsageError: a table without the columns. NoData: no row.
     """
-    accuracy = check_table(accuracy, "accuracy", _ACCURACY)
+    accuracy = check_table(accuracy, "accuracy", _ACCURACY, of="NCC results")
     groups = _groups(accuracy)
     if not groups:
         raise NoData("no system row in the accuracy table")
@@ -224,7 +225,7 @@ def plot_layers(accuracy: pd.DataFrame) -> Figure:
     Raises:
         UsageError: a table without the columns. NoData: no model with several layer views.
     """
-    accuracy = check_table(accuracy, "accuracy", _ACCURACY)
+    accuracy = check_table(accuracy, "accuracy", _ACCURACY, of="NCC results")
     rows = accuracy[accuracy["kind"].astype(str) == "representation"]
     models = [m for m in dict.fromkeys(rows["system"].astype(str))
               if len(_layer_views(rows[rows["system"].astype(str) == m])) > 1]
@@ -311,8 +312,8 @@ def plot_confusion(confusion: pd.DataFrame, accuracy: pd.DataFrame,
         UsageError: a table without the columns, or a row given that ``accuracy`` lacks.
         NoData: no row to show.
     """
-    confusion = check_table(confusion, "confusion", _CONFUSION)
-    accuracy = check_table(accuracy, "accuracy", _ACCURACY)
+    confusion = check_table(confusion, "confusion", _CONFUSION, of="NCC results")
+    accuracy = check_table(accuracy, "accuracy", _ACCURACY, of="NCC results")
     by_key = {tuple(str(r[k]) for k in KEYS): r for r in accuracy.to_dict("records")}
     keys = list(by_key) if rows is None else [tuple(map(str, r)) for r in rows]
     unknown = [" ".join(k) for k in keys if k not in by_key]
@@ -380,7 +381,8 @@ def plot_agreement(agreement: pd.DataFrame, kinds: Mapping[str, str]) -> Figure:
             item or no system.
     """
     agreement = check_table(agreement, "agreement", ("item", "nc", "gold", "missed_by_all",
-                                                "only_representation", *kinds))
+                                                "only_representation", *kinds),
+                            of="NCC results")
     systems = list(kinds)
     if agreement.empty or not systems:
         raise NoData("no item or no system to show")

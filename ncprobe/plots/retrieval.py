@@ -26,7 +26,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
 from ..errors import NoData, UsageError
-from ..retrieval.queries import USAGE_NAMES, check_table, mode_label
+from ..retrieval.queries import USAGE_NAMES, check_mode_table, mode_label
 from ._style import (
     PANEL_HEIGHT,
     add_legend,
@@ -116,8 +116,9 @@ def plot_modes(overall: pd.DataFrame, metric: str, *, ax: Axes | None = None,
         NoData: no row of the usage(s) asked for.
     """
     metric = _check_metric(metric)
-    overall = check_table(overall, "overall",
-                           ["model", "mode", "usage", metric, f"{metric}_lo", f"{metric}_hi"])
+    overall = check_mode_table(overall, "overall",
+                               ["model", "mode", "usage", metric, f"{metric}_lo",
+                                f"{metric}_hi"])
     if usage is not None and usage not in USAGE_TITLES:
         raise UsageError(f"usage={usage!r}: choose from {', '.join(USAGE_TITLES)}")
     if ax is not None and not isinstance(ax, Axes):
@@ -204,7 +205,8 @@ def plot_idioms(per_idiom: pd.DataFrame, metric: str, *, model: str | Sequence[s
         NoData: no row of usage ``all`` for the models and modes asked for.
     """
     metric = _check_metric(metric)
-    per_idiom = check_table(per_idiom, "per_idiom", ["model", "mode", "idiom", "usage", metric])
+    per_idiom = check_mode_table(per_idiom, "per_idiom",
+                                 ["model", "mode", "idiom", "usage", metric])
     if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer))
                             or top < 1):
         raise UsageError(f"top={top!r}: give a whole number of idioms, 1 or more, or leave "

@@ -33,6 +33,7 @@ PROBES: dict[str, str] = {
     "ncimp": "ncprobe.ncimp:NcimpProbe",
     "idiolink": "ncprobe.retrieval.seam:IdioLinkProbe",
     "ncc": "ncprobe.ncc.seam:NccProbe",
+    "astitch": "ncprobe.astitch.seam:AStitchProbe",
 }
 
 _LOADED: dict[str, "Probe"] = {}

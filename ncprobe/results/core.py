@@ -90,6 +90,11 @@ class Results(ProbeResults):
         return [f"{m['config']['model']}/{m['config']['lang']}: {n}" for m in self.meta
                 for n in [*m.get("notes", []), *m.get("cache_problems", [])]]
 
+    def edited_lines(self) -> list[str]:
+        """None: NCIMP's summary and report say each run read although edited themselves (its
+        model and language, beside the data it read)."""
+        return []
+
     @property
     def run_id(self) -> str:
         """A hash of every table's rows and of ``meta`` (less

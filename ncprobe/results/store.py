@@ -13,8 +13,9 @@ ncprobe wrote it, naming what differs.
 
 Directory safety: :func:`check_target` (never replace what must not be, never write inside
 another results directory: :func:`ncprobe.owned.enclosing_results`), :func:`inspect_dir`
-(what a path holds), :func:`check_writable` (refuse an unwritable path before any work), and
-the tidying of what killed writes left (:func:`tidy_leftovers`); the temporary and
+(what a path holds), :func:`check_writable` (refuse an unwritable path before any work;
+:func:`model_runs`: both, for a probe's runs of one model each, with what ``run.json`` records
+of them), and the tidying of what killed writes left (:func:`tidy_leftovers`); the temporary and
 moved-aside directories, their names and locks are those of every directory ncprobe owns
 (:mod:`ncprobe.owned`). :func:`find_results` and :func:`drop_excluded` name the directories
 that ``ncprobe report`` and ``compare`` read.
@@ -47,6 +48,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -688,6 +690,31 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
     raise UsageError(f"{path} holds another run ({described}; {_differences(old, new)}); "
                      f"pass --overwrite (Python: overwrite=True) to replace it, or choose another "
                      f"{option}")
+
+
+def model_runs(config: Any, out: str | Path | None = None, *, overwrite: bool = False
+               ) -> dict[str, dict]:
+    """What ``run.json`` records of each model's run of a probe's ``config`` (a config
+    dataclass with a ``models`` field, one run per model), by model: the model and every
+    other option (a tuple as a list). With ``out``, the results directory the runs go to is
+    refused before any work where it must not be written (:func:`check_target`,
+    :func:`check_writable`).
+
+    Raises:
+        UsageError, OutputError: as :func:`check_target` and :func:`check_writable`.
+    """
+    from dataclasses import asdict
+
+    def run(model: str) -> dict:
+        options = {k: (list(v) if isinstance(v, tuple) else v)
+                   for k, v in asdict(config).items() if k != "models"}
+        return {"model": model, **options}
+
+    runs = {m: run(m) for m in config.models}
+    if out is not None:
+        check_target(out, [{"config": r} for r in runs.values()], overwrite=overwrite)
+        check_writable(out)
+    return runs
 
 
 def tidy_leftovers(parent: Path, name: str) -> None:

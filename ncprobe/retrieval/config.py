@@ -12,19 +12,17 @@ type in :mod:`ncprobe.cli._argtypes` that reads and checks the value on the comm
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Sequence, get_args
 
 from .._io import safe_name
-from ..config import document_fields
+from ..config import check_counts, check_models, document_fields
 from ..errors import UsageError
 from ..schema import Correction, check_choice
 from ..significance import check_correction
 from .bm25 import K1, B, check_parameters
 from .queries import parse_modes
-from .results import check_models
 
 __all__ = ["DEFAULT_MODELS", "SPAN_FALLBACKS", "RetrievalConfig", "Split", "run_dir"]
 
@@ -105,8 +103,7 @@ class RetrievalConfig:
 
     def __post_init__(self) -> None:
         # one spelling each (a tuple; the modes in full), checked in the order of the options
-        models = [self.models] if isinstance(self.models, str) else self.models
-        object.__setattr__(self, "models", tuple(check_models(models)))
+        object.__setattr__(self, "models", tuple(check_models(self.models)))
         object.__setattr__(self, "modes", parse_modes(self.modes))
         check_choice("split", self.split, get_args(Split), error=UsageError)
         if self.idioms is not None:
@@ -116,17 +113,8 @@ class RetrievalConfig:
             raise UsageError(f"span_fallback must be None or 'sentence', not "
                              f"{self.span_fallback!r}")
         check_parameters(self.k1, self.b)
-        for name, least in (("n_boot", 0), ("seed", 0), ("batch_size", 1)):
-            _check_whole(name, getattr(self, name), least)
+        check_counts(self, {"n_boot": 0, "seed": 0, "batch_size": 1})
         check_correction(self.correction)
-
-
-def _check_whole(name: str, value: object, least: int) -> None:
-    """Refuse a count that is not a whole number >= ``least`` (NaN, infinite, negative,
-    fractional or not a number)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        raise UsageError(f"{name}={value!r} (--{name.replace('_', '-')}): give a whole number "
-                         f">= {least}")
 
 
 def run_dir(config: RetrievalConfig, results_dir: str | Path = "results") -> Path:

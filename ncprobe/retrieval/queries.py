@@ -15,8 +15,8 @@ pooled from them is the encoder's business. Documents are always whole sentences
 (:func:`document_text`).
 
 The probe's vocabulary lives here too: the modes' and usages' display names
-(:func:`mode_label`, :data:`USAGE_NAMES`), and :func:`check_table`, the check of a table
-that a figure or the report is given.
+(:func:`mode_label`, :data:`USAGE_NAMES`), and :func:`check_mode_table`, the check of a
+table that a figure or the report is given.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ..errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["INSTRUCTION", "QUERY_MODES", "USAGE_NAMES", "QueryText", "check_table",
+__all__ = ["INSTRUCTION", "QUERY_MODES", "USAGE_NAMES", "QueryText", "check_mode_table",
            "document_text", "mode_label", "parse_modes", "query_text"]
 
 #: The query modes, in the order of the paper's table.
@@ -160,19 +160,13 @@ def parse_modes(modes: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def check_table(df, name: str, columns: Sequence[str]) -> pd.DataFrame:
-    """``df`` when it is a DataFrame with ``columns`` whose query modes (if it has a ``mode``
-    column) are known; else a UsageError naming what is wrong (figures and report tables
-    check their input with it)."""
-    import pandas as pd
+def check_mode_table(df, name: str, columns: Sequence[str]) -> pd.DataFrame:
+    """``df`` when it is a DataFrame with ``columns`` (:func:`ncprobe.query.check_table`) whose
+    query modes (if it has a ``mode`` column) are known; else a UsageError naming what is
+    wrong (figures and report tables check their input with it)."""
+    from ..query import check_table
 
-    if not isinstance(df, pd.DataFrame):
-        raise UsageError(f"tables[{name!r}]: give a pandas DataFrame (the {name} table of a "
-                         f"retrieval run), not a {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise UsageError(f"tables[{name!r}]: columns missing: {', '.join(missing)}; give the "
-                         f"{name} table of a retrieval run")
+    df = check_table(df, name, columns, of="a retrieval run", where=f"tables[{name!r}]")
     if "mode" in df.columns:
         unknown = sorted({str(m) for m in df["mode"]} - set(QUERY_MODES))
         if unknown:

@@ -12,9 +12,8 @@ Markdown and LaTeX forms) shows the paired tests between modes or models.
 :func:`write_retrieval_report` writes all of it, and the figures of
 :mod:`ncprobe.plots.retrieval`, into one directory with a ``README.md`` index, as ncprobe's
 own files: the ownership manifest, atomic writes, refusal to replace a file ncprobe did not
-write, and resuming after an interruption are those of every report
-(:func:`ncprobe.owned.write_owned`), and the figures are saved as every report saves them
-(:func:`ncprobe.drawing.figure_bytes`).
+write, resuming after an interruption, and the figures saved in every format are those of
+every probe's report (:func:`ncprobe.report_files.write_probe_report`).
 
 The tables come as a mapping of DataFrames (the tables of a retrieval run: ``overall``,
 ``per_idiom`` and ``tests``; metrics as fractions) plus the run's metadata.
@@ -22,9 +21,7 @@ The tables come as a mapping of DataFrames (the tables of a retrieval run: ``ove
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -32,14 +29,21 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from .._version import VERSION as __version__
-from ..drawing import FORMATS, check_formats, figure_bytes
-from ..errors import NoData, UsageError
-from ..owned import MANIFEST, check_report_dir, write_owned
-from ..significance import CORRECTION_NAMES, STARS_NOTE, finite, p_text, stars
-from .queries import QUERY_MODES, USAGE_NAMES, check_table, mode_label
+from ..errors import UsageError
+from ..report_files import (
+    check_report_args,
+    check_report_meta,
+    figure_lines,
+    meta_lines,
+    write_probe_report,
+)
+from ..significance import STARS_NOTE, corrected_text, families_of, finite, p_text, stars
+from .queries import QUERY_MODES, USAGE_NAMES, check_mode_table, mode_label
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
+
+    from ..report_files import Drawn
 
 __all__ = ["DAGGER", "METRICS", "MISSING", "MODES", "USAGES", "mode_label", "paired_tests_latex",
            "paired_tests_markdown", "paired_tests_table", "table2", "table2_latex",
@@ -65,11 +69,11 @@ _TESTS = ("model_a", "mode_a", "model_b", "mode_b", "usage", "metric", "a", "b",
           "diff_lo", "diff_hi", "p", "p_corrected", "significant", "n", "n_idioms")
 #: Columns of the tests table that name the test and the correction, when it has them.
 _TEST_NAMES = ("test", "correction")
-#: The figures of the report, in order: (file stem, figure, metric).
-_FIGURES = (("fig01_modes_r_precision", "modes", "r_precision"),
-            ("fig02_modes_ndcg10", "modes", "ndcg@10"),
-            ("fig03_idioms_r_precision", "idioms", "r_precision"),
-            ("fig04_idioms_ndcg10", "idioms", "ndcg@10"))
+#: The figures of the report, in order: (file stem, (figure, metric)).
+_FIGURES = (("fig01_modes_r_precision", ("modes", "r_precision")),
+            ("fig02_modes_ndcg10", ("modes", "ndcg@10")),
+            ("fig03_idioms_r_precision", ("idioms", "r_precision")),
+            ("fig04_idioms_ndcg10", ("idioms", "ndcg@10")))
 _TABLES = ("table_retrieval", "table_retrieval_tests")
 #: The kind of this report, recorded in its manifest: the probe whose results it shows.
 KIND = "idiolink"
@@ -83,7 +87,7 @@ LABEL = "retrieval report (IdioLink)"
 
 
 def _check_overall(overall: Any) -> pd.DataFrame:
-    overall = check_table(overall, "overall", _OVERALL)
+    overall = check_mode_table(overall, "overall", _OVERALL)
     usages = sorted({str(u) for u in overall["usage"]} - set(USAGES))
     if usages:
         raise UsageError(f"tables['overall']: unknown usage(s) {', '.join(usages)}; the usages "
@@ -307,7 +311,7 @@ def _check_tests(tests: Any) -> pd.DataFrame:
     if tests is None or (isinstance(tests, pd.DataFrame) and tests.empty
                          and not len(tests.columns)):
         return pd.DataFrame(columns=list(_TESTS + _TEST_NAMES))
-    return check_table(tests, "tests", _TESTS)
+    return check_mode_table(tests, "tests", _TESTS)
 
 
 def _signed(x: Any) -> str:
@@ -320,23 +324,6 @@ def _flags(tests: pd.DataFrame, column: str) -> list[bool]:
     if column not in tests.columns:
         return [False] * len(tests)
     return [bool(x) if not pd.isna(x) else False for x in tests[column]]
-
-
-def _families(tests: pd.DataFrame) -> list[tuple[str, int]]:
-    """The families of tests corrected together, in the table's order, each with its size
-    (``family_size``, or the rows with a p where the table does not record it)."""
-    if tests.empty:
-        return []
-    if "family" not in tests.columns:
-        return [("every test of this table (family not recorded)",
-                 int(tests["p"].notna().sum()))]
-    out = []
-    for name in dict.fromkeys(str(f) for f in tests["family"]):
-        rows = tests[tests["family"].astype(str) == name]
-        sizes = ([int(x) for x in rows["family_size"] if finite(x)]
-                 if "family_size" in rows.columns else [])
-        out.append((name, sizes[0] if sizes else int(rows["p"].notna().sum())))
-    return out
 
 
 def paired_tests_table(tests: pd.DataFrame) -> pd.DataFrame:
@@ -382,57 +369,35 @@ def paired_tests_table(tests: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def _family_text(tests: pd.DataFrame) -> str:
-    """Each family of tests corrected together: ``run bm25: its modes and models (6
-    tests)``, joined."""
-    return "; ".join(f"{name} ({n} test{'s' if n != 1 else ''})"
-                     for name, n in _families(tests))
-
-
 def _tests_note(tests: pd.DataFrame) -> str:
     if tests.empty:
         return "no paired tests in these results"
     kinds = (", ".join(dict.fromkeys(str(t) for t in tests["test"])) if "test" in tests
              else "not recorded")
-    corrections = (", ".join(dict.fromkeys(
-        f"{CORRECTION_NAMES.get(str(c), str(c))} ({c})" for c in tests["correction"]))
-        if "correction" in tests else "not recorded")
-    families = _families(tests)
-    within = ("one family: " if len(families) == 1 else
-              f"{len(families)} families, each corrected on its own: ") + _family_text(tests)
     bounds = (any(_flags(tests, "p_bound")) or any(_flags(tests, "p_corrected_bound")))
-    return (f"paired test: {kinds}; p corrected for multiple comparisons: {corrections}, "
-            f"{within}; A - B in percentage points; sig.: {STARS_NOTE} (corrected p)"
+    return (f"paired test: {kinds}; p corrected for multiple comparisons: "
+            f"{corrected_text(tests)}; A - B in percentage points; sig.: {STARS_NOTE} "
+            "(corrected p)"
             + ("; < x: a bound (no random flip was as extreme as the data: the true p is "
                "smaller, sig. credits only what the bound guarantees)" if bounds else ""))
 
 
 def _by_family(tests: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
-    """The table split into its families, in order (one part when it records none)."""
-    if "family" not in tests.columns or tests.empty:
-        return [(name, n, tests) for name, n in _families(tests)] or [("", 0, tests)]
-    return [(name, n, tests[tests["family"].astype(str) == name].reset_index(drop=True))
-            for name, n in _families(tests)]
+    """The table split into its families, in order (one part when it has no test)."""
+    return families_of(tests) or [("", 0, tests)]
 
 
 def paired_tests_markdown(tests: pd.DataFrame) -> str:
     """:func:`paired_tests_table` as Markdown with its note (a line saying so when there are no
     tests); several families of tests (a run's own, the models across runs) each get their
     own table under a line naming the family and its size."""
-    from ..tables import to_markdown
+    from ..tables import families_markdown
 
     tests = _check_tests(tests)
-    df = paired_tests_table(tests)
-    if df.empty:
+    if tests.empty:
         return "No paired tests in these results.\n"
-    note = df.attrs["note"]
-    parts = _by_family(tests)
-    if len(parts) == 1:
-        body = to_markdown(df)
-    else:
-        body = "\n".join(f"**Family: {name}** ({n} tests, corrected together)\n\n"
-                         + to_markdown(paired_tests_table(part)) for name, n, part in parts)
-    return body + f"\n{note[:1].upper()}{note[1:]}.\n"
+    note = _tests_note(tests)
+    return families_markdown(tests, paired_tests_table, f"{note[:1].upper()}{note[1:]}")
 
 
 def paired_tests_latex(tests: pd.DataFrame, caption: str | None = None) -> str:
@@ -457,30 +422,6 @@ def paired_tests_latex(tests: pd.DataFrame, caption: str | None = None) -> str:
 # ---------------------------------------------------------------------------------------------
 # the report
 
-
-def _planned(formats: Sequence[str]) -> list[str]:
-    """Every name the report writes (figures left undrawn included), the index last."""
-    names = [f"{stem}.{fmt}" for stem, _, _ in _FIGURES for fmt in formats]
-    names += [f"{stem}{suffix}" for stem in _TABLES for suffix in (".md", ".tex")]
-    return names + ["README.md"]
-
-
-def _check_meta(meta: Any) -> Mapping[str, Any]:
-    if not isinstance(meta, Mapping):
-        raise UsageError(f"meta: give the run's metadata (a dict), not a {type(meta).__name__}")
-    if meta.get("probe", KIND) != KIND:
-        raise UsageError(f"meta: probe {meta.get('probe')!r} is not the retrieval probe "
-                         "'idiolink'; give the metadata of a retrieval run")
-    missing = [k for k in ("split", "models") if k not in meta]
-    if missing:
-        raise UsageError(f"meta: {', '.join(missing)} missing; give the metadata of a "
-                         "retrieval run")
-    models = meta["models"]
-    if not isinstance(models, Sequence) or isinstance(models, str) or not all(
-            isinstance(m, Mapping) and "model" in m for m in models):
-        raise UsageError("meta['models']: give a list of {'model': ..., 'id': ..., "
-                         "'format': ...} entries, one per model")
-    return meta
 
 
 def _counts(overall: pd.DataFrame, usage: str) -> str:
@@ -520,9 +461,10 @@ def _table_files(overall: pd.DataFrame, tests: pd.DataFrame, split: str
             "table_retrieval_tests.tex": paired_tests_latex(tests).encode("utf-8")}
 
 
-def _draw(kind: str, metric: str, tables: Mapping[str, pd.DataFrame]) -> Figure:
+def _draw(figure: tuple[str, str], tables: Mapping[str, pd.DataFrame]) -> Figure:
     from ..plots.retrieval import plot_idioms, plot_modes
 
+    kind, metric = figure
     if kind == "modes":
         return plot_modes(tables["overall"], metric)
     return plot_idioms(tables["per_idiom"], metric)
@@ -537,7 +479,7 @@ _FIGURE_TEXT = {
 
 
 def _index(meta: Mapping[str, Any], overall: pd.DataFrame, tests: pd.DataFrame,
-           figures: list[tuple[str, str, str, list[str], str | None]]) -> str:
+           figures: list[Drawn]) -> str:
     """The index ``README.md``: the split, the models, every file, the notes."""
     from ..plots.retrieval import METRIC_NAMES
 
@@ -559,14 +501,8 @@ def _index(meta: Mapping[str, Any], overall: pd.DataFrame, tests: pd.DataFrame,
                  + (f"the {n_tests} paired test(s) between query modes and models "
                     f"({_tests_note(tests)})." if n_tests else
                     "the paired tests between query modes and models: none in these results."))
-    for stem, kind, metric, files, why in figures:
-        if why is not None:
-            lines.append(f"- {stem}: not drawn: {why}")
-            continue
-        shown = ", ".join(f"`{f}`" for f in files)
-        lines.append(f"- {shown}: " + _FIGURE_TEXT[kind].format(metric=METRIC_NAMES[metric]))
-    lines.append(f"- `{MANIFEST}`: the files ncprobe wrote here, with their SHA-256; a later "
-                 "report into this directory replaces or removes only those, unchanged.")
+    lines += figure_lines(figures, lambda figure: _FIGURE_TEXT[figure[0]].format(
+        metric=METRIC_NAMES[figure[1]]))
     n_boot = meta.get("n_boot")
     lines += ["", "## Ties and intervals\n",
               "The BM25 figures depend on how tied documents are ordered; the stated tie rule "
@@ -578,15 +514,7 @@ def _index(meta: Mapping[str, Any], overall: pd.DataFrame, tests: pd.DataFrame,
         lines.append(f"Intervals: 95% bootstrap over idioms (each idiom's queries resampled "
                      f"together), {n_boot} resamples." if n_boot > 0 else
                      "No bootstrap intervals were computed (n_boot 0).")
-    notes = [str(n) for n in meta.get("notes") or []]
-    if notes:
-        lines += ["", "## Notes\n"] + [f"- {n}" for n in notes]
-    config = meta.get("config")
-    if isinstance(config, Mapping) and config:
-        lines += ["", "## Configuration\n"]
-        lines += [f"- {k}: `{json.dumps(config[k], sort_keys=True, default=str)}`"
-                  for k in sorted(config, key=str)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + meta_lines(meta)) + "\n"
 
 
 def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any],
@@ -640,87 +568,22 @@ def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str
             results directory; nothing is written.
         OutputError: ``out_dir`` cannot be written; the message names the file.
     """
-    formats = check_formats(formats)
-    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not dpi > 0 \
-            or not math.isfinite(dpi):
-        raise UsageError(f"dpi={dpi!r}: give a positive resolution in dots per inch (e.g. 200)")
-    if not isinstance(tables, Mapping):
-        raise UsageError(f"tables: give a mapping of the run's tables (overall, per_idiom, "
-                         f"tests), not a {type(tables).__name__}")
-    missing = [t for t in ("overall", "per_idiom") if t not in tables]
-    if missing:
-        raise UsageError(f"tables: {', '.join(missing)} missing; give the tables of a "
-                         "retrieval run (overall, per_idiom, tests)")
-    meta = _check_meta(meta)
+    formats = check_report_args(
+        formats, dpi, tables, ("overall", "per_idiom"),
+        what="the run's tables (overall, per_idiom, tests)",
+        give="give the tables of a retrieval run (overall, per_idiom, tests)")
+    meta = check_report_meta(meta, kind=KIND, probe="retrieval", run="a retrieval run",
+                             needed=("split", "models"),
+                             entry="{'model': ..., 'id': ..., 'format': ...}")
     overall = _check_overall(tables["overall"])
-    per_idiom = check_table(tables["per_idiom"], "per_idiom", _PER_IDIOM)
+    per_idiom = check_mode_table(tables["per_idiom"], "per_idiom", _PER_IDIOM)
     tests = _check_tests(tables.get("tests"))
     split = str(meta["split"])
-    edited = _edited_lines(meta)
-    # every table built before any file is touched: bad input writes nothing
-    table_files = {name: _with_edited(name, data, edited)
-                   for name, data in _table_files(overall, tests, split).items()}
     shown = {"overall": overall, "per_idiom": per_idiom}
-    out = Path(out_dir)
-    planned = _planned(formats)
-    check_report_dir(out, lambda: planned, kind=KIND, label=LABEL, overwrite=overwrite)
-    say = progress or (lambda line: None)
+    return write_probe_report(
+        out_dir, figures=_FIGURES, draw=lambda figure: _draw(figure, shown), tables=_TABLES,
+        table_files=_table_files(overall, tests, split),
+        index=lambda figures: _index(meta, overall, tests, figures), formats=formats,
+        dpi=dpi, edited=meta.get("edited") or [], kind=KIND, label=LABEL, overwrite=overwrite,
+        progress=progress, latex_shown=_tex, logger=log)
 
-    def write(put: Callable[[dict[Path, bytes]], None]) -> list[Path]:
-        written: list[Path] = []
-        figures: list[tuple[str, str, str, list[str], str | None]] = []
-        for i, (stem, kind, metric) in enumerate(_FIGURES, start=1):
-            try:
-                fig = _draw(kind, metric, shown)
-            except NoData as e:
-                figures.append((stem, kind, metric, [], str(e)))
-                say(f"figure {i}/{len(_FIGURES)}: {stem} not drawn ({e})")
-                continue
-            blobs = figure_bytes(fig, formats, dpi)
-            files = {out / f"{stem}.{fmt}": blobs[fmt] for fmt in formats}
-            put(files)
-            written += files
-            figures.append((stem, kind, metric, [p.name for p in files], None))
-            say(f"figure {i}/{len(_FIGURES)}: {stem}")
-        stems = list(dict.fromkeys(name.rsplit(".", 1)[0] for name in table_files))
-        for i, stem in enumerate(stems, start=1):
-            for name, data in table_files.items():
-                if name.rsplit(".", 1)[0] == stem:
-                    put({out / name: data})
-                    written.append(out / name)
-            say(f"table {i}/{len(stems)}: {stem}")
-        readme = out / "README.md"
-        index = _index(meta, overall, tests, figures)
-        put({readme: _with_edited("README.md", index.encode("utf-8"), edited)})
-        written.append(readme)
-        return written
-
-    return write_owned(out, planned, write, possible=_planned(FORMATS), kind=KIND, label=LABEL,
-                       overwrite=overwrite, logger=log)
-
-
-def _edited_lines(meta: Mapping[str, Any]) -> list[str]:
-    """``meta["edited"]``: one line per run read although edited (``accept_edited``)."""
-    edited = meta.get("edited") or []
-    if isinstance(edited, str) or not isinstance(edited, Sequence):
-        raise UsageError("meta['edited']: give a list of lines, one per edited run")
-    return [str(line) for line in edited]
-
-
-def _with_edited(name: str, data: bytes, edited: Sequence[str]) -> bytes:
-    """A report file's content with the edited results said first (nothing when none): in
-    Markdown a bold paragraph per line, under the file's heading; in LaTeX a comment and a
-    bold paragraph before the table."""
-    if not edited:
-        return data
-    text = data.decode("utf-8")
-    if name.endswith(".tex"):
-        said = "".join(f"% {line}\n" for line in edited)
-        shown = r"\noindent\textbf{" + _tex("; ".join(edited)) + "}\\par\n\n"
-        return (said + shown + text).encode("utf-8")
-    said = "".join(f"**{line}**\n\n" for line in edited)
-    if text.startswith("# "):  # the heading stays the first line, the warning right under it
-        head, _, rest = text.partition("\n")
-        rest = rest.lstrip("\n")
-        return (head + "\n\n" + said + rest).encode("utf-8")
-    return (said + text).encode("utf-8")

@@ -25,13 +25,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 import pandas as pd
 
-from ..errors import DataError, UsageError
-from ..probes.base import ProbeResults
-from ..query import filter_rows, not_present_message, wanted_values
+from ..errors import UsageError
+from ..probes.base import ProbeResults, check_model_runs, common_option, refuse_pooling
+from ..query import not_present_message, wanted_values
 from ..results import store
 from .metrics import METRICS
 from .report import LABEL as REPORT_LABEL
@@ -72,6 +72,11 @@ class RetrievalResults(ProbeResults):
         per_query, overall, per_idiom, per_subject, tests: the tables (see the module).
         meta: one dict per model run: ``config`` (the options, ``model`` among them),
             ``fingerprint``, ``data_sources``, ``notes``.
+
+    Its results directory (:meth:`to_parquet`, :meth:`load`, :meth:`load_found`),
+    ``tables``, ``run_id`` and :meth:`edited_lines` are those of every probe whose runs are one
+    model each (:class:`~ncprobe.probes.base.ProbeResults`, with :data:`LAYOUT`); its
+    ``models`` are those of its rows, and :meth:`load_many` adds the tests across runs.
     """
 
     #: How the probe's results directories are stored (:mod:`ncprobe.results.store`).
@@ -89,11 +94,6 @@ class RetrievalResults(ProbeResults):
         modes = ", ".join(dict.fromkeys(self.per_query["mode"]))
         return (f"<RetrievalResults {self.split}: {models}; modes {modes}; "
                 f"{self.per_query['query'].nunique()} queries>")
-
-    @property
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """The tables by name (:data:`RETRIEVAL_TABLES`)."""
-        return {name: getattr(self, name) for name in RETRIEVAL_TABLES}
 
     @property
     def models(self) -> list[str]:
@@ -116,20 +116,6 @@ class RetrievalResults(ProbeResults):
         """What was noticed while computing, one line each, prefixed by the model."""
         return [f"{m['config']['model']}: {n}" for m in self.meta for n in m.get("notes", [])]
 
-    def edited_lines(self) -> list[str]:
-        """One line per run read although edited since ncprobe wrote it
-        (``load(..., accept_edited=True)``), naming the files edited; what the summary,
-        the report and ``ncprobe compare`` say first. Empty for results as ncprobe wrote
-        them."""
-        return [f"EDITED RESULTS ({m['config']['model']}): {', '.join(map(str, m['edited']))} "
-                "edited since ncprobe wrote it (read with accept_edited): these numbers are "
-                "not what ncprobe computed" for m in self.meta if m.get("edited")]
-
-    @property
-    def run_id(self) -> str:
-        """A hash of every table and of the runs' metadata (equal results, equal ids)."""
-        return store.run_id(self.tables, self.meta, LAYOUT)
-
     # --- access -----------------------------------------------------------------------------
 
     def select(self, table: str | None = None, **filters: Any) -> pd.DataFrame:
@@ -143,13 +129,12 @@ class RetrievalResults(ProbeResults):
                 the values there are), so a typo never gives an empty frame.
         """
         table = table or "overall"
-        if table not in RETRIEVAL_TABLES:
-            raise UsageError(f"unknown table {table!r}; choose from {', '.join(RETRIEVAL_TABLES)}")
-        df = self.tables[table]
-        sided = {k: v for k, v in filters.items() if v is not None and k not in df.columns
-                 and f"{k}_a" in df.columns}
+        held = self.tables.get(table)
+        columns = held.columns if held is not None else ()
+        sided = {k: v for k, v in filters.items() if v is not None and k not in columns
+                 and f"{k}_a" in columns}
         where = f"the {table} table"
-        df = filter_rows(df, {k: v for k, v in filters.items() if k not in sided}, where=where)
+        df = self.select_rows(table, {k: v for k, v in filters.items() if k not in sided})
         for col, want in sided.items():  # a test's two sides: either may match
             sides = df[[f"{col}_a", f"{col}_b"]].astype(str)
             values = wanted_values(want)
@@ -238,10 +223,7 @@ class RetrievalResults(ProbeResults):
         models = [{"model": m["config"]["model"],
                    "id": (m.get("fingerprint") or {}).get("model"),
                    "format": m["config"].get("format")} for m in self.meta]
-        configs = [{k: v for k, v in m["config"].items() if k not in ("model", "format")}
-                   for m in self.meta]
-        shared = {k: v for k, v in configs[0].items()
-                  if all(c.get(k) == v for c in configs)} if configs else {}
+        shared = self.shared_config(("model", "format"))
         return {"probe": LAYOUT.probe, "split": self.split, "models": models,
                 "config": shared, "notes": self.notes, "n_boot": shared.get("n_boot"),
                 "edited": self.edited_lines()}
@@ -260,21 +242,20 @@ class RetrievalResults(ProbeResults):
 
     # --- on disk ----------------------------------------------------------------------------
 
-    def to_parquet(self, path: str | Path, *, overwrite: bool = False) -> Path:
-        """Write the results directory ``path`` as one unit (see
-        :func:`ncprobe.results.store.write_results`): refuses to replace anything that is not
-        a results directory, or another run's unless ``overwrite``."""
-        return store.write_results(self.tables, self.meta, path, overwrite=overwrite,
-                                   layout=LAYOUT)
-
     @classmethod
-    def load(cls, path: str | Path, *, accept_edited: bool = False) -> "RetrievalResults":
-        """Read a results directory written by :meth:`to_parquet`, verified (an edited table
-        or run.json is refused unless ``accept_edited``; another probe's results are a
-        UsageError)."""
-        tables, runs = store.read_results(path, accept_edited=accept_edited, layout=LAYOUT)
-        _check_runs_cover(tables, runs, Path(path) / "run.json")
-        return cls(**tables, meta=runs)
+    def check_runs(cls, tables: dict[str, pd.DataFrame], runs: list[dict], meta_file: Path
+                   ) -> None:
+        """Refuse a results directory whose ``run.json`` does not describe every model of its
+        tables (a run removed) or describes a model they lack: the split, options and data of
+        those rows would be unknown.
+
+        Raises:
+            DataError: naming ``run.json`` and the models (exit 3, a damaged results
+                directory).
+        """
+        check_model_runs(runs, list(dict.fromkeys(str(m) for m in tables["per_query"]["model"])),
+                         meta_file, run="a retrieval run", recorded="its split, options and data",
+                         unheld=True)
 
     @classmethod
     def load_many(cls, paths: Sequence[str | Path], *, exclude: Iterable[str | Path] = (),
@@ -286,11 +267,7 @@ class RetrievalResults(ProbeResults):
         own report); with ``across`` (the default) and several directories, the models of
         different directories are tested against each other too
         (:func:`tests_across_runs`), a family of its own."""
-        found = store.find_results(paths)
-        if exclude:
-            found = store.drop_excluded(found, exclude, require_match=False)
-        parts = [cls.load(d, accept_edited=accept_edited) for d in found]
-        names = [str(d) for d in found]
+        parts, names = cls.load_found(paths, exclude=exclude, accept_edited=accept_edited)
         joined = cls.concat(parts, names)
         more = tests_across_runs(parts, names) if across and len(parts) > 1 else None
         if more is not None and len(more):
@@ -312,13 +289,7 @@ class RetrievalResults(ProbeResults):
         """
         names = list(names or [f"results {i + 1}" for i in range(len(results))])
         check_same_items(results, names)  # never two corpora in one table or test
-        seen: dict[str, str] = {}
-        for res, name in zip(results, names, strict=True):
-            for model in res.models:
-                if model in seen:
-                    raise UsageError(f"model {model!r} is in both {seen[model]} and {name}: "
-                                     "two runs of one model are never pooled; leave one out")
-                seen[model] = name
+        refuse_pooling([res.models for res in results], names, "leave one out")
         frames = {t: pd.concat([r.tables[t] for r in results], ignore_index=True)
                   for t in RETRIEVAL_TABLES}
         return cls(**frames, meta=[m for r in results for m in r.meta])
@@ -358,30 +329,6 @@ def grouped_means(per_query: pd.DataFrame, by: str) -> pd.DataFrame:
     out = out.sort_values(["_c", "_g", "_u"], kind="stable").drop(columns=["_c", "_g", "_u"])
     columns = RETRIEVAL_COLUMNS["per_idiom" if by == "idiom" else "per_subject"]
     return out[list(columns)].reset_index(drop=True)
-
-
-def _check_runs_cover(tables: Mapping[str, pd.DataFrame], runs: list[dict],
-                      meta_file: Path) -> None:
-    """Refuse a results directory whose ``run.json`` does not describe every model of its
-    tables (a run removed) or describes a model they lack: the split, options and data of
-    those rows would be unknown.
-
-    Raises:
-        DataError: naming ``run.json`` and the models (exit 3, a damaged results directory).
-    """
-    described = [str(m["config"]["model"]) for m in runs]
-    held = list(dict.fromkeys(str(m) for m in tables["per_query"]["model"]))
-    missing = [m for m in held if m not in described]
-    extra = [m for m in described if m not in held]
-    twice = sorted({m for m in described if described.count(m) > 1})
-    problems = ([f"no run for the model(s) {', '.join(missing)} of its tables"] if missing
-                else []) + ([f"runs of model(s) {', '.join(extra)} that no table holds"]
-                            if extra else []) + ([f"two runs of {', '.join(twice)}"]
-                                                 if twice else [])
-    if problems:
-        raise DataError("; ".join(problems) + ": the file was edited or damaged (each model "
-                        "of a retrieval run is one run, with its split, options and data); "
-                        "recompute the results", file=str(meta_file))
 
 
 def check_same_items(results: Sequence["RetrievalResults"], names: Sequence[str]) -> None:
@@ -462,13 +409,6 @@ def _item_differences(a: dict, b: dict, name_a: str, name_b: str) -> list[str]:
     return out
 
 
-def _shared_option(results: Sequence["RetrievalResults"], key: str, default):
-    """The runs' common value of a config key, or ``default`` when they differ or lack it."""
-    values = {json.dumps(m["config"].get(key, default), default=str)
-              for r in results for m in r.meta}
-    return json.loads(values.pop()) if len(values) == 1 else default
-
-
 def tests_across_runs(results: Sequence["RetrievalResults"], names: Sequence[str]
                       ) -> pd.DataFrame:
     """The model-vs-model tests between different runs: for each query mode, every model of
@@ -500,19 +440,9 @@ def tests_across_runs(results: Sequence["RetrievalResults"], names: Sequence[str
     if not pairs:
         return pd.DataFrame(columns=list(TEST_COLUMNS))
     per_query = pd.concat([r.per_query for r in results], ignore_index=True)
-    return paired_tests(per_query, pairs, n_boot=int(_shared_option(results, "n_boot", 1000)),
-                        seed=int(_shared_option(results, "seed", 0)),
-                        correction=str(_shared_option(results, "correction", "holm")),
+    runs = [m for r in results for m in r.meta]
+    return paired_tests(per_query, pairs, n_boot=int(common_option(runs, "n_boot", 1000)),
+                        seed=int(common_option(runs, "seed", 0)),
+                        correction=str(common_option(runs, "correction", "holm")),
                         family=across_family(names))
 
-
-def check_models(models: Iterable[str]) -> list[str]:
-    """The model names of one call, refusing one named twice (its runs would be pooled)."""
-    out: list[str] = []
-    for m in models:
-        if m in out:
-            raise UsageError(f"model {m!r} is named twice; each model is run once")
-        out.append(m)
-    if not out:
-        raise UsageError("no model given")
-    return out

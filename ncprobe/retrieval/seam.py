@@ -8,11 +8,9 @@ The probe's work is done by this package (:mod:`ncprobe.retrieval`) and its data
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
 from ..probes.base import Probe
 
 if TYPE_CHECKING:
@@ -36,7 +34,7 @@ class IdioLinkProbe(Probe):
         "Rank every document of an IdioLink split for every query, per model and query mode "
         "(sentence, span, instruction_sentence, instruction_span), and score the rankings: "
         "R-Precision and nDCG@10 overall, per query usage (literal / idiomatic), per idiom "
-        "and per subject, with 95%% intervals resampling idioms and paired tests between "
+        "and per subject, with 95% intervals resampling idioms and paired tests between "
         "modes and models. --model bm25 is the lexical control. Writes a results directory "
         "(parquet + run.json) and prints a summary (or --json rows).")
 
@@ -67,33 +65,17 @@ class IdioLinkProbe(Probe):
         return run_retrieve(args, config or self.config_class())
 
     def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
+        from ..cli.compare import compare_probe_runs
         from .report import paired_tests_latex, paired_tests_markdown
 
-        if args.select_a or args.select_b:
-            raise UsageError("--a/--b select rows of NCIMP results; retrieval results are "
-                             "compared model against model, mode by mode")
-        if not args.results_b:
-            raise UsageError("retrieval results: give two sides (RESULTS_A RESULTS_B); the "
-                             "modes within one run are already tested in its own results "
-                             "(table tests)")
-        load = self.results_class().load_many
-        a, b = (load([side], exclude=args.exclude, accept_edited=args.accept_edited_results,
-                     across=False) for side in (args.results_a, args.results_b))
-        df = a.compare(b, names=[args.results_a, args.results_b], n_boot=args.n_boot,
-                       seed=args.seed, correction=args.correct, n_flips=args.n_flips)
-        edited = a.edited_lines() + b.edited_lines()
-        # results read although edited: said first, where it cannot be missed
-        text = "".join(f"{line}\n\n" for line in edited) + paired_tests_markdown(df)
-        print(text, end="" if text.endswith("\n") else "\n")
-        if out is not None:
-            from ..comparison import write_comparison
-
-            title = "IdioLink: paired differences between models (ncprobe compare)"
-            write_comparison(out, df, markdown=f"{title}\n\n{text}",
-                             latex="".join(f"% {line}\n" for line in edited)
-                             + paired_tests_latex(df, title), overwrite=args.overwrite)
-            print(f"written to {out}", file=sys.stderr)
-        return 0
+        return compare_probe_runs(
+            args, out, self.results_class(), what="retrieval results",
+            how="model against model, mode by mode",
+            within="the modes within one run are already tested in its own results (table "
+            "tests)",
+            title="IdioLink: paired differences between models (ncprobe compare)",
+            markdown=paired_tests_markdown, latex=paired_tests_latex,
+            load={"across": False}, options={"n_flips": args.n_flips}, latex_edited=True)
 
     def models_text(self) -> str:
         from ..encoders.prompts import GENERIC

@@ -44,11 +44,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..significance import ALPHA, check_correction, warn_resolution
+from ..significance import check_correction, warn_resolution
 from ..stats import (
     MAX_FLIPS,
     choose_flips,
-    correct_bounded,
+    correct_tests,
     resample_counts,
     resamples_for,
     sign_flip,
@@ -334,15 +334,9 @@ def paired_tests(per_query: pd.DataFrame, pairs: Sequence[Pair] | None = None, *
                                       if c not in ("p_corrected", "p_corrected_bound",
                                                    "significant", "correction", "family",
                                                    "family_size")])
-    corrected, corrected_bound = correct_bounded(out["p"].to_numpy(dtype=np.float64),
-                                                 out["p_bound"].to_numpy(dtype=bool), method)
-    out["p_corrected"] = corrected
-    out["p_corrected_bound"] = corrected_bound
-    out["significant"] = np.asarray(corrected <= ALPHA, dtype=bool)  # NaN: False
-    out["correction"] = method
-    out["family"] = family if family is not None else run_family(
-        list(dict.fromkeys(per_query["model"])))
-    out["family_size"] = int(out["p"].notna().sum())
+    corrected, corrected_bound = correct_tests(
+        out, method, family if family is not None else run_family(
+            list(dict.fromkeys(per_query["model"]))))
     if flips:
         warn_resolution(corrected, corrected_bound, rows="paired tests",
                         resamples=f"{flips:,} random sign flips", option="n_flips",

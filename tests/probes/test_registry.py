@@ -29,6 +29,7 @@ OWN_PACKAGES = {
     "ncimp": ("ncimp.py", "data/ncimp/"),
     "idiolink": ("retrieval/", "data/idiolink.py"),
     "ncc": ("ncc/", "data/semanticqa.py", "plots/ncc.py"),
+    "astitch": ("astitch/", "data/astitch.py", "plots/astitch.py"),
 }
 IDIOMS = "in the dock,make tracks"
 
@@ -36,14 +37,15 @@ IDIOMS = "in the dock,make tracks"
 
 
 def test_the_registry_lists_every_probe_with_what_it_asks(capsys) -> None:
-    assert registry.probe_names() == ("ncimp", "idiolink", "ncc")
+    assert registry.probe_names() == ("ncimp", "idiolink", "ncc", "astitch")
     assert main(["probes"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == ["ncimp", "idiolink", "ncc"]
+    assert [line.split()[0] for line in lines] == ["ncimp", "idiolink", "ncc", "astitch"]
     # each line: what it asks (a question), its data, its result tables
     wanted = {"ncimp": ncprobe.schema.RESULT_TABLES,
               "idiolink": ("per_query", "overall", "per_idiom", "per_subject", "tests"),
-              "ncc": ("items", "accuracy", "per_class", "tests", "confusion")}
+              "ncc": ("items", "accuracy", "per_class", "tests", "confusion"),
+              "astitch": ("scores", "auroc", "predictions", "linear", "tests", "excluded")}
     for line in lines:
         name = line.split()[0]
         assert "?" in line and "Data: " in line
@@ -53,7 +55,7 @@ def test_the_registry_lists_every_probe_with_what_it_asks(capsys) -> None:
 
 
 def test_an_unknown_probe_is_refused_with_the_names(capsys) -> None:
-    with pytest.raises(UsageError, match="ncimp, idiolink, ncc"):
+    with pytest.raises(UsageError, match="ncimp, idiolink, ncc, astitch"):
         registry.get_probe("nccx")
     with pytest.raises(UsageError, match="'nope'"):
         ncprobe.run("nope")
@@ -113,7 +115,10 @@ def test_the_check_finds_a_comparison(tmp_path) -> None:
 def test_every_probes_results_implement_the_one_interface() -> None:
     wanted = {"load", "load_many", "to_parquet", "tables", "run_id", "notes", "select", "wide",
               "summary", "json_rows", "report", "compare"}
-    assert wanted <= set(ProbeResults.__abstractmethods__)
+    assert all(hasattr(ProbeResults, name) for name in wanted)
+    # the store's side is written once (the layout's); what a probe computes is its own
+    assert {"concat", "select", "wide", "summary", "json_rows", "report", "compare"} == set(
+        ProbeResults.__abstractmethods__)
     for name in registry.probe_names():
         cls = registry.results_class(name)
         assert issubclass(cls, ProbeResults) and not cls.__abstractmethods__, name
@@ -199,32 +204,12 @@ class ToyResults(ProbeResults):
     items: pd.DataFrame
     meta: list[dict] = field(default_factory=list)
 
-    @property
-    def tables(self) -> dict[str, pd.DataFrame]:
-        return {"items": self.items}
-
-    @property
-    def run_id(self) -> str:
-        return store.run_id(self.tables, self.meta, TOY_LAYOUT)
-
-    @property
-    def notes(self) -> list[str]:
-        return []
+    # its directory, tables, run id and notes: ProbeResults's, through its layout
 
     @classmethod
-    def load(cls, path, *, accept_edited=False) -> "ToyResults":
-        tables, runs = store.read_results(path, accept_edited=accept_edited, layout=TOY_LAYOUT)
-        return cls(**tables, meta=runs)
-
-    @classmethod
-    def load_many(cls, paths, **kwargs: Any) -> "ToyResults":
-        parts = [cls.load(p) for p in store.find_results(paths)]
-        return cls(pd.concat([p.items for p in parts], ignore_index=True),
-                   [m for p in parts for m in p.meta])
-
-    def to_parquet(self, path, *, overwrite=False) -> Path:
-        return store.write_results(self.tables, self.meta, path, overwrite=overwrite,
-                                   layout=TOY_LAYOUT)
+    def concat(cls, results, names=None) -> "ToyResults":
+        return cls(pd.concat([r.items for r in results], ignore_index=True),
+                   [m for r in results for m in r.meta])
 
     def select(self, table=None, **filters: Any) -> pd.DataFrame:
         from ncprobe.query import filter_rows
@@ -342,4 +327,5 @@ def test_a_new_probe_is_one_registry_entry(toy, raw_dir, tmp_path, capsys) -> No
     assert main(["data", "info", "--json", "--data-dir", str(raw_dir)]) in (0, 3)
     info = json.loads(capsys.readouterr().out)
     assert info["toy"] == {"items": 3} and "toy note" in info["notes"]
-    assert list(info)[:6] == ["data_dir", "files", "languages", "idiolink", "ncc", "toy"]
+    assert list(info)[:7] == ["data_dir", "files", "languages", "idiolink", "ncc", "astitch",
+                              "toy"]

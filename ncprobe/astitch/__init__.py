@@ -1,0 +1,42 @@
+"""The AStitch probe (``ncprobe run astitch``): is the expression used idiomatically *in this
+sentence*? Token-level idiomaticity on AStitchInLanguageModels Task 1 A (Tayyar Madabushi et
+al., Findings of EMNLP 2021), English and Portuguese, layer by layer, on frozen vectors.
+
+Two probes: the *paraphrase* probe (no training: does the expression's vector in the sentence
+sit nearer the sentence with its literal paraphrase spliced in, or one with a non-literal
+paraphrase? AUROC per split) and the *linear* probe (an L2 logistic regression per layer view,
+with its controls: majority, expression-only, a static model, the Hewitt-Liang control task
+and selectivity). Parts: :mod:`.paraphrase`, :mod:`.linear`, :mod:`.stats` (cluster bootstrap
+over expressions, paired permutation tests), :mod:`.results`, :mod:`.report`; the data are read
+by :mod:`ncprobe.data.astitch`.
+"""
+
+from __future__ import annotations
+
+# the languages of the data and the levels of a vector are NCIMP's
+from ..schema import LANGS, LEVELS
+
+__all__ = ["CONTROLS", "FEATURES", "IDIOMATIC", "LANGS", "LEVELS", "LITERAL", "PROBE_KINDS",
+           "SCORES", "SETTINGS", "SPLITS", "VARIANTS"]
+
+#: The files of Task 1 A, in the order they are read and reported.
+SPLITS: tuple[str, ...] = ("train_zero_shot", "train_one_shot", "train_few_shot", "dev", "test")
+
+#: The linear probe's settings and the split each trains on (dev chooses, test is reported).
+SETTINGS: dict[str, str] = {"zero-shot": "train_zero_shot", "one-shot": "train_one_shot",
+                            "few-shot": "train_few_shot"}
+#: The target sentence alone, or with the previous and next sentences (the two file variants:
+#: the column ``context`` of the tables).
+VARIANTS: tuple[str, ...] = ("excluded", "included")
+#: The vectors the linear probe is trained on: (level, context).
+FEATURES: tuple[tuple[str, str], ...] = (("nc", "excluded"), ("sent", "excluded"),
+                                         ("nc", "included"))
+#: The files' labels: 0 idiomatic, 1 not idiomatic (literal, or part of a proper noun).
+IDIOMATIC, LITERAL = 0, 1
+#: What a headline row is: the paraphrase probe, a model's linear probe, or a control.
+PROBE_KINDS: tuple[str, ...] = ("paraphrase", "linear", "control")
+#: The linear probe's controls.
+CONTROLS: tuple[str, ...] = ("majority", "expression", "static", "control task")
+#: The paraphrase probe's scores: the literal paraphrase's cosine less the best non-literal
+#: one's, and the literal paraphrase's cosine alone.
+SCORES: tuple[str, ...] = ("contrast", "literal")

@@ -1,0 +1,206 @@
+"""AStitchConfig: everything that defines one ``ncprobe run astitch`` run.
+
+The probe's run options, declared once, as :class:`~ncprobe.config.RunConfig` declares NCIMP's:
+each field has its default, its check (``__post_init__``) and its metadata, from which
+``ncprobe run astitch`` makes its option (:func:`ncprobe.cli._options.config_options`).
+:func:`~ncprobe.astitch.probe.run_astitch` takes the fields as keywords.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from .._io import safe_name
+from ..cache.dtypes import check_store_dtype
+from ..config import check_counts, device_field, document_fields, dtype_field
+from ..errors import UsageError
+from ..schema import Correction, Dtype
+from ..significance import check_correction
+from . import LANGS, SETTINGS, SPLITS, VARIANTS
+
+__all__ = ["AUTO_STATIC", "C_GRID", "DEFAULT_MODELS", "NO_STATIC", "STATIC", "AStitchConfig",
+           "run_dir"]
+
+#: The models of a run that names none: the offline default of ncprobe.
+DEFAULT_MODELS = ("glove-6b-50d",)
+#: The inverse regularisation strengths the linear probe chooses from on dev.
+C_GRID = (0.001, 0.01, 0.1, 1.0, 10.0)
+#: ``--static none``: no static control.
+NO_STATIC = "none"
+#: ``--static auto``: :data:`STATIC`, unless it is a probed model.
+AUTO_STATIC = "auto"
+#: The static control of ``--static auto``.
+STATIC = "glove-6b-50d"
+
+
+def _text_list(value: str | Sequence[str], what: str) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else list(value)
+    out = tuple(s.strip() for item in items for s in str(item).split(",") if s.strip())
+    twice = sorted({x for x in out if out.count(x) > 1})
+    if twice:
+        raise UsageError(f"{what} {twice[0]!r} is named twice; give each once")
+    return out
+
+
+@document_fields
+@dataclass(frozen=True)
+class AStitchConfig:
+    """One AStitch run: the models, the languages and layer views, the linear probe's choices
+    and the statistics.
+
+    Each field is an option of ``ncprobe run astitch`` and a keyword of
+    :func:`~ncprobe.astitch.probe.run_astitch`; the values are checked here, the same for
+    both (a :class:`~ncprobe.errors.UsageError`: exit 2).
+    """
+
+    models: Sequence[str] = field(default=DEFAULT_MODELS, metadata={
+        "option": "--model", "metavar": "M", "type": "comma_list", "repeatable": True,
+        "help": "model(s) probed: an alias (`ncprobe models`), a HuggingFace id, a model "
+                "directory or a vector file; a comma list or repeated (default: glove-6b-50d)"})
+    langs: Sequence[str] = field(default=("en",), metadata={
+        "option": "--lang", "metavar": "L", "type": "comma_list", "repeatable": True,
+        "help": "language(s) of the data: en, pt, or en,pt (default: en)"})
+    layers: str | None = field(default=None, metadata={
+        "metavar": "SPEC",
+        "help": "transformer layers: last4 (default), all, -1, 9+10+11+12, or comma lists of "
+                "views; each view is probed on its own"})
+    splits: Sequence[str] = field(default=SPLITS, metadata={
+        "option": "--splits", "metavar": "S,...", "type": "comma_list",
+        "help": "the splits read: the paraphrase probe scores each, the linear probe runs the "
+                "settings whose training split is among them (with dev and test) (default: "
+                "all five)"})
+    contexts: Sequence[str] = field(default=VARIANTS, metadata={
+        "option": "--context", "metavar": "C", "type": "comma_list",
+        "help": "the sentences a use is read in: excluded (the target sentence alone), "
+                "included (with the previous and next sentences), or both (default "
+                "excluded,included; excluded alone is about a quarter of the encoding)"})
+    static: str = field(default="auto", metadata={
+        "metavar": "M",
+        "help": "the static control: the same linear probe on this model's vectors (which "
+                "cannot see the context); 'none' for no static control; auto (the default): "
+                "glove-6b-50d, unless it is a probed model itself (then none)"})
+    c_grid: Sequence[float] = field(default=C_GRID, metadata={
+        "option": "--c-grid", "metavar": "C,...", "type": "comma_list",
+        "help": "inverse L2 regularisation strengths of the linear probe, the one with the "
+                "best dev macro-F1 kept (default 0.001,0.01,0.1,1,10)"})
+    n_boot: int = field(default=1000, metadata={
+        "metavar": "N", "type": "count",
+        "help": "expression resamples of the 95%% intervals (default %(default)s)"})
+    n_perm: int | None = field(default=None, metadata={
+        "metavar": "N", "type": "count",
+        "help": "random expression swaps of each paired test (default: enough for the "
+                "least corrected p of the run's tests to reach 0.001: 1,000 per test under "
+                "holm or fdr_bh)"})
+    seed: int = field(default=0, metadata={
+        "metavar": "S", "type": "count",
+        "help": "seed of the resamples, the swaps and the control task's labels (default "
+                "%(default)s)"})
+    correction: Correction = field(default="holm", metadata={
+        "option": "--correct",
+        "help": "multiple-comparison correction of the paired tests, one family per run "
+                "(default holm)"})
+    device: str | None = device_field()
+    dtype: Dtype | None = dtype_field()
+    store_dtype: Dtype = field(default="float32", metadata={
+        "help": "how vectors are kept in the embedding cache: float32 (default, exact), "
+                "float16 or bfloat16 (half the disk: a large model's every layer; results "
+                "move slightly, the bound is in the notes)"})
+    batch_size: int = field(default=32, metadata={
+        "metavar": "N", "type": "positive_int",
+        "help": "sentences per forward pass (default %(default)s)"})
+    accept_modified_data: bool = field(default=False, metadata={
+        "help": "run on AStitch files that differ from their pinned upstream copy (edited on "
+                "purpose) instead of stopping (exit 3); they are named in the notes and "
+                "recorded in run.json"})
+
+    def __post_init__(self) -> None:
+        models = _text_list(self.models, "model")
+        if not models:
+            raise UsageError("no model given (--model)")
+        object.__setattr__(self, "models", models)
+        langs = _text_list(self.langs, "language")
+        bad = [x for x in langs if x not in LANGS]
+        if bad or not langs:
+            raise UsageError(f"language {bad[0] if bad else ''!r} (--lang): AStitch has "
+                             f"{' and '.join(LANGS)}; give en, pt or en,pt")
+        object.__setattr__(self, "langs", tuple(x for x in LANGS if x in langs))
+        splits = _text_list(self.splits, "split")
+        bad = [x for x in splits if x not in SPLITS]
+        if bad or not splits:
+            raise UsageError(f"split {bad[0] if bad else ''!r} (--splits): give some of "
+                             f"{', '.join(SPLITS)}")
+        trained = [x for x in splits if x in SETTINGS.values()]
+        lacking = [x for x in ("dev", "test") if x not in splits]
+        if trained and lacking:
+            raise UsageError(f"splits {','.join(splits)}: the linear probe trains on "
+                             f"{', '.join(trained)}, chooses on dev and is scored on test: add "
+                             f"{' and '.join(lacking)}, or leave the training splits out")
+        object.__setattr__(self, "splits", tuple(x for x in SPLITS if x in splits))
+        contexts = _text_list(self.contexts, "context")
+        bad = [x for x in contexts if x not in VARIANTS]
+        if bad or not contexts:
+            raise UsageError(f"context {bad[0] if bad else ''!r} (--context): give excluded, "
+                             "included or excluded,included")
+        object.__setattr__(self, "contexts", tuple(x for x in VARIANTS if x in contexts))
+        static = str(self.static).strip()
+        if not static:
+            raise UsageError("static='' (--static): give a model, or 'none'")
+        if static in models:
+            raise UsageError(f"the static control {static!r} (--static) is also a probed model "
+                             "(--model): give --static none, or another static model")
+        object.__setattr__(self, "static", static)
+        grid = []
+        given = (self.c_grid.split(",") if isinstance(self.c_grid, str) else
+                 [self.c_grid] if isinstance(self.c_grid, numbers.Real) else list(self.c_grid))
+        for c in given:
+            try:
+                value = float(c) if not isinstance(c, bool) else math.nan
+            except (TypeError, ValueError):
+                value = math.nan
+            if not math.isfinite(value) or value <= 0:
+                raise UsageError(f"c_grid value {c!r} (--c-grid): give finite numbers > 0, "
+                                 "e.g. 0.01,0.1,1")
+            grid.append(value)
+        if not grid or len(set(grid)) != len(grid):
+            raise UsageError(f"c_grid {list(self.c_grid)!r} (--c-grid): give one or more "
+                             "distinct numbers > 0")
+        object.__setattr__(self, "c_grid", tuple(sorted(grid)))
+        check_counts(self, {"n_boot": 0, "seed": 0, "batch_size": 1})
+        if self.n_perm is not None and (isinstance(self.n_perm, bool) or not isinstance(
+                self.n_perm, numbers.Integral) or self.n_perm < 0):
+            raise UsageError(f"n_perm={self.n_perm!r} (--n-perm): give a whole number >= 0 "
+                             "(0: no test)")
+        check_correction(self.correction)
+        check_store_dtype(self.store_dtype)
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        """The linear probe's settings: those whose training split is read."""
+        return tuple(k for k, v in SETTINGS.items() if v in self.splits)
+
+    @property
+    def static_model(self) -> str | None:
+        """The static control's model, or ``None`` (``--static none``, or ``auto`` when
+        :data:`STATIC` is a probed model: it is then a model's row, not a control's)."""
+        if self.static == AUTO_STATIC:
+            return None if STATIC in self.models else STATIC
+        return None if self.static == NO_STATIC else self.static
+
+
+def run_dir(config: AStitchConfig, results_dir: str | Path = "results") -> Path:
+    """Where a run's results go by default: ``<results_dir>/astitch-<models>-<langs>``, the
+    models joined by ``+`` (each as a file name), plus ``-layers_<spec>``, ``-context_<c>``
+    and ``-splits_<s+...>`` when given, e.g. ``results/astitch-minilm-en-layers_all``."""
+    name = "astitch-" + "+".join(safe_name(m) for m in config.models) + "-" + \
+        "+".join(config.langs)
+    if config.layers:
+        name += f"-layers_{safe_name(config.layers)}"
+    if tuple(config.contexts) != VARIANTS:
+        name += "-context_" + "+".join(config.contexts)
+    if tuple(config.splits) != SPLITS:
+        name += "-splits_" + "+".join(config.splits)
+    return Path(results_dir) / name

@@ -1,0 +1,726 @@
+"""The AStitch probe's results: tidy tables, a results directory, a summary, JSON rows, the
+report and the comparison of two runs.
+
+An :class:`AStitchResults` holds six tables (fractions, not percent):
+
+* ``scores``: the paraphrase probe's per-use scores, one row per use x model x layer view x
+  level x context (:data:`ncprobe.astitch.paraphrase.SCORE_COLUMNS`: ``literal``, the cosine
+  to the literal paraphrase's sentence, and ``contrast``, that less the best cosine to a
+  non-literal one; NaN where the paraphrases are lacking);
+* ``auroc``: per cell and score, the AUROC of telling literal uses (label 1) from idiomatic
+  ones (label 0) with its 95% cluster bootstrap interval over expressions, and how many rows
+  were scored (:data:`~ncprobe.astitch.paraphrase.AUROC_COLUMNS`);
+* ``predictions``: the linear probe's and the controls' test predictions, one row per cell x
+  test use (:data:`ncprobe.astitch.linear.PRED_COLUMNS`; the control task's labels and
+  predictions beside a model's own);
+* ``linear``: per cell, the C chosen on dev, test macro-F1 and accuracy with their
+  intervals, the control task's F1 and the selectivity
+  (:data:`~ncprobe.astitch.linear.LINEAR_COLUMNS`);
+* ``tests``: paired tests between cells over the same test uses, one family per run
+  (:data:`ncprobe.astitch.stats.TEST_COLUMNS`);
+* ``excluded``: the rows left out, and why (not placed: every probe; without the paraphrases
+  a contrast needs: the paraphrase probe).
+
+Its directory is an ncprobe results directory (:mod:`ncprobe.results.store`: parquet tables
+and ``run.json`` written as one unit, verified when read) of the probe ``astitch``. Each model
+is one run of ``run.json``: its options (``config``, with the ``model``), its fingerprint and
+the data files' blob ids. The control rows (``probe_kind`` ``control``: the majority and
+expression-only baselines, whose ``model`` is empty, and the static model's probe) and the
+``excluded`` table do not depend on the run's model: they are the same in every run of the
+same data and options, and results of several directories are joined with them once
+(:meth:`AStitchResults.concat`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UsageError
+from ..probes.base import ProbeResults, check_model_runs, refuse_pooling
+from ..query import check_table, filter_rows
+from ..results import store
+from ..significance import check_correction
+from . import CONTROLS, SCORES, SETTINGS, SPLITS
+from .linear import LINEAR_COLUMNS, PRED_COLUMNS, PRED_KEYS
+from .paraphrase import AUROC_COLUMNS, SCORE_COLUMNS
+from .report import EXCLUDED_COLUMNS, view_text
+from .report import LABEL as REPORT_LABEL
+from .stats import TEST_COLUMNS, label
+
+__all__ = ["ASTITCH_COLUMNS", "ASTITCH_TABLES", "AStitchResults", "LAYOUT", "across_family",
+           "check_same_data", "family_name"]
+
+#: The tables of an :class:`AStitchResults`, in the order they are written.
+ASTITCH_TABLES = ("scores", "auroc", "predictions", "linear", "tests", "excluded")
+#: The columns of each table, in order.
+ASTITCH_COLUMNS: dict[str, tuple[str, ...]] = {
+    "scores": tuple(SCORE_COLUMNS), "auroc": tuple(AUROC_COLUMNS),
+    "predictions": tuple(PRED_COLUMNS), "linear": tuple(LINEAR_COLUMNS),
+    "tests": tuple(TEST_COLUMNS), "excluded": EXCLUDED_COLUMNS,
+}
+#: The columns that hold numbers (or booleans); the others (the layer view among them) text.
+ASTITCH_NUMERIC = frozenset({
+    "row", "label", "literal", "contrast", "n", "n_literal", "n_expressions", "n_unscored",
+    "idiomatic_share", "auroc", "ci_low", "ci_high", "boot_used", "predicted",
+    "control_label", "control_predicted", "C", "dev_macro_f1", "macro_f1", "f1_low",
+    "f1_high", "accuracy", "acc_low", "acc_high", "control_f1", "selectivity", "sel_low",
+    "sel_high", "f1_a", "f1_b", "diff", "diff_low", "diff_high", "p", "p_bound",
+    "p_corrected", "p_corrected_bound", "significant", "family_size",
+} & {c for cols in ASTITCH_COLUMNS.values() for c in cols})
+#: The results directory layout of the probe (registered with the results store).
+LAYOUT = store.register_layout(store.Layout(
+    "astitch", ASTITCH_TABLES, ASTITCH_COLUMNS, ASTITCH_NUMERIC, run_keys=("model",),
+    read_with="read it with ncprobe.astitch.results.AStitchResults.load (ncprobe report / "
+              "compare read it)", report_label=REPORT_LABEL))
+#: The ``probe_kind`` of the rows that are the same in every run of the same data and options.
+SHARED_KIND = "control"
+#: The tables that hold such rows (``excluded`` is shared whole).
+_WITH_SHARED = ("predictions", "linear")
+#: Options that say where and how fast a run ran, not what it computed.
+_NOT_OPTIONS = ("model", "device", "dtype", "batch_size")
+#: The bootstrap resamples when the runs do not say.
+N_BOOT = 1000
+_DISPLAY = {"expression": "expression-only"}
+
+
+def family_name(models: Iterable[str]) -> str:
+    """The family of a run's own tests: ``astitch: <models>``."""
+    return f"astitch: {', '.join(models)}"
+
+
+def across_family(names: Sequence[str]) -> str:
+    """The family of two runs compared: ``astitch across runs: <a> vs <b>``."""
+    return f"astitch across runs: {names[0]} vs {names[1]}"
+
+
+def _is_shared(df: pd.DataFrame) -> pd.Series:
+    """The rows of a predictions or linear table that no run's model made (its controls)."""
+    return df["probe_kind"].astype(str) == SHARED_KIND
+
+
+def _num(x: Any) -> Any:
+    """A cell as a JSON value: NaN and missing as None, numpy numbers as Python's."""
+    if x is None or (not isinstance(x, str) and pd.isna(x)):
+        return None
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(float(x)) else None
+    return str(x)
+
+
+def _ci(value: Any, lo: Any, hi: Any, *, pct: bool, digits: int = 1, signed: bool = False
+        ) -> str:
+    """``value [lo, hi]`` (percent with ``pct``); ``-`` for no value, no brackets for no
+    interval."""
+    if value is None or pd.isna(value):
+        return "-"
+    scale = 100.0 if pct else 1.0
+    fmt = f"{'+' if signed else ''}.{digits}f"
+    text = format(scale * float(value), fmt)
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return text
+    return f"{text} [{format(scale * float(lo), fmt)}, {format(scale * float(hi), fmt)}]"
+
+
+@dataclass
+class AStitchResults(ProbeResults):
+    """What :func:`ncprobe.astitch.probe.run_astitch` returns, and what a results directory
+    loads as.
+
+    Attributes:
+        scores, auroc, predictions, linear, tests, excluded: the tables (see the module).
+        meta: one dict per model run: ``config`` (the options, ``model`` among them),
+            ``fingerprint``, ``data_sources``, ``modified_data``, ``notes``.
+
+    Its directory, ``tables``, ``run_id``, ``notes`` and :meth:`edited_lines` come from
+    :class:`~ncprobe.probes.base.ProbeResults` (one run per model, :data:`LAYOUT`); what is its
+    own: the control and excluded rows kept once when results are joined (:meth:`concat`), and
+    which models ``run.json`` must describe (:meth:`check_runs`).
+    """
+
+    #: How the probe's results directories are stored (:mod:`ncprobe.results.store`).
+    layout: ClassVar[store.Layout] = LAYOUT
+
+    scores: pd.DataFrame
+    auroc: pd.DataFrame
+    predictions: pd.DataFrame
+    linear: pd.DataFrame
+    tests: pd.DataFrame
+    excluded: pd.DataFrame
+    meta: list[dict] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return (f"<AStitchResults {', '.join(self.models) or 'no model'}: languages "
+                f"{', '.join(self.langs) or '-'}; {len(self.auroc)} AUROC cells, "
+                f"{len(self.linear)} linear cells, {len(self.tests)} tests, "
+                f"{len(self.excluded)} rows excluded>")
+
+    @classmethod
+    def from_parts(cls, scores: pd.DataFrame, predictions: pd.DataFrame, fits: pd.DataFrame,
+                   excluded: pd.DataFrame, meta: list[dict], *, n_boot: int = N_BOOT,
+                   seed: int = 0, correction: str = "holm",
+                   pairs: Sequence[tuple[Mapping, Mapping]] = (),
+                   n_perm: int | str = "auto") -> "AStitchResults":
+        """The results of the per-use tables: the paraphrase probe's AUROC
+        (:func:`ncprobe.astitch.paraphrase.auroc_table`), the linear probe's macro-F1,
+        accuracy and selectivity (:func:`ncprobe.astitch.linear.linear_table`) and the
+        paired tests of ``pairs`` (:func:`ncprobe.astitch.stats.paired_tests`), one family
+        named after the runs' models (:func:`family_name`).
+
+        Each run's notes gain a line for the AUROC cells left undefined (their scored rows
+        hold one label) and one for the fits that did not converge (``fits["converged"]``)
+        or met rows without a vector (``fits["no_vector"]``, when given), of its model and
+        of the shared controls.
+
+        Args:
+            scores, predictions, fits, excluded: the per-use tables (see the module; ``fits``
+                one row per linear cell: the key columns, ``C``, ``dev_macro_f1``,
+                ``control_C``, ``converged``).
+            meta: one dict per model run.
+            n_boot, seed: the cluster bootstrap over expressions (and the swaps' seed).
+            correction: the tests' correction (:data:`ncprobe.schema.CORRECTIONS`).
+            pairs: the cells tested, ``(key_a, key_b)`` dicts of the key columns.
+            n_perm: the swaps of each test (``"auto"``: enough for the family).
+
+        Raises:
+            UsageError: a table without its columns, an unknown correction, or a pair whose
+                cells do not hold the same test rows.
+        """
+        from .linear import linear_table
+        from .paraphrase import auroc_table
+        from .stats import paired_tests
+
+        method = check_correction(correction)
+        models = [str(m["config"]["model"]) for m in meta]
+        excluded = check_table(excluded, "excluded", EXCLUDED_COLUMNS, of="AStitch results")
+        excluded = excluded[list(EXCLUDED_COLUMNS)].astype({"row": np.int64})
+        auroc = auroc_table(check_table(scores, "scores", SCORE_COLUMNS, of="AStitch results"),
+                            n_boot=n_boot, seed=seed)
+        linear = linear_table(
+            check_table(predictions, "predictions", PRED_COLUMNS, of="AStitch results"),
+            check_table(fits, "fits", (*PRED_KEYS, "C", "dev_macro_f1"), of="an AStitch run"),
+            n_boot=n_boot, seed=seed)
+        tests = paired_tests(predictions, list(pairs), family=family_name(models),
+                             n_boot=n_boot, seed=seed, correction=method, n_perm=n_perm)
+        runs = [{**m, "notes": [*m.get("notes", []), *_cell_notes(auroc, fits, str(
+            m["config"]["model"]))]} for m in meta]
+        return cls(scores=scores.reset_index(drop=True), auroc=auroc.reset_index(drop=True),
+                   predictions=predictions.reset_index(drop=True),
+                   linear=linear.reset_index(drop=True), tests=tests.reset_index(drop=True),
+                   excluded=excluded.reset_index(drop=True), meta=runs)
+
+    # --- what the results hold ----------------------------------------------------------------
+
+    @property
+    def langs(self) -> list[str]:
+        """The languages the tables hold, in the order of :data:`ncprobe.astitch.LANGS`."""
+        held = set(self.auroc["lang"].astype(str)) | set(self.linear["lang"].astype(str))
+        return [x for x in ("en", "pt") if x in held] + sorted(held - {"en", "pt"})
+
+    # --- reading the tables -------------------------------------------------------------------
+
+    def select(self, table: str | None = None, **filters: Any) -> pd.DataFrame:
+        """Rows of one table (default ``linear``) through the one filter engine
+        (:func:`ncprobe.query.filter_rows`): a value or a list of values per column, e.g.
+        ``select("auroc", split="test", score="contrast")``.
+
+        Raises:
+            UsageError: an unknown table or column, or a value no row has (the message lists
+                the values there are), so a typo never gives an empty frame.
+        """
+        return self.select_rows(table or "linear", filters)
+
+    def wide(self, table: str = "linear") -> pd.DataFrame:
+        """One row per layer view (in the order of the table), one column per cell.
+
+        Args:
+            table: ``linear``: the linear probe's test macro-F1, columns (model, lang,
+                setting, level, context) of its own rows (the controls are in the table
+                ``linear``); ``auroc``: the paraphrase probe's AUROC, columns (model, lang,
+                split, level, context, score).
+
+        Raises:
+            UsageError: another ``table``.
+        """
+        if table == "linear":
+            df = self.linear[self.linear["probe_kind"].astype(str) == "linear"]
+            keys, value = ["model", "lang", "setting", "level", "context"], "macro_f1"
+        elif table == "auroc":
+            df = self.auroc
+            keys, value = ["model", "lang", "split", "level", "context", "score"], "auroc"
+        else:
+            raise UsageError(f"wide({table!r}): choose linear (test macro-F1 per layer view) or "
+                             "auroc (AUROC per layer view)")
+        df = df.assign(layer=df["layer"].astype(str))
+        layers = list(dict.fromkeys(df["layer"]))
+        columns = list(dict.fromkeys(tuple(str(r[k]) for k in keys)
+                                     for r in df.to_dict("records")))
+        out = pd.DataFrame(np.nan, index=pd.Index(layers, name="layer"),
+                           columns=pd.MultiIndex.from_tuples(columns, names=keys)
+                           if columns else pd.MultiIndex.from_tuples([], names=keys))
+        for r in df.to_dict("records"):
+            out.loc[r["layer"], tuple(str(r[k]) for k in keys)] = float(r[value])
+        return out
+
+    # --- what is printed ------------------------------------------------------------------------
+
+    def summary(self) -> str:
+        """The headline numbers as text, per language: the paraphrase probe's best AUROC per
+        model, split and score with its interval, ``n`` and the share of idiomatic uses among
+        the scored rows; the linear probe per setting: each model's view of the best dev
+        macro-F1 with its test macro-F1, accuracy and selectivity with their intervals, and the
+        controls (majority, expression-only, static, control task) beside it; the rows
+        excluded; the notes."""
+        n_boot = self.option("n_boot", None)
+        intervals = (f"95% percentile intervals of a cluster bootstrap over expressions "
+                     f"({n_boot} resamples) in brackets"
+                     if isinstance(n_boot, int) and n_boot > 0 else
+                     "95% cluster bootstrap intervals over expressions in brackets (none "
+                     "where not computed)")
+        lines = [f"AStitch Task 1 A (is the expression used idiomatically in this sentence?): "
+                 f"{', '.join(self.models) or 'no model'}; {intervals}"]
+        if self.edited_lines():
+            lines[:0] = [*self.edited_lines(), ""]
+        for lang in self.langs:
+            lines += ["", f"== {lang.upper()} =="]
+            lines += self._auroc_lines(lang)
+            lines += self._linear_lines(lang)
+        lines += ["", *self._excluded_lines()]
+        if self.notes:
+            lines += ["", "Notes:"] + [f"  {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _auroc_lines(self, lang: str) -> list[str]:
+        auroc = self.auroc[(self.auroc["lang"].astype(str) == lang) & self.auroc["auroc"].notna()]
+        if auroc.empty:
+            return ["Paraphrase probe: no AUROC computed."]
+        lines = ["Paraphrase probe (no training): AUROC of literal (1) against idiomatic (0) "
+                 "uses, 0.5 chance; the best view of each split (chosen on that split: an "
+                 "optimistic pick; every view in the table auroc)",
+                 f"  {'model':<20} {'split':<16} {'score':<9} {'AUROC [95% CI]':<22} "
+                 f"{'n':>5} {'expr.':>5}  view; scored rows"]
+        splits = [s for s in SPLITS if s in set(auroc["split"].astype(str))]
+        for model in dict.fromkeys(auroc["model"].astype(str)):
+            for split in splits:
+                for score in SCORES:
+                    cell = auroc[(auroc["model"].astype(str) == model)
+                                 & (auroc["split"].astype(str) == split)
+                                 & (auroc["score"].astype(str) == score)]
+                    if cell.empty:
+                        continue
+                    r = cell.loc[cell["auroc"].astype(float).idxmax()]
+                    share = float(r["idiomatic_share"])
+                    lean = ("scored rows lean idiomatic" if share > 0.5
+                            else "scored rows") + f" ({100 * share:.0f}% idiomatic)"
+                    value = _ci(r["auroc"], r["ci_low"], r["ci_high"], pct=False, digits=3)
+                    lines.append(f"  {model:<20} {split:<16} {score:<9} {value:<22} "
+                                 f"{int(r['n']):>5} {int(r['n_expressions']):>5}  "
+                                 f"{view_text(r)}; {lean}, {int(r['n_unscored'])} unscored")
+        return lines
+
+    def _linear_lines(self, lang: str) -> list[str]:
+        lin = self.linear[self.linear["lang"].astype(str) == lang]
+        if lin.empty:
+            return ["Linear probe: no cell."]
+        lines = ["Linear probe (L2 logistic regression on frozen vectors, C chosen on dev; "
+                 "test uses): per setting, each model's view of the best dev macro-F1, and the "
+                 "controls; percent",
+                 f"  {'setting':<10} {'probe':<32} {'view':<32} {'dev F1':>6}  "
+                 f"{'macro-F1 [95% CI]':<19} {'accuracy [95% CI]':<19} selectivity [95% CI]"]
+        for setting in SETTINGS:
+            rows = lin[lin["setting"].astype(str) == setting]
+            if rows.empty:
+                continue
+            for r in _best_rows(rows):
+                kind, control = str(r["probe_kind"]), str(r["control"])
+                name = (str(r["model"]) if kind == "linear" else
+                        f"{_DISPLAY.get(control, control)}" + (f" ({r['model']})"
+                                                               if str(r["model"]) else ""))
+                dev = (f"{100 * float(r['dev_macro_f1']):.1f}"
+                       if pd.notna(r["dev_macro_f1"]) else "-")
+                sel = (_ci(r["selectivity"], r["sel_low"], r["sel_high"], pct=True,
+                           signed=True) if kind == "linear" else "")
+                f1 = _ci(r["macro_f1"], r["f1_low"], r["f1_high"], pct=True)
+                lines.append(f"  {setting:<10} {name:<32} {view_text(r):<32} "
+                             f"{dev:>6}  {f1:<19} "
+                             f"{_ci(r['accuracy'], r['acc_low'], r['acc_high'], pct=True):<19} "
+                             f"{sel}".rstrip())
+                if kind == "linear" and pd.notna(r["control_f1"]):
+                    lines.append(f"  {setting:<10} {'  control task (same view)':<32} "
+                                 f"{'':<32} {'':>6}  {100 * float(r['control_f1']):.1f}")
+        lines.append("  controls: majority (the training split's most frequent label), "
+                     "expression-only (each expression's most frequent training label), static "
+                     "(the same probe on a static model's vectors), control task (Hewitt and "
+                     "Liang: random labels per expression; selectivity = task F1 - control "
+                     "task F1, in points)")
+        return lines
+
+    def _excluded_lines(self) -> list[str]:
+        ex = self.excluded
+        if ex.empty:
+            return ["Excluded rows: none."]
+        lines = [f"Excluded rows: {len(ex)} (every one in the table excluded)"]
+        for lang in dict.fromkeys(ex["lang"].astype(str)):
+            part = ex[ex["lang"].astype(str) == lang]
+            counts = part["why"].astype(str).value_counts(sort=True)
+            shown = [f"{int(n)} {why}" for why, n in counts.head(3).items()]
+            if len(counts) > 3:
+                shown.append(f"{int(counts.iloc[3:].sum())} for {len(counts) - 3} other "
+                             "reason(s)")
+            lines.append(f"  {lang}: {len(part)} rows: " + "; ".join(shown))
+        return lines
+
+    def json_rows(self) -> list[dict]:
+        """The headline rows as plain JSON values (NaN as null), what ``ncprobe run astitch
+        --json`` prints: one per ``auroc`` row (``probe_kind`` ``paraphrase``, ``setting``
+        empty, its ``score``, ``auroc``) and one per ``linear`` row (``probe_kind`` ``linear``
+        or ``control``, ``split`` ``test``, its ``control``, ``macro_f1`` and ``accuracy``);
+        ``ci_low`` / ``ci_high`` the interval of the AUROC or of the macro-F1."""
+        out = []
+        for r in self.auroc.to_dict("records"):
+            out.append({"probe_kind": "paraphrase", "model": str(r["model"]),
+                        "lang": str(r["lang"]), "split": str(r["split"]), "setting": "",
+                        "level": str(r["level"]), "context": str(r["context"]),
+                        "layer": _num(r["layer"]), "score": str(r["score"]),
+                        "n": _num(r["n"]), "n_expressions": _num(r["n_expressions"]),
+                        "auroc": _num(r["auroc"]), "ci_low": _num(r["ci_low"]),
+                        "ci_high": _num(r["ci_high"]), "n_unscored": _num(r["n_unscored"]),
+                        "idiomatic_share": _num(r["idiomatic_share"])})
+        for r in self.linear.to_dict("records"):
+            out.append({"probe_kind": str(r["probe_kind"]), "model": str(r["model"]),
+                        "lang": str(r["lang"]), "split": "test", "setting": str(r["setting"]),
+                        "level": str(r["level"]), "context": str(r["context"]),
+                        "layer": _num(r["layer"]), "control": str(r["control"]),
+                        "n": _num(r["n"]), "n_expressions": _num(r["n_expressions"]),
+                        "macro_f1": _num(r["macro_f1"]), "ci_low": _num(r["f1_low"]),
+                        "ci_high": _num(r["f1_high"]), "accuracy": _num(r["accuracy"]),
+                        "acc_low": _num(r["acc_low"]), "acc_high": _num(r["acc_high"]),
+                        "dev_macro_f1": _num(r["dev_macro_f1"]),
+                        "selectivity": _num(r["selectivity"]),
+                        "sel_low": _num(r["sel_low"]), "sel_high": _num(r["sel_high"])})
+        return out
+
+    # --- the report and the comparison ----------------------------------------------------------
+
+    def report_meta(self) -> dict:
+        """What the report's index says of the runs: each model with its model id, the
+        options the runs share, the notes, the resamples and the edited runs."""
+        models = [{"model": m["config"]["model"],
+                   "id": ", ".join(_model_ids(m.get("fingerprint"))) or None}
+                  for m in self.meta]
+        shared = self.shared_config()
+        return {"probe": LAYOUT.probe, "models": models, "config": shared,
+                "notes": self.notes, "n_boot": shared.get("n_boot"),
+                "edited": self.edited_lines()}
+
+    def report(self, out_dir: str | Path, *, formats: Sequence[str] = ("png", "pdf"),
+               dpi: int = 200, overwrite: bool = False,
+               progress: Callable[[str], None] | None = None) -> list[Path]:
+        """Write the report (the AUROC, linear-probe, tests and excluded tables, the four
+        figures, an index) into ``out_dir``: :func:`ncprobe.astitch.report.write_astitch_report`
+        (``overwrite``: replace another probe's report there; ``progress``: told of each file
+        written)."""
+        from .report import write_astitch_report
+
+        return write_astitch_report(self.tables, self.report_meta(), out_dir,
+                                    formats=formats, dpi=dpi, overwrite=overwrite,
+                                    progress=progress)
+
+    def _cells(self, chosen: Any, side: str) -> list[dict]:
+        """The linear cells a side of :meth:`compare` names: each model's view of the best
+        dev macro-F1 per language, setting and feature (``None``), the rows matching filters
+        (a mapping, :func:`ncprobe.query.filter_rows`) or the cells of the given labels
+        (:func:`ncprobe.astitch.stats.label`)."""
+        lin = self.linear
+        if chosen is None:
+            own = lin[lin["probe_kind"].astype(str) == "linear"]
+            if own.empty:
+                raise UsageError(f"{side}: these results hold no linear-probe cell; name the "
+                                 f"cells to compare ({side}=[labels] or filters)")
+            best: dict[tuple, dict] = {}
+            for r in own.to_dict("records"):
+                at = tuple(str(r[k]) for k in ("model", "lang", "setting", "level", "context"))
+                if at not in best or (pd.notna(r["dev_macro_f1"]) and (
+                        pd.isna(best[at]["dev_macro_f1"])
+                        or r["dev_macro_f1"] > best[at]["dev_macro_f1"])):
+                    best[at] = r
+            return list(best.values())
+        if isinstance(chosen, Mapping):
+            return filter_rows(lin, chosen, where="the linear table",
+                               source=side).to_dict("records")
+        wanted = [chosen] if isinstance(chosen, str) else [str(c) for c in chosen]
+        # a label names a cell in every language and setting (label() leaves them out)
+        by_label: dict[str, list[dict]] = {}
+        for r in lin.to_dict("records"):
+            by_label.setdefault(label(r), []).append(r)
+        unknown = [w for w in wanted if w not in by_label]
+        if unknown or not wanted:
+            shown = ", ".join(list(by_label)[:30]) + (f" ... ({len(by_label)} in all)"
+                                                      if len(by_label) > 30 else "")
+            raise UsageError(f"{side}: {', '.join(map(repr, unknown)) or 'no cell'} is not a "
+                             f"linear cell of these results; they hold {shown}")
+        return [r for w in dict.fromkeys(wanted) for r in by_label[w]]
+
+    def compare(self, other: "ProbeResults | None" = None, *, a: Any = None, b: Any = None,
+                names: Sequence[str] | None = None, n_boot: int | None = None,
+                seed: int | None = None, correction: str | None = None,
+                n_perm: int | str | None = None) -> pd.DataFrame:
+        """Linear cells of these results against cells of ``other`` on the same test uses:
+        the macro-F1 difference with its paired cluster bootstrap interval and the cluster
+        swap permutation test (:func:`ncprobe.astitch.stats.paired_tests`), every test
+        corrected as one family of its own, :func:`across_family` (``"astitch across runs:
+        <name a> vs <name b>"``).
+
+        Args:
+            other: other AStitch results, of the same data.
+            a, b: the cells of each side: default each model's view of the best dev macro-F1
+                per language, setting and feature, paired with the other side's of the same
+                language, setting and feature; a label or a list of labels
+                (:func:`ncprobe.astitch.stats.label`: a label names its cell in every language
+                and setting), or filters of the ``linear`` table (``{"setting": "zero-shot",
+                "layer": "12"}``), then every cell of a against every cell of b of the same
+                language.
+            names: what the two are called (their directories), for the family's name.
+            n_boot, seed, correction, n_perm: the bootstrap, the correction and the swaps
+                (default: the runs' shared options, else 1000, 0, holm, auto).
+
+        Returns:
+            A tests table (:data:`ncprobe.astitch.stats.TEST_COLUMNS`), one row per pair.
+
+        Raises:
+            UsageError: no other AStitch results, results of different data, a cell that is
+                not there, or no pair of cells of the same language.
+        """
+        from .stats import paired_tests
+
+        if not isinstance(other, AStitchResults):
+            raise UsageError("AStitch results are compared with other AStitch results (the "
+                             "cells of one run are already tested in its own table tests)")
+        names = list(names or ["results 1", "results 2"])
+        check_same_data([self, other], names)
+        cells_a, cells_b = self._cells(a, "a"), other._cells(b, "b")
+        keys = list(PRED_KEYS)
+
+        def key(r: Mapping) -> tuple[str, ...]:
+            return tuple(str(r[k]) for k in keys)
+
+        same = {key(r) for r in cells_a} & {key(r) for r in cells_b}
+        # by default like with like; cells named: every pair of one language
+        match = ("lang", "setting", "level", "context") if a is None and b is None \
+            else ("lang",)
+        pairs_rows = [(ra, rb) for ra in cells_a for rb in cells_b
+                      if all(str(ra[k]) == str(rb[k]) for k in match)]
+        if not pairs_rows:
+            raise UsageError("a and b share no language (and, by default, setting and "
+                             "feature): nothing to compare")
+        # one predictions table of both; a cell in both (one model run twice) is told apart
+        # by the side's name
+        preds = []
+        for res, cells, name in ((self, cells_a, names[0]), (other, cells_b, names[1])):
+            wanted = {key(r) for r in cells}
+            p = res.predictions
+            rows = p[[key(r) in wanted for r in p[keys].to_dict("records")]]
+            if same:
+                rows = rows.assign(model=[f"{m} ({name})" if key(r) in same else m
+                                          for m, r in zip(rows["model"].astype(str),
+                                                          rows[keys].to_dict("records"),
+                                                          strict=True)])
+            preds.append(rows)
+
+        def renamed(r: Mapping, name: str) -> dict:
+            out = {k: r[k] for k in keys}
+            if key(r) in same:
+                out["model"] = f"{r['model']} ({name})"
+            return out
+
+        pairs = [(renamed(ra, names[0]), renamed(rb, names[1])) for ra, rb in pairs_rows]
+        n_boot = self.option("n_boot", N_BOOT) if n_boot is None else n_boot
+        seed = self.option("seed", 0) if seed is None else seed
+        method = check_correction(correction or self.option("correction", "holm"))
+        if n_perm is None:
+            n_perm = self.option("n_perm", None)
+            n_perm = "auto" if n_perm is None else n_perm
+        return paired_tests(pd.concat(preds, ignore_index=True), pairs,
+                            family=across_family(names), n_boot=int(n_boot), seed=int(seed),
+                            correction=method, n_perm=n_perm)
+
+    # --- on disk --------------------------------------------------------------------------------
+
+    @classmethod
+    def check_runs(cls, tables: dict[str, pd.DataFrame], runs: list[dict], meta_file: Path
+                   ) -> None:
+        """Refuse a ``run.json`` that does not describe each model of the tables once (the
+        controls' rows are no run's): :func:`~ncprobe.probes.base.check_model_runs`, a
+        DataError (exit 3)."""
+        check_model_runs(runs, _held_models(tables), meta_file, run="an AStitch run")
+
+    @classmethod
+    def concat(cls, results: Sequence["AStitchResults"], names: Sequence[str] | None = None
+               ) -> "AStitchResults":
+        """Several results as one. The control rows and the excluded rows, the same in every
+        run of the same data and options, are kept once; every model's rows are stacked
+        after them; each run's tests stay as they are (one family per run).
+
+        Raises:
+            UsageError: a model in two results (never pooled), results of different data,
+                or whose control or excluded rows differ (other options: each is reported
+                on its own).
+        """
+        results = list(results)
+        if not results:
+            raise UsageError("no AStitch results to join")
+        names = list(names or [f"results {i + 1}" for i in range(len(results))])
+        check_same_data(results, names)
+        refuse_pooling([res.models + _held_models(res.tables) for res in results], names,
+                       "leave one out with --exclude")
+        first = results[0]
+        frames = {}
+        for table in ASTITCH_TABLES:
+            parts = [first.tables[table]]
+            for res, name in zip(results[1:], names[1:], strict=True):
+                df = res.tables[table]
+                if table == "excluded" or table in _WITH_SHARED:
+                    _check_shared(first, res, table, names[0], name)
+                if table == "excluded":
+                    continue
+                parts.append(df[~_is_shared(df)] if table in _WITH_SHARED else df)
+            frames[table] = pd.concat(parts, ignore_index=True)
+        return cls(**frames, meta=[m for r in results for m in r.meta])
+
+def _model_ids(fingerprint: Any) -> list[str]:
+    """The model ids a run's fingerprint names: its ``model``, or each language's (a run
+    of several languages keeps one fingerprint per language)."""
+    if not isinstance(fingerprint, Mapping):
+        return []
+    if isinstance(fingerprint.get("model"), str):
+        return [fingerprint["model"]]
+    return sorted({str(v["model"]) for v in fingerprint.values()
+                   if isinstance(v, Mapping) and isinstance(v.get("model"), str)})
+
+
+def _best_rows(rows: pd.DataFrame) -> list[dict]:
+    """The rows of one language and setting that the summary shows, in order: the majority
+    and expression-only controls, the static model's view of the best dev macro-F1, then each
+    model's (ties: the first in the table)."""
+    records = rows.to_dict("records")
+    out: list[dict] = []
+    for control in CONTROLS:
+        out += [r for r in records if str(r["probe_kind"]) == SHARED_KIND
+                and str(r["control"]) == control and control in ("majority", "expression")]
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for r in records:
+        if str(r["control"]) in ("majority", "expression"):
+            continue
+        groups.setdefault((str(r["probe_kind"]), str(r["control"]), str(r["model"])),
+                          []).append(r)
+    order = sorted(groups, key=lambda g: (g[0] == "linear", g[1]))  # controls first
+    for g in order:
+        cells = groups[g]
+        top = cells[0]
+        for r in cells[1:]:
+            if pd.notna(r["dev_macro_f1"]) and (pd.isna(top["dev_macro_f1"])
+                                                or r["dev_macro_f1"] > top["dev_macro_f1"]):
+                top = r
+        out.append(top)
+    return out
+
+
+def _cell_notes(auroc: pd.DataFrame, fits: pd.DataFrame, model: str) -> list[str]:
+    """A run's notes on its cells: the AUROC cells left undefined, the fits that did not
+    converge or met rows without a vector (its model's and the shared controls')."""
+    notes = []
+    undefined = auroc[(auroc["model"].astype(str) == model) & auroc["auroc"].isna()
+                      & (auroc["n"] > 0)]
+    if len(undefined):
+        shown = "; ".join(f"{r['lang']} {r['split']} {view_text(r)} {r['score']}"
+                          for r in undefined.head(5).to_dict("records"))
+        notes.append(f"AUROC undefined in {len(undefined)} cell(s) whose scored rows hold one "
+                     f"label: {shown}" + (" ..." if len(undefined) > 5 else ""))
+    mine = fits[(fits["model"].astype(str) == model)
+                | (fits["probe_kind"].astype(str) == SHARED_KIND)] if len(fits) else fits
+    if "converged" in mine.columns and len(mine):
+        bad = mine[~mine["converged"].astype(bool)]
+        if len(bad):
+            notes.append(f"{len(bad)} of {len(mine)} linear fit(s) (task or control task) did "
+                         "not converge within the solver's iterations: "
+                         + "; ".join(f"{r['lang']} {r['setting']} {label(r)}"
+                                     for r in bad.head(5).to_dict("records"))
+                         + (" ..." if len(bad) > 5 else ""))
+    if "no_vector" in mine.columns and len(mine):
+        gaps = mine[mine["no_vector"].fillna(0).astype(int) > 0]
+        if len(gaps):
+            notes.append(f"{len(gaps)} linear cell(s) met uses without a vector (zeros stood "
+                         "in): " + "; ".join(f"{r['lang']} {r['setting']} {label(r)} "
+                                             f"({int(r['no_vector'])})"
+                                             for r in gaps.head(5).to_dict("records"))
+                         + (" ..." if len(gaps) > 5 else ""))
+    return notes
+
+
+def _shared_rows(res: AStitchResults, table: str) -> pd.DataFrame:
+    df = res.tables[table]
+    if table in _WITH_SHARED:
+        df = df[_is_shared(df)]
+    return df.reset_index(drop=True)
+
+
+def _check_shared(first: AStitchResults, other: AStitchResults, table: str, name_a: str,
+                  name_b: str) -> None:
+    """Refuse to join results whose control rows (or excluded rows) of ``table`` differ."""
+    try:  # equal values; a table read from parquet and one computed may differ in dtype
+        pd.testing.assert_frame_equal(_shared_rows(first, table), _shared_rows(other, table),
+                                      check_dtype=False)
+        return
+    except AssertionError:
+        pass
+    keys = sorted({k for m in first.meta + other.meta for k in m["config"]
+                   if k not in _NOT_OPTIONS}, key=str)
+    options = [f"{k} {first.option(k, None)!r} in {name_a}, {other.option(k, None)!r} in "
+               f"{name_b}" for k in keys if first.option(k, None) != other.option(k, None)]
+    raise UsageError(f"{name_a} and {name_b} hold different "
+                     + ("excluded rows" if table == "excluded" else
+                        "control rows (majority, expression-only, static)")
+                     + f" (table {table})"
+                     + (f": the runs' options differ ({'; '.join(options)})" if options else "")
+                     + ". Runs of other options are never shown in one table: report each on "
+                     "its own, or leave one out with --exclude")
+
+
+def check_same_data(results: Sequence[AStitchResults], names: Sequence[str]) -> None:
+    """Refuse to put AStitch results of different data side by side: every data file both
+    read must have the same git blob id.
+
+    Raises:
+        UsageError: naming both results and the files that differ.
+    """
+    first = store.data_read(results[0].meta)[0]
+    for res, name in zip(results[1:], names[1:], strict=True):
+        data = store.data_read(res.meta)[0]
+        diffs = [f"data file {rel}: git blob {first[rel]} in {names[0]}, {data[rel]} in {name}"
+                 for rel in sorted(set(first) & set(data)) if first[rel] != data[rel]]
+        if diffs:
+            raise UsageError(f"{names[0]} and {name} are AStitch runs on different data: "
+                             + "; ".join(diffs) + ". They are never shown or tested together: "
+                             "report each on its own, or leave one out with --exclude")
+
+
+def _held_models(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """The models whose own rows the tables hold: every model of ``scores`` and ``auroc``,
+    and of the non-control rows of ``predictions`` and ``linear``."""
+    held: list[str] = []
+    for name in ("scores", "auroc", "predictions", "linear"):
+        df = tables[name]
+        if name in _WITH_SHARED:
+            df = df[~_is_shared(df)]
+        held += list(dict.fromkeys(df["model"].astype(str)))
+    return list(dict.fromkeys(held))
+
