@@ -46,6 +46,17 @@ def _text_list(value: str | Sequence[str], what: str) -> tuple[str, ...]:
     return out
 
 
+def _chosen(value: str | Sequence[str], allowed: Sequence[str], what: str, option: str,
+            hint: str) -> tuple[str, ...]:
+    """Some of ``allowed`` (a comma list or a sequence), in ``allowed``'s order; none, or one
+    that is not there, is a UsageError naming ``option``."""
+    given = _text_list(value, what)
+    bad = [x for x in given if x not in allowed]
+    if bad or not given:
+        raise UsageError(f"{what} {bad[0] if bad else ''!r} ({option}): {hint}")
+    return tuple(x for x in allowed if x in given)
+
+
 @document_fields
 @dataclass(frozen=True)
 class AStitchConfig:
@@ -122,30 +133,19 @@ class AStitchConfig:
         if not models:
             raise UsageError("no model given (--model)")
         object.__setattr__(self, "models", models)
-        langs = _text_list(self.langs, "language")
-        bad = [x for x in langs if x not in LANGS]
-        if bad or not langs:
-            raise UsageError(f"language {bad[0] if bad else ''!r} (--lang): AStitch has "
-                             f"{' and '.join(LANGS)}; give en, pt or en,pt")
-        object.__setattr__(self, "langs", tuple(x for x in LANGS if x in langs))
-        splits = _text_list(self.splits, "split")
-        bad = [x for x in splits if x not in SPLITS]
-        if bad or not splits:
-            raise UsageError(f"split {bad[0] if bad else ''!r} (--splits): give some of "
-                             f"{', '.join(SPLITS)}")
+        langs = _chosen(self.langs, LANGS, "language", "--lang", "give en, pt or en,pt")
+        splits = _chosen(self.splits, SPLITS, "split", "--splits",
+                         f"give some of {', '.join(SPLITS)}")
         trained = [x for x in splits if x in SETTINGS.values()]
         lacking = [x for x in ("dev", "test") if x not in splits]
         if trained and lacking:
             raise UsageError(f"splits {','.join(splits)}: the linear probe trains on "
                              f"{', '.join(trained)}, chooses on dev and is scored on test: add "
                              f"{' and '.join(lacking)}, or leave the training splits out")
-        object.__setattr__(self, "splits", tuple(x for x in SPLITS if x in splits))
-        contexts = _text_list(self.contexts, "context")
-        bad = [x for x in contexts if x not in VARIANTS]
-        if bad or not contexts:
-            raise UsageError(f"context {bad[0] if bad else ''!r} (--context): give excluded, "
-                             "included or excluded,included")
-        object.__setattr__(self, "contexts", tuple(x for x in VARIANTS if x in contexts))
+        contexts = _chosen(self.contexts, VARIANTS, "context", "--context",
+                           "give excluded, included or excluded,included")
+        for name, chosen in (("langs", langs), ("splits", splits), ("contexts", contexts)):
+            object.__setattr__(self, name, chosen)
         static = str(self.static).strip()
         if not static:
             raise UsageError("static='' (--static): give a model, or 'none'")

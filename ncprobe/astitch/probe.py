@@ -444,15 +444,17 @@ def _views(encoder, emb) -> list[tuple[str, tuple[str, ...]]]:
 
 def _view_vectors(emb, view: int, levels: Sequence[str], rows: np.ndarray | None
                   ) -> dict[str, np.ndarray]:
-    """This view's vectors of every stimulus per level, float64 (rows: where each stimulus
-    is in the vectors read, for a subset; a stimulus not there is NaN)."""
+    """This view's vectors of every stimulus per level, as read (float32: the cosines and the
+    probe's features are taken in float64 from them, row subsets at a time, so a view of a
+    5120-d model over every English stimulus is 0.5 GB a level, not twice that) (rows: where
+    each stimulus is in the vectors read, for a subset; a stimulus not there is NaN)."""
     part_of = {"sent": "sent", "nc": "span"}  # the vectors of each level
     out = {}
     for level in levels:
         x = emb.part("own", 0) if view < 0 else emb.part(part_of[level], view)
-        x = np.asarray(x, dtype=np.float64)
+        x = np.asarray(x)
         if rows is not None:
-            full = np.full((len(rows), x.shape[1]), np.nan)
+            full = np.full((len(rows), x.shape[1]), np.nan, dtype=x.dtype)
             full[rows >= 0] = x[rows[rows >= 0]]
             x = full
         out[level] = x
@@ -499,11 +501,10 @@ def _split_rows(records: Sequence) -> dict[str, np.ndarray]:
 
 def _features(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int]:
     """The features of ``rows``; a row without a vector (a static model that knows none of
-    its words) is all zeros, counted."""
-    f = x[rows]
+    its words) is all zeros, counted. Float64, whatever the vectors' dtype."""
+    f = np.array(x[rows], dtype=np.float64)
     gap = ~np.isfinite(f).all(axis=1)
     if gap.any():
-        f = f.copy()
         f[gap] = 0.0
     return f, int(gap.sum())
 
