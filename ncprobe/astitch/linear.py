@@ -53,8 +53,8 @@ FIT_COLUMNS: tuple[str, ...] = (*PRED_KEYS, "C", "dev_macro_f1", "control_C", "c
 #: The columns of :func:`linear_table`.
 LINEAR_COLUMNS: tuple[str, ...] = (*PRED_KEYS, "C", "dev_macro_f1", "n", "n_expressions",
                                    "macro_f1", "f1_low", "f1_high", "accuracy", "acc_low",
-                                   "acc_high", "control_f1", "selectivity", "sel_low",
-                                   "sel_high")
+                                   "acc_high", "control_f1", "control_low", "control_high",
+                                   "selectivity", "sel_low", "sel_high")
 
 
 @dataclass(frozen=True)
@@ -238,8 +238,9 @@ def linear_table(predictions: pd.DataFrame, fits: pd.DataFrame, *, n_boot: int, 
         Columns :data:`LINEAR_COLUMNS`, the cells in order of first appearance:
         :func:`ncprobe.astitch.stats.cluster_scores` of ``label`` against ``predicted``; for a
         ``probe_kind`` ``"linear"`` cell whose ``control_label`` and ``control_predicted`` are
-        given (not -1), ``control_f1`` (macro-F1 of the control task) and the selectivity with
-        its interval (:func:`ncprobe.astitch.stats.selectivity`); NaN otherwise.
+        given (not -1), ``control_f1`` (macro-F1 of the control task, with its interval
+        ``control_low``, ``control_high``) and the selectivity with its interval
+        (:func:`ncprobe.astitch.stats.selectivity`); NaN otherwise.
 
     Raises:
         UsageError: a missing column, a cell with two rows in ``fits``, labels other than 0/1.
@@ -260,8 +261,8 @@ def linear_table(predictions: pd.DataFrame, fits: pd.DataFrame, *, n_boot: int, 
     yc, pc = predictions["control_label"].to_numpy(), predictions["control_predicted"].to_numpy()
     expressions = predictions["expression"].to_numpy(dtype=object)
     rows: list[dict[str, Any]] = []
-    nan_sel = {"control_f1": math.nan, "selectivity": math.nan, "sel_low": math.nan,
-               "sel_high": math.nan}
+    nan_sel = {"control_f1": math.nan, "control_low": math.nan, "control_high": math.nan,
+               "selectivity": math.nan, "sel_low": math.nan, "sel_high": math.nan}
     for key, idx in cell_rows(predictions, PRED_KEYS).items():
         cell = dict(zip(PRED_KEYS, keys[idx[0]], strict=True))
         row: dict[str, Any] = {**cell, **fit_at.get(key, {"C": math.nan,
@@ -270,7 +271,10 @@ def linear_table(predictions: pd.DataFrame, fits: pd.DataFrame, *, n_boot: int, 
                                   seed=seed, level=level))
         row.update(nan_sel)
         if cell["probe_kind"] == "linear" and (yc[idx] >= 0).all() and (pc[idx] >= 0).all():
-            row["control_f1"] = macro_f1(yc[idx], pc[idx])
+            ctrl = cluster_scores(yc[idx], pc[idx], expressions[idx], n_boot=n_boot,
+                                  seed=seed, level=level)  # the same draws as the task's
+            row.update(control_f1=ctrl["macro_f1"], control_low=ctrl["f1_low"],
+                       control_high=ctrl["f1_high"])
             row.update(selectivity(y[idx], pred[idx], yc[idx], pc[idx], expressions[idx],
                                    n_boot=n_boot, seed=seed, level=level))
         rows.append(row)

@@ -75,8 +75,8 @@ _AUROC = ("model", "lang", "split", "layer", "level", "context", "score", "n", "
           "n_expressions", "n_unscored", "idiomatic_share", "auroc", "ci_low", "ci_high")
 _LINEAR = ("model", "lang", "setting", "layer", "level", "context", "probe_kind", "control",
            "C", "dev_macro_f1", "n", "n_expressions", "macro_f1", "f1_low", "f1_high",
-           "accuracy", "acc_low", "acc_high", "control_f1", "selectivity", "sel_low",
-           "sel_high")
+           "accuracy", "acc_low", "acc_high", "control_f1", "control_low", "control_high",
+           "selectivity", "sel_low", "sel_high")
 _TESTS = ("family", "a", "b", "lang", "setting", "n", "n_expressions", "f1_a", "f1_b", "diff",
           "diff_low", "diff_high", "p", "p_bound", "p_corrected", "p_corrected_bound",
           "correction", "family_size")
@@ -312,7 +312,8 @@ def linear_table(linear: pd.DataFrame) -> pd.DataFrame:
                                               strict=True)],
         "accuracy (%)": [_ci(*v) for v in zip(df["accuracy"], df["acc_low"], df["acc_high"],
                                               strict=True)],
-        "control task F1 (%)": [_pct(x) for x in df["control_f1"]],
+        "control task F1 (%)": [_ci(*v) for v in zip(
+            df["control_f1"], df["control_low"], df["control_high"], strict=True)],
         "selectivity (points)": [_ci(*v, signed=True) for v in zip(
             df["selectivity"], df["sel_low"], df["sel_high"], strict=True)],
     }, dtype=object)

@@ -69,9 +69,9 @@ ASTITCH_NUMERIC = frozenset({
     "row", "label", "literal", "contrast", "n", "n_literal", "n_expressions", "n_unscored",
     "idiomatic_share", "auroc", "ci_low", "ci_high", "boot_used", "predicted",
     "control_label", "control_predicted", "C", "dev_macro_f1", "macro_f1", "f1_low",
-    "f1_high", "accuracy", "acc_low", "acc_high", "control_f1", "selectivity", "sel_low",
-    "sel_high", "f1_a", "f1_b", "diff", "diff_low", "diff_high", "p", "p_bound",
-    "p_corrected", "p_corrected_bound", "significant", "family_size",
+    "f1_high", "accuracy", "acc_low", "acc_high", "control_f1", "control_low", "control_high",
+    "selectivity", "sel_low", "sel_high", "f1_a", "f1_b", "diff", "diff_low", "diff_high", "p",
+    "p_bound", "p_corrected", "p_corrected_bound", "significant", "family_size",
 } & {c for cols in ASTITCH_COLUMNS.values() for c in cols})
 #: The results directory layout of the probe (registered with the results store).
 LAYOUT = store.register_layout(store.Layout(
@@ -355,8 +355,9 @@ class AStitchResults(ProbeResults):
                              f"{_ci(r['accuracy'], r['acc_low'], r['acc_high'], pct=True):<19} "
                              f"{sel}".rstrip())
                 if kind == "linear" and pd.notna(r["control_f1"]):
+                    ctrl = _ci(r["control_f1"], r["control_low"], r["control_high"], pct=True)
                     lines.append(f"  {setting:<10} {'  control task (same view)':<32} "
-                                 f"{'':<32} {'':>6}  {100 * float(r['control_f1']):.1f}")
+                                 f"{'':<32} {'':>6}  {ctrl}")
         lines.append("  controls: majority (the training split's most frequent label), "
                      "expression-only (each expression's most frequent training label), static "
                      "(the same probe on a static model's vectors), control task (Hewitt and "
@@ -405,6 +406,9 @@ class AStitchResults(ProbeResults):
                         "ci_high": _num(r["f1_high"]), "accuracy": _num(r["accuracy"]),
                         "acc_low": _num(r["acc_low"]), "acc_high": _num(r["acc_high"]),
                         "dev_macro_f1": _num(r["dev_macro_f1"]),
+                        "control_f1": _num(r["control_f1"]),
+                        "control_low": _num(r["control_low"]),
+                        "control_high": _num(r["control_high"]),
                         "selectivity": _num(r["selectivity"]),
                         "sel_low": _num(r["sel_low"]), "sel_high": _num(r["sel_high"])})
         return out

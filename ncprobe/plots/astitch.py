@@ -283,8 +283,8 @@ def plot_linear_layers(linear: pd.DataFrame) -> Figure:
 
     One panel per language and model (rows) and setting (columns: zero-, one-, few-shot);
     one line per feature (level and context) with its 95% cluster bootstrap interval over
-    expressions as a band; the control task's F1 on the same feature dotted in its colour
-    (its uncertainty is the selectivity's, :func:`plot_selectivity`); the majority and
+    expressions as a band; the control task's F1 on the same feature dotted in its colour,
+    its interval a fainter band (the selectivity's: :func:`plot_selectivity`); the majority and
     expression-only baselines and the static model's cell of the best dev macro-F1 as
     horizontal lines, their intervals as light bands.
 
@@ -313,6 +313,10 @@ def plot_linear_layers(linear: pd.DataFrame) -> Figure:
                       line["f1_high"].to_numpy(), colour=colour, ls=ls, scale=100.0)
                 ax.plot(x, line["control_f1"].to_numpy(dtype=float) * 100, color=colour,
                         linestyle=":", linewidth=0.9, zorder=2)
+                if "control_low" in line.columns:  # its interval: a fainter band
+                    ax.fill_between(x, line["control_low"].to_numpy(dtype=float) * 100,
+                                    line["control_high"].to_numpy(dtype=float) * 100,
+                                    color=colour, alpha=0.06, linewidth=0, zorder=1)
             controls = _in(linear, lang=lang, setting=setting)
             shown = [r for r in controls.to_dict("records")
                      if str(r["probe_kind"]) == "control"
@@ -336,7 +340,8 @@ def plot_linear_layers(linear: pd.DataFrame) -> Figure:
         _finish_axes(axes, views, "test macro-F1 (line), 95% interval (band)", percent=True)
         handles = _feature_handles(features, _INTERVAL)
         handles += [Line2D([], [], color="#444444", linestyle=":", linewidth=0.9,
-                           label="control task F1, same feature (dotted, its colour)")]
+                           label="control task F1, same feature (dotted, its colour; faint "
+                                 "band: its interval)")]
         handles += [Line2D([], [], color=CONTROL_STYLES[c][0], linestyle=CONTROL_STYLES[c][1],
                            linewidth=1.0, label=f"{drawn[c]} (light band: its interval)")
                     for c in CONTROLS if c in drawn]

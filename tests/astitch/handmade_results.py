@@ -122,6 +122,8 @@ def linear_table(model: str, majority_f1: float = 0.40) -> pd.DataFrame:
                      "n_expressions": 3, "macro_f1": f1, "f1_low": f1 - 0.1,
                      "f1_high": f1 + 0.1, "accuracy": f1 + 0.05, "acc_low": f1 - 0.05,
                      "acc_high": f1 + 0.15, "control_f1": f1 - 0.2 if linear else math.nan,
+                     "control_low": f1 - 0.3 if linear else math.nan,
+                     "control_high": f1 - 0.1 if linear else math.nan,
                      "selectivity": 0.2 if linear else math.nan,
                      "sel_low": 0.05 if linear else math.nan,
                      "sel_high": 0.35 if linear else math.nan})

@@ -133,6 +133,7 @@ def test_linear_table_scores_controls_and_order() -> None:
     # 4/5; label 1 TP 2, gold 3, pred 2 -> 4/5
     assert first["macro_f1"] == pytest.approx(f1) and first["accuracy"] == pytest.approx(0.8)
     assert first["control_f1"] == pytest.approx(0.8)
+    assert first["control_low"] <= first["control_high"]
     assert first["selectivity"] == pytest.approx(f1 - 0.8)
     assert first["sel_low"] <= first["sel_high"]
     assert (first["C"], first["dev_macro_f1"], first["n"], first["n_expressions"]) == (

@@ -59,7 +59,10 @@ def test_the_linear_figure_draws_the_controls_with_their_bands():
     for level in (40.0, 45.0, 48.0):                   # majority, expression-only, static
         assert any(y == pytest.approx([level, level]) for y in ys)
     bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
-    assert len(bands) == 3                             # the three features
+    assert len(bands) == 6                   # the three features and their control tasks
+    # the control task's band: its interval (handmade: f1 - 0.3 .. f1 - 0.1), in percent
+    lows = [sorted(b.get_paths()[0].vertices[:, 1].tolist())[0] for b in bands]
+    assert any(low == pytest.approx(min(nc) - 30) for low in lows)
     spans = [p for p in ax.patches]
     assert len(spans) == 3                             # the three controls' intervals
 
