@@ -16,7 +16,7 @@ from typing import Sequence
 
 from .._io import safe_name
 from ..cache.dtypes import check_store_dtype
-from ..config import check_counts, device_field, document_fields, dtype_field
+from ..config import check_counts, check_models, device_field, document_fields, dtype_field
 from ..errors import UsageError
 from ..schema import Correction, Dtype
 from ..significance import check_correction
@@ -37,9 +37,14 @@ AUTO_STATIC = "auto"
 STATIC = "glove-6b-50d"
 
 
-def _text_list(value: str | Sequence[str], what: str) -> tuple[str, ...]:
+def _items(value: str | Sequence[str]) -> tuple[str, ...]:
+    """A comma list, or a sequence of them, as its non-empty items."""
     items = [value] if isinstance(value, str) else list(value)
-    out = tuple(s.strip() for item in items for s in str(item).split(",") if s.strip())
+    return tuple(s.strip() for item in items for s in str(item).split(",") if s.strip())
+
+
+def _text_list(value: str | Sequence[str], what: str) -> tuple[str, ...]:
+    out = _items(value)
     twice = sorted({x for x in out if out.count(x) > 1})
     if twice:
         raise UsageError(f"{what} {twice[0]!r} is named twice; give each once")
@@ -129,9 +134,10 @@ class AStitchConfig:
                 "recorded in run.json"})
 
     def __post_init__(self) -> None:
-        models = _text_list(self.models, "model")
+        models = _items(self.models)
         if not models:
             raise UsageError("no model given (--model)")
+        models = tuple(check_models(models))  # one named twice: every probe's check
         object.__setattr__(self, "models", models)
         langs = _chosen(self.langs, LANGS, "language", "--lang", "give en, pt or en,pt")
         splits = _chosen(self.splits, SPLITS, "split", "--splits",
