@@ -6,7 +6,9 @@
 #
 # usage: NCPROBE_DATA=DIR bash benchmarks/gpu_throughput.sh MINILM_FILES [rows|baseline]...
 #   MINILM_FILES: minilm's files without its weights (config, tokenizer, pooling modules)
-#   rows: this tree, batches of a count and ncprobe's automatic token budget;
+#   rows: this tree, batches of a count and ncprobe's automatic token budget, the last four
+#     layers and (layer by layer) --layers all; each row prints ncprobe against both floors
+#     (tokfloor: each batch tokenised as it runs; devfloor: the forward passes alone);
 #   baseline: $BASELINE's code, batches of a count
 # On a machine without network, benchmarks/offline_bundle.sh gathers MINILM_FILES, the data,
 # the wheels and a baseline beforehand.
@@ -36,7 +38,9 @@ for what in "$@"; do
             bench "$here" llama bfloat16 --batch-tokens 0 --batch-size 32 --naive-contexts 0 \
                 --repeat 2
             bench "$here" llama bfloat16 --batch-tokens 0 --batch-size 128 --naive-contexts 0
-            bench "$here" llama bfloat16 --naive-contexts 5 ;;
+            bench "$here" llama bfloat16 --naive-contexts 5
+            bench "$here" minilm float16 --layers all --naive-contexts 0
+            bench "$here" llama bfloat16 --layers all --naive-contexts 0 ;;
         rows-more)
             bench "$here" minilm float32 --naive-contexts 0
             bench "$here" llama float16 --naive-contexts 0 ;;

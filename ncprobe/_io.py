@@ -443,23 +443,45 @@ def dir_lock(path: str | os.PathLike, *, blocking: bool = True) -> Iterator[Path
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike) -> Iterator[IO[bytes]]:
-    """A binary file handle whose content appears at ``path`` only when the block ends cleanly.
+def temp_file(path: str | os.PathLike, *, sync: bool = True
+              ) -> Iterator[tuple[IO[bytes], Path]]:
+    """A temporary file beside ``path`` (a unique name, as :func:`atomic_open` makes), and its
+    name: removed on any failure, its content flushed to disk (``fsync``) when the block ends
+    cleanly, unless ``sync`` is false. The caller then renames it to its final name
+    (``os.replace``: the second half of :func:`atomic_open`, which may come later and on
+    another thread) or removes it. The parent directory is created when needed.
 
-    The streaming form of :func:`atomic_write_bytes` (same unique temporary name,
-    fsync and rename), for content too large to build in memory first. The parent
-    directory is created when needed.
-    """
+    Without ``sync``, a file renamed into place may, after a power loss or a crash of the
+    system (not of the process: the system still writes what it holds), hold less than was
+    written: only for files whose readers verify their content (the embedding cache's
+    shards, CRC-32 checked before use, discarded and encoded again when damaged)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         chmod_like_open(fd)
         with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+            yield fh, Path(tmp)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """A binary file handle whose content appears at ``path`` only when the block ends cleanly.
+
+    The streaming form of :func:`atomic_write_bytes` (same unique temporary name,
+    fsync and rename: :func:`temp_file`, then the rename), for content too large to build
+    in memory first. The parent directory is created when needed.
+    """
+    with temp_file(path) as (fh, tmp):
+        yield fh
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
         raise

@@ -11,7 +11,8 @@ worker thread tokenises and collates the next batches (into pinned memory, on a 
 model runs the current one, the device pools its own output and copies it back without waiting,
 and the previous batch's vectors are taken while the device works on the next. Any other
 encoder runs its batches one after the other. :class:`BackgroundWriter` writes the embedding
-cache's shards on another thread, one at a time, in order.
+cache's shards on other threads (two at once: a GPU's batches of many layer views outpace one
+writer), and they are named and indexed in order on the encoding thread.
 
 The vectors do not depend on the overlap: each batch is the same computation as one
 ``encode`` call on it (tested byte for byte on the CPU).
@@ -27,6 +28,8 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Generator, Iterable, Iterator, Sequence
 
+import numpy as np
+
 from .encoders.base import Encoded, Encoder, SentenceTooLongError, StagedEncoder
 from .errors import NcprobeError
 
@@ -34,10 +37,11 @@ log = logging.getLogger(__name__)
 
 #: How many batches the worker thread prepares ahead of the model.
 PREFETCH = 2
-#: The automatic token budget on a CUDA device: the batch's device memory per token
-#: (:meth:`~ncprobe.encoders.base.StagedEncoder.token_bytes`) times the budget stays within
-#: this many bytes, and the budget within :data:`AUTO_TOKENS`.
-AUTO_BYTES = 1 << 30
+#: The automatic token budget on a CUDA device: the batch's device memory per token at its
+#: peak (:meth:`~ncprobe.encoders.base.StagedEncoder.token_bytes`: the hidden states of one
+#: forward pass, one layer's activations and one pass of pooling) times the budget stays
+#: within this many bytes, and the budget within :data:`AUTO_TOKENS`.
+AUTO_BYTES = 2 << 30
 AUTO_TOKENS = (256, 16384)
 #: Sentences tokenised in one call of the tokenizer (batches are cut from them in order):
 #: the first call takes :data:`FIRST_CHUNK`, each next one twice as many, up to
@@ -80,6 +84,39 @@ class Batcher:
         self.width = max(self.width, size)
         return closed
 
+    def add_all(self, sizes: Sequence[int] | np.ndarray) -> list[tuple[int, int]]:
+        """:meth:`add` of each of ``sizes`` in turn: the batches they closed, found with a few
+        array operations a batch rather than a call an item (a GPU's batch holds hundreds).
+
+        Adding an item closes the open batch when the batch's count (plus one), times its
+        widest item, passes the budget (or the count reaches ``batch_size``): both grow with
+        each item, so the items that join the open batch are a run from the first one on.
+        """
+        rest = np.asarray(sizes, dtype=np.int64)
+        closed: list[tuple[int, int]] = []
+        look = 64  # items looked at a time (by a token budget): doubled while they all join
+        while len(rest):
+            n = self.stop - self.start
+            if self.batch_tokens is None:
+                join = min(self.batch_size - n, len(rest))
+                full = join < len(rest)
+            else:
+                ahead = rest[:look]
+                widest = np.maximum.accumulate(np.maximum(ahead, self.width))
+                fits = (n + np.arange(1, len(ahead) + 1)) * widest <= self.batch_tokens
+                fits[0] |= n == 0  # an empty batch takes the item, however long
+                join = len(ahead) if fits.all() else int(fits.argmin())
+                full = join < len(ahead)
+                look *= 1 if full else 2
+            if join:
+                self.width = max(self.width, int(rest[:join].max()))
+                self.stop += join
+                rest = rest[join:]
+            if full:  # the next item closes the batch
+                closed.append((self.start, self.stop))
+                self.start, self.width = self.stop, 0
+        return closed
+
     def finish(self) -> tuple[int, int] | None:
         """The open batch, if it holds anything."""
         if self.stop > self.start:
@@ -107,8 +144,9 @@ def token_budget(encoder: Encoder, batch_tokens: int | None) -> int | None:
 
     ``batch_tokens`` ``None`` (the default) is automatic: a staged encoder whose model runs
     on a CUDA device gets :data:`AUTO_BYTES` over its memory per token, within
-    :data:`AUTO_TOKENS` (in half precision, the last four layers: minilm 16,384 tokens, a
-    0.8B LLaMA about 12,500, LLaMA-2 13B about 2,300); other encoders, and any on the CPU, get
+    :data:`AUTO_TOKENS` (in half precision: minilm 16,384 tokens; a 0.8B LLaMA about 10,600
+    with the last four layers and 10,900 with ``--layers all``, as a run layer by layer holds
+    no more per token; LLaMA-2 13B about 2,900); other encoders, and any on the CPU, get
     batches of a count (the same batches, and so the same vectors, as before token
     budgets existed). ``0``: batches of a count; a positive number: that budget.
     """
@@ -225,10 +263,8 @@ def _prepared(encoder: StagedEncoder, sentences: Sequence[Sequence[str]],
     try:
         for chunk in chunks:
             tokens += chunk
-            for item in chunk:
-                closed = cut.add(len(item))
-                if closed is not None:
-                    yield collate(*closed)
+            for closed in cut.add_all(np.fromiter(map(len, chunk), np.int64, len(chunk))):
+                yield collate(*closed)
     finally:  # stopped early: its thread stops now
         chunks.close()
     last = cut.finish()
@@ -318,26 +354,49 @@ class Prefetch:
 
 
 class BackgroundWriter:
-    """Runs writes on one worker thread, in order, one at a time: :meth:`submit` waits for the
-    previous write (raising its error) before handing over the next, so at most one batch
-    of shards is held beside the one being filled."""
+    """Runs writes on up to ``workers`` threads at once, and hands what each returns, in the
+    order they were submitted, to its ``then`` on the thread that submits (a shard written on
+    a worker is then named and indexed under the lock that thread holds).
 
-    def __init__(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ncprobe-write")
-        self._last: Future | None = None
+    :meth:`submit` waits only when ``workers`` writes are under way: it takes the oldest (its
+    error raised, its ``then`` run) before handing over the next, so at most ``workers``
+    batches of shards are held beside the one being filled. With one worker, the writes run
+    one at a time, in order.
+    """
 
-    def submit(self, write: Callable, *args) -> None:
-        self.wait()
-        self._last = self._pool.submit(write, *args)
+    def __init__(self, workers: int = 1) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.workers = workers
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ncprobe-write")
+        self._under_way: deque[tuple[Future, Callable | None]] = deque()
+
+    def submit(self, write: Callable, *args, then: Callable | None = None) -> None:
+        """Run ``write(*args)`` on a worker; later, on this thread, ``then(its result)``."""
+        while len(self._under_way) >= self.workers:
+            self._take()
+        self._under_way.append((self._pool.submit(write, *args), then))
+
+    def _take(self) -> None:
+        done, then = self._under_way.popleft()
+        got = done.result()
+        if then is not None:
+            then(got)
 
     def wait(self) -> None:
-        """Wait for the write under way; raise its error."""
-        last, self._last = self._last, None
-        if last is not None:
-            last.result()
+        """Wait for every write under way and hand each on, in order; the first error is
+        raised once the others have been taken (what they wrote is not lost to it)."""
+        first: BaseException | None = None
+        while self._under_way:
+            try:
+                self._take()
+            except BaseException as e:  # noqa: BLE001 - raised below, after the others
+                first = first or e
+        if first is not None:
+            raise first
 
     def close(self) -> None:
-        """Wait for the write under way (its error raised) and stop the thread."""
+        """Wait for the writes under way (the first error raised) and stop the threads."""
         try:
             self.wait()
         finally:

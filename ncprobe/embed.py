@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 PARTS = ("sent", "span")
 #: The part of the model's own sentence embedding (one view), where the encoder has one.
 OWN = "own"
+#: Shards written at once (:class:`~ncprobe.batches.BackgroundWriter`): a GPU's batches of
+#: many layer views come faster than one thread writes them.
+WRITERS = 2
 
 
 class VectorSource(Protocol):
@@ -306,15 +309,20 @@ def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStor
 def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore | None,
            own: EmbeddingStore | None, batch_size: int, batch_tokens: int | None,
            flush_every: int, flush_bytes: int, progress: bool, dtype: str) -> Embeddings:
+    stimuli = list(stimuli)  # indexed item by item below: a list's indexing is the fastest
     keys = [item_key(s.tokens, s.span) for s in stimuli]
-    first: dict[bytes, int] = {}
-    for i, k in enumerate(keys):
-        first.setdefault(k, i)
+    # each key's first position, the keys in the order they first occur
+    first = dict.fromkeys(keys, 0)
+    first.update(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
     with_own = has_own_sentence(encoder)
     # an item is encoded when any entry lacks it; each entry is then given what it lacks
-    todo = [k for k in first if store is None or k not in store
-            or (own is not None and k not in own)]
-    todo.sort(key=lambda k: (_size(stimuli[first[k]]), k))
+    todo = list(first) if store is None else [
+        k for k in first if k not in store or (own is not None and k not in own)]
+    # by size, then by key: sorted by key, then (a stable sort) by size
+    size = dict(zip(todo, map(_size, map(stimuli.__getitem__, map(first.__getitem__, todo))),
+                    strict=True))
+    todo.sort()
+    todo.sort(key=size.__getitem__)
     if store is not None and todo:
         store.check_writable()  # a read-only cache fails now, not after the encoding
         if own is not None:
@@ -348,12 +356,12 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
                 held += np.asarray(enc.own).nbytes
             if writer is not None and write is not None and _shard_full(
                     len(pending_keys), held, len(todo) - stop, flush_every, flush_bytes):
-                writer.submit(write, pending_keys, pending)
+                writer.submit(write.prepare, pending_keys, pending, then=write.commit)
                 pending_keys, pending, held = [], [], 0
         if bar is not None:
             bar.update(stop - start)
 
-    writer = BackgroundWriter() if write is not None else None
+    writer = BackgroundWriter(WRITERS) if write is not None else None
     try:
         run_batches(encoder, [s.tokens for s in items], [s.span for s in items], done,
                     batch_size=batch_size, batch_tokens=batch_tokens)
@@ -364,7 +372,7 @@ def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore 
         if writer is not None and write is not None:
             try:
                 if pending_keys:
-                    writer.submit(write, pending_keys, pending)
+                    writer.submit(write.prepare, pending_keys, pending, then=write.commit)
             finally:
                 writer.close()
         if bar is not None:
@@ -413,14 +421,15 @@ def _shard_full(items: int, held: int, remaining: int, flush_every: int, flush_b
 
 def _positions(keys: Sequence[bytes], order: Sequence[bytes]) -> np.ndarray:
     """For each of ``keys``, its position in ``order``."""
-    row = {k: j for j, k in enumerate(order)}
-    return np.fromiter((row[k] for k in keys), dtype=np.intp, count=len(keys))
+    row = dict(zip(order, range(len(order)), strict=True))
+    return np.fromiter(map(row.__getitem__, keys), dtype=np.intp, count=len(keys))
 
 
 class _Writer:
-    """Writes a batch of shards: the layer views into ``store`` and the own sentence
-    embedding into ``own``, each given only the items it lacked when the run looked them up
-    (``todo``: the items to encode)."""
+    """Writes a batch of shards in two halves (:meth:`prepare` on a writer thread, several at
+    once; :meth:`commit` on the encoding thread, which holds the entries' locks, in order):
+    the layer views into ``store`` and the own sentence embedding into ``own``, each given
+    only the items it lacked when the run looked them up (``todo``: the items to encode)."""
 
     def __init__(self, model: str, store: EmbeddingStore, own: EmbeddingStore | None,
                  todo: Sequence[bytes]) -> None:
@@ -429,27 +438,49 @@ class _Writer:
         self.lacks = {"store": {k for k in todo if k not in store},
                       "own": set() if own is None else {k for k in todo if k not in own}}
 
-    def __call__(self, keys: list[bytes], batches: list[Encoded]) -> None:
-        need = np.fromiter((k in self.lacks["store"] for k in keys), dtype=bool, count=len(keys))
-        if need.all():
-            self.store.put(keys, batches)
-        elif need.any():
-            self.store.put([k for k, n in zip(keys, need, strict=True) if n],
-                           _select(batches, need))
-        if self.own is None:
-            return
-        need = np.fromiter((k in self.lacks["own"] for k in keys), dtype=bool, count=len(keys))
-        if need.any():
-            own = [b.own for b in batches]
-            if any(o is None for o in own):
-                raise NcprobeError(f"{self.model}: a batch came without the model's own "
-                                   "sentence embedding; nothing of it was stored")
-            vecs = np.concatenate(own)[need][:, None, :]  # type: ignore[arg-type]
-            n = len(vecs)
-            none = np.zeros(n, dtype=np.int32)
-            # one view, sentence vectors only: the span part has size 0
-            self.own.put([k for k, x in zip(keys, need, strict=True) if x],
-                         Encoded(vecs, np.zeros((n, 1, 0), dtype=vecs.dtype), none, none))
+    def prepare(self, keys: list[bytes], batches: list[Encoded]) -> list:
+        """The shards written under temporary names: ``[(entry, prepared shard)]``."""
+        out: list = []
+        try:
+            need = np.fromiter((k in self.lacks["store"] for k in keys), dtype=bool,
+                               count=len(keys))
+            if need.all():
+                out.append((self.store, self.store.prepare(keys, batches)))
+            elif need.any():
+                out.append((self.store, self.store.prepare(
+                    [k for k, n in zip(keys, need, strict=True) if n], _select(batches, need))))
+            if self.own is None:
+                return out
+            need = np.fromiter((k in self.lacks["own"] for k in keys), dtype=bool,
+                               count=len(keys))
+            if need.any():
+                own = [b.own for b in batches]
+                if any(o is None for o in own):
+                    raise NcprobeError(f"{self.model}: a batch came without the model's own "
+                                       "sentence embedding; nothing of it was stored")
+                vecs = np.concatenate(own)[need][:, None, :]  # type: ignore[arg-type]
+                n = len(vecs)
+                none = np.zeros(n, dtype=np.int32)
+                # one view, sentence vectors only: the span part has size 0
+                out.append((self.own, self.own.prepare(
+                    [k for k, x in zip(keys, need, strict=True) if x],
+                    Encoded(vecs, np.zeros((n, 1, 0), dtype=vecs.dtype), none, none))))
+            return out
+        except BaseException:
+            for _, prepared in out:  # nothing half stored: the other entry's shard too
+                if prepared is not None:
+                    prepared.discard()
+            raise
+
+    def commit(self, prepared: list) -> None:
+        """Name and index the shards :meth:`prepare` wrote (each removed if it cannot be)."""
+        try:
+            for entry, shard in prepared:
+                entry.commit(shard)
+        finally:
+            for _, shard in prepared:
+                if shard is not None:
+                    shard.discard()
 
 
 def _select(batches: list[Encoded], rows: np.ndarray) -> Encoded:

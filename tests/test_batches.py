@@ -190,6 +190,31 @@ def test_batcher_add_and_finish() -> None:
     assert plan_batches([], 3) == [] and plan_batches([], 3, 10) == []
 
 
+def test_batcher_add_all_is_add_item_after_item() -> None:
+    """The bulk cut of a tokenised chunk (what the worker does) closes the same batches and
+    leaves the same open batch as one add() per item, across chunks of any size (empty
+    ones, items over the budget, items of no tokens, long runs that join one batch)."""
+    rng = np.random.default_rng(31)
+    for case in range(600):
+        bs = int(rng.integers(1, 40))
+        budget = None if case % 3 == 0 else int(rng.integers(1, 2000))
+        sizes = rng.integers(0 if case % 5 == 0 else 1, int(rng.integers(2, 90)),
+                             int(rng.integers(0, 500))).tolist()
+        one, bulk = Batcher(bs, budget), Batcher(bs, budget)
+        at = 0
+        while at < len(sizes):
+            part = sizes[at:at + int(rng.integers(0, 150))]
+            at += len(part)
+            expected = [b for b in map(one.add, part) if b is not None]
+            assert bulk.add_all(np.array(part, dtype=np.int64)) == expected, (case, at)
+            assert (bulk.start, bulk.stop, bulk.width) == (one.start, one.stop, one.width)
+        assert bulk.finish() == one.finish()
+    assert Batcher(2, 10).add_all([]) == []
+    cut = Batcher(4, 10)  # by hand: 3 x 3 fits in 10, a fourth would make 12
+    assert cut.add_all([3, 3, 3, 3, 20, 1]) == [(0, 3), (3, 4), (4, 5)]
+    assert (cut.start, cut.stop, cut.width) == (5, 6, 1)
+
+
 @pytest.mark.parametrize("args", [(0,), (-1,), (1, 0), (4, -5)])
 def test_bad_batch_arguments(args) -> None:
     with pytest.raises(ValueError):
@@ -301,8 +326,8 @@ def test_token_budget_given_off_and_automatic(tiny_bert_dir) -> None:
     assert token_budget(cpu, 500) == 500
     assert token_budget(cpu, 0) is None and token_budget(cpu, None) is None  # CPU: by count
     assert token_budget(Fake(), None) is None and token_budget(Fake(), 0) is None
-    # automatic: 1 GiB over the bytes a token holds, within 256..16384 tokens
-    for per_token, want in ((1 << 20, 1024), (3 << 16, 5461), (1 << 30, 256), (16, 16384)):
+    # automatic: 2 GiB over the bytes a token holds, within 256..16384 tokens
+    for per_token, want in ((1 << 20, 2048), (3 << 16, 10922), (1 << 30, 256), (16, 16384)):
         enc = BudgetedHF(str(tiny_bert_dir), device="cpu", per_token=per_token)
         assert token_budget(enc, None) == want, per_token
         assert token_budget(enc, 0) is None and token_budget(enc, 77) == 77
@@ -481,6 +506,49 @@ def test_writer_nothing_runs_after_close() -> None:
     assert ran == [1]
 
 
+def test_two_writers_run_at_once_and_hand_on_in_order_on_the_submitting_thread() -> None:
+    rng = np.random.default_rng(9)
+    active, most, handed = [0], [0], []
+    lock = threading.Lock()
+
+    def write(i, pause):
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(pause)
+        with lock:
+            active[0] -= 1
+        return i, threading.get_ident()
+
+    w = BackgroundWriter(workers=2)
+    for i in range(24):
+        w.submit(write, i, float(rng.uniform(0, 0.006)),
+                 then=lambda got: handed.append((got, threading.get_ident())))
+    w.close()
+    assert [i for (i, _), _ in handed] == list(range(24))  # in order, whatever finished first
+    assert {t for _, t in handed} == {threading.get_ident()}
+    assert len({t for (_, t), _ in handed} - {threading.get_ident()}) == 2
+    assert most[0] == 2
+
+
+def test_a_failed_write_does_not_lose_the_writes_beside_it() -> None:
+    handed = []
+    w = BackgroundWriter(workers=2)
+    w.submit(time.sleep, 0.02, then=lambda _: handed.append("first"))
+    w.submit(_fail, "second write", then=lambda _: handed.append("second"))
+    w.submit(lambda: "third", then=handed.append)  # two under way: takes the first
+    with pytest.raises(WriteFailed, match="second write"):
+        w.submit(lambda: "fourth", then=handed.append)  # takes the second: not handed over
+    w.close()
+    assert handed == ["first", "third"]
+    w2 = BackgroundWriter(workers=2)
+    w2.submit(_fail, "one")
+    w2.submit(lambda: "two", then=handed.append)
+    with pytest.raises(WriteFailed, match="one"):
+        w2.close()
+    assert handed[-1] == "two"  # taken before the first error was raised
+
+
 # --- 7. embed end to end ---------------------------------------------------------------------
 
 def _stimuli(n: int, seed: int, longest: int = 10) -> list[Stimulus]:
@@ -523,15 +591,15 @@ def test_embed_store_failure_is_raised_and_earlier_shards_kept(tiny_bert_dir, tm
     enc = HFEncoder(str(tiny_bert_dir), device="cpu")
     stim = _stimuli(40, seed=10)
     store = EmbeddingStore(enc.fingerprint(), root=tmp_path)
-    real_put, calls = store.put, []
+    real_prepare, calls = store.prepare, []
 
-    def put(keys, vectors):
+    def prepare(keys, vectors):  # the half of a shard's write that writes the file
         calls.append(len(keys))
         if len(calls) == 2:
             raise PutFailed("disk gone at shard 2")
-        return real_put(keys, vectors)
+        return real_prepare(keys, vectors)
 
-    monkeypatch.setattr(store, "put", put)
+    monkeypatch.setattr(store, "prepare", prepare)
     with pytest.raises(PutFailed, match="disk gone at shard 2"):
         embed(stim, enc, store=store, batch_size=4, flush_every=8, progress=False)
     assert calls[:2] == [8, 8]
@@ -721,9 +789,13 @@ def test_no_automatic_budget_for_a_device_map_without_gpus(tiny_bert_dir, monkey
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert enc.token_bytes() is None and token_budget(enc, None) is None
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    per_token = enc.dim * ((enc.n_layers + 1) * 4 + 2 * 4 * len(enc.views))  # float32 weights
+    # by hand, float32 (4 bytes): the 3 layers' and the embeddings' hidden states (32 wide),
+    # one layer's activations (q, k, v, output: 4 x 32; the feed-forward's 64 three times),
+    # one pass of pooling (16 bytes a value, one view) beside the float32 copy of its 3 layers
+    assert (enc.n_layers, enc.dim, enc.inner, enc.views) == (3, 32, 64, ((0, 1, 2, 3),))
+    per_token = 4 * 4 * 32 + 4 * (4 * 32 + 3 * 64) + 16 * 32 + 4 * (4 + 4) * 32
     assert enc.token_bytes() == per_token
-    assert token_budget(enc, None) == max(256, min(16384, (1 << 30) // per_token))
+    assert token_budget(enc, None) == max(256, min(16384, (2 << 30) // per_token))
 
 
 # --- 9. the shards of a run and the first tokenised chunk --------------------------------------
@@ -737,13 +809,13 @@ def test_shards_halve_towards_the_end_of_a_run(flush_every, flush_bytes, tmp_pat
     # still to come: 36 (36 to come), 20 (16), 8 (8), and the last 8 (4 items would do,
     # but are fewer than 8)
     store = EmbeddingStore(Fake().fingerprint(), root=tmp_path)
-    real_put, sizes = store.put, []
+    real_commit, sizes = store.commit, []
 
-    def put(keys, vectors):
-        sizes.append(len(keys))
-        return real_put(keys, vectors)
+    def commit(prepared):  # on the encoding thread, in order
+        sizes.append(prepared.items)
+        return real_commit(prepared)
 
-    monkeypatch.setattr(store, "put", put)
+    monkeypatch.setattr(store, "commit", commit)
     stim = _stimuli(200, seed=14)
     out = embed(stim, Fake(), store=store, batch_size=4, flush_every=flush_every,
                 flush_bytes=flush_bytes, progress=False)

@@ -55,13 +55,13 @@ from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkabl
 import numpy as np
 
 from .._io import (
-    atomic_open,
     atomic_write_text,
     cache_root,
     check_can_write,
     dir_lock,
     output_error,
     safe_name,
+    temp_file,
 )
 from ..errors import NcprobeError, OutputError, UsageError
 from ..owned import CACHEDIR_TAG, cachedir_tag, holds_only, remove_temp_files
@@ -124,14 +124,54 @@ def item_key(tokens: Sequence[str], span: tuple[int, int]) -> bytes:
     """The store key of one (sentence, span) item: 20 bytes of SHA-1 of
     ``json.dumps([tokens, span], ensure_ascii=False, separators=(",", ":"))``, built here
     from json's own string encoder without the general encoder's per-call set-up (the
-    same bytes, tested; twice as fast, and every run keys every stimulus)."""
+    same bytes, tested; every run keys every stimulus)."""
+    return hashlib.sha1(_item_json(tokens, span).encode("utf-8")).digest()
+
+
+def _item_json(tokens: Sequence[str], span: tuple[int, int]) -> str:
+    """``json.dumps([list(tokens), list(span)], ensure_ascii=False, separators=(",", ":"))``."""
     start, end = span
-    if type(start) is not int or type(end) is not int or not all(type(t) is str for t in tokens):
-        payload = json.dumps([list(tokens), list(span)], ensure_ascii=False,
-                             separators=(",", ":"))
-    else:
-        payload = f"[[{','.join(map(_json_string, tokens))}],[{start},{end}]]"
-    return hashlib.sha1(payload.encode("utf-8")).digest()
+    if type(start) is int and type(end) is int:
+        text, n = "", 0
+        try:  # str words (a str subclass too: json writes the string it holds)
+            text, n = '","'.join(tokens), len(tokens)
+        except TypeError:
+            pass
+        # json's string encoder adds two characters a word to the joined words where none
+        # needs escaping (two quotes, and one escape for each quote of the n - 1 separators),
+        # more where one does: then the joined words are the JSON, with one join for them all
+        if n and len(_json_string(text)) == len(text) + 2 * n:
+            return f'[["{text}"],[{start},{end}]]'
+        try:  # each word escaped by json's string encoder
+            return f"[[{','.join(map(_json_string, tokens))}],[{start},{end}]]"
+        except TypeError:  # a word that is no string: json.dumps says what it makes of it
+            pass
+    return json.dumps([list(tokens), list(span)], ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class PreparedShard:
+    """A shard :meth:`EmbeddingStore.prepare` wrote under a temporary name
+    that :meth:`EmbeddingStore.commit` names and indexes.
+
+    Attributes:
+        path: its temporary file.
+        shape: the shape of its vectors (checked again when it is committed).
+        model: the model's name, for messages.
+        items: how many items it holds.
+    """
+
+    path: Path
+    shape: tuple[int, int, int]
+    model: str | None
+    items: int
+
+    def discard(self) -> None:
+        """Remove the temporary file where it is still there (a committed shard was renamed
+        away: nothing to remove). A file that cannot be removed stays (the next run that
+        takes the entry's lock removes it): the error that stopped the write is the one raised."""
+        with contextlib.suppress(OSError):
+            self.path.unlink(missing_ok=True)
 
 
 @runtime_checkable
@@ -626,7 +666,8 @@ class EmbeddingStore:
             return Encoded(parts[0], parts[1], got.missing_words, got.missing_span_words)
 
     def put(self, keys: Sequence[bytes], enc: VectorBatch | Sequence[VectorBatch]) -> None:
-        """Write one shard atomically (under the entry's lock) and index it.
+        """Write one shard atomically (under the entry's lock) and index it: :meth:`prepare`
+        and :meth:`commit` in one.
 
         Args:
             keys: the items' keys.
@@ -642,6 +683,25 @@ class EmbeddingStore:
         """
         if not keys:
             return
+        with self.lock():
+            self.commit(self.prepare(keys, enc))
+
+    def prepare(self, keys: Sequence[bytes], enc: VectorBatch | Sequence[VectorBatch]
+                ) -> PreparedShard | None:
+        """The slow half of :meth:`put`: check the vectors and write the shard under a
+        temporary name in the entry, which no reader takes for a shard.
+        It touches neither the lock nor the index, so several may run at once, on other
+        threads, while the thread that holds the entry's lock goes on (the lock must be held
+        meanwhile, by any thread of this process: taking it removes the temporary files of
+        shards, which only killed writers leave); :meth:`commit` (on that thread) then gives
+        the shard its name and indexes it. ``None`` for no keys.
+
+        Raises:
+            what :meth:`put` raises (the shape checked against the entry's as it is now;
+            :meth:`commit` checks it again under the lock).
+        """
+        if not keys:
+            return None
         parts = [enc] if isinstance(enc, VectorBatch) else list(enc)
         model = self.fingerprint.get("name") or self.fingerprint.get("model")
         sent_shapes = {np.shape(p.sent)[1:] for p in parts}
@@ -662,51 +722,82 @@ class EmbeddingStore:
         if why or shape is None:
             raise NcprobeError(f"{model}: the encoder returned unusable vectors ({why}); nothing "
                                "was stored")
-        with self.lock():
-            wrong = shape_mismatch(shape, self._expected)
-            if wrong:
-                raise NcprobeError(
-                    f"{model}: the encoder returned "
-                    f"{wrong.replace('vectors of another shape: ', '')}; not "
-                    f"stored in {self.dir}. Its vectors must keep one shape: run with "
-                    "--no-cache, and report this")
-            sent = ViewsFirst([p.sent for p in parts], self.dtype, f"{model}'s vectors")
-            span = ViewsFirst([p.span for p in parts], self.dtype, f"{model}'s vectors")
-            data = {"keys": np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 20),
-                    "sent": sent, "span": span,
-                    "missing": np.concatenate([p.missing_words for p in parts]),
-                    "missing_span": np.concatenate([p.missing_span_words for p in parts]),
-                    LAYOUT: np.array([VIEWS_FIRST, self.dtype])}
-            if self.dtype != "float32":  # float32 is exact: nothing to say
-                data[LOSS] = np.maximum(sent.loss, span.loss)
-            del sent, span
-            # time first, so shards sort in the order they were written; the random part
-            # keeps names unique across processes and threads
-            name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.npz"
-            try:
-                if self._recorded != shape:
-                    # the first shard ncprobe stores records the whole shape in
-                    # fingerprint.json; shards that only a majority of items made the
-                    # reference are checked against it again
-                    self._record_shape(shape)
-                    if shape_mismatch(shape, self._shape):
-                        self._reset()
-                        self.refresh()
-                with atomic_open(self.dir / name) as fh:
-                    write_npz(fh, data)
-            except OSError as e:
-                raise self._unwritable(e, self.dir / name) from e
-            del data
-            self._shape = merge_shape(self._expected, self._shape)
-            self.refresh()
-            if name not in self._loaded:
-                raise NcprobeError(f"{self.dir / name}: the shard just written could not be "
-                                   "read back (see the warning above)")
-            # written from memory just now (zipfile computed each CRC from those bytes):
-            # read by this process without verifying it again
-            for shard in reversed(self._shards):
-                if shard.name == name:
-                    shard.verified = True
-                    with contextlib.suppress(OSError):
-                        VERIFIED.add(identity(os.stat(shard.path)))
-                    break
+        self._check_shape(shape, model)
+        sent = ViewsFirst([p.sent for p in parts], self.dtype, f"{model}'s vectors")
+        span = ViewsFirst([p.span for p in parts], self.dtype, f"{model}'s vectors")
+        data = {"keys": np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), 20),
+                "sent": sent, "span": span,
+                "missing": np.concatenate([p.missing_words for p in parts]),
+                "missing_span": np.concatenate([p.missing_span_words for p in parts]),
+                LAYOUT: np.array([VIEWS_FIRST, self.dtype])}
+        if self.dtype != "float32":  # float32 is exact: nothing to say
+            data[LOSS] = np.maximum(sent.loss, span.loss)
+        del sent, span
+        try:
+            # a shard's temporary name: a killed writer's file is removed as a leftover. Not
+            # flushed to disk (fsync) before its rename: the encoding would wait for the disk
+            # (3 GB of a 17-view run of a 2048-wide model: 0.7 s written, 3.7 s synced on a
+            # 2-core VM); the system writes it soon after, and a shard that a power loss
+            # left incomplete fails its CRC check and is encoded again, never read
+            with temp_file(self.dir / "shard-prepared.npz", sync=False) as (fh, tmp):
+                write_npz(fh, data)
+        except OSError as e:
+            raise self._unwritable(e, self.dir) from e
+        return PreparedShard(tmp, shape, model, len(keys))
+
+    def commit(self, prepared: PreparedShard | None) -> None:
+        """The second half of :meth:`put`, under the entry's lock: the shard prepared by
+        :meth:`prepare` takes its name (the time first, so shards sort in the order they
+        were committed), and its items are indexed. Its temporary file is removed when it
+        cannot be committed.
+
+        Raises:
+            what :meth:`put` raises.
+        """
+        if prepared is None:
+            return
+        try:
+            with self.lock():
+                self._commit(prepared)
+        finally:
+            prepared.discard()  # committed: renamed away, nothing left to remove
+
+    def _check_shape(self, shape: tuple[int, int, int], model) -> None:
+        wrong = shape_mismatch(shape, self._expected)
+        if wrong:
+            raise NcprobeError(
+                f"{model}: the encoder returned "
+                f"{wrong.replace('vectors of another shape: ', '')}; not "
+                f"stored in {self.dir}. Its vectors must keep one shape: run with "
+                "--no-cache, and report this")
+
+    def _commit(self, prepared: PreparedShard) -> None:
+        shape = prepared.shape
+        self._check_shape(shape, prepared.model)
+        # the random part keeps names unique across processes and threads
+        name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.npz"
+        try:
+            if self._recorded != shape:
+                # the first shard ncprobe stores records the whole shape in
+                # fingerprint.json; shards that only a majority of items made the
+                # reference are checked against it again
+                self._record_shape(shape)
+                if shape_mismatch(shape, self._shape):
+                    self._reset()
+                    self.refresh()
+            os.replace(prepared.path, self.dir / name)
+        except OSError as e:
+            raise self._unwritable(e, self.dir / name) from e
+        self._shape = merge_shape(self._expected, self._shape)
+        self.refresh()
+        if name not in self._loaded:
+            raise NcprobeError(f"{self.dir / name}: the shard just written could not be "
+                               "read back (see the warning above)")
+        # written from memory just now (zipfile computed each CRC from those bytes):
+        # read by this process without verifying it again
+        for shard in reversed(self._shards):
+            if shard.name == name:
+                shard.verified = True
+                with contextlib.suppress(OSError):
+                    VERIFIED.add(identity(os.stat(shard.path)))
+                break

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
-import numpy as np
-
 from .._io import hash_cache, tree_sha256
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
 from ._env import (
@@ -39,8 +37,16 @@ from ._env import (
     unreachable,
     without_loading_bars,
 )
-from ._pool import pool_states
-from ._stages import Batch, HostCopy, Tokens, collate, to_device, tokenize_words
+from ._pool import POOL_BYTES, pool_layers, views_per_pass
+from ._stages import (
+    Batch,
+    Tokens,
+    Transfer,
+    collate,
+    first_too_long,
+    to_device,
+    tokenize_words,
+)
 from .base import LAST_FOUR, Encoded, SentenceTooLongError, encode_in_stages
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,6 +164,10 @@ class HFEncoder:
     def _set_shape(self, get, where: str) -> None:
         """``n_layers``, ``dim``, ``causal`` and ``views`` from a config (raw or loaded)."""
         self.n_layers, self.dim, self.causal, self.views = config_shape(get, self._layers)
+        # the feed-forward's inner width (for the token budget; 4 x the width where the
+        # config does not say)
+        inner = get("intermediate_size", "n_inner", "ffn_dim", "encoder_ffn_dim", "d_ff")
+        self.inner = int(inner) if isinstance(inner, int) and inner > 0 else 4 * self.dim
         self._shape_from = where
 
     # --- loading ----------------------------------------------------------------------------
@@ -290,19 +300,23 @@ class HFEncoder:
             self._load()
 
     def token_bytes(self) -> int | None:
-        """On a CUDA device: the memory a batch holds per token, every layer's hidden state
-        (``output_hidden_states``) in the model's dtype and the views pooled in float32
-        (twice, for the pooling's intermediates); ``None`` elsewhere."""
-        if self.device_map is None:
-            on_cuda = self.device.type == "cuda"
-        else:  # spread by accelerate: on GPUs when there are any
-            import torch
-
-            on_cuda = torch.cuda.is_available()
-        if not on_cuda:
+        """On a CUDA device: the device memory a batch holds per token at its peak, ``None``
+        elsewhere. That is every layer's hidden state (``output_hidden_states`` keeps them
+        all, in the model's dtype), one layer's own activations while it runs (the attention's
+        query, key, value and output, and the feed-forward's inner width three times: the
+        gated MLPs of LLaMA-class models hold three), and the pooling of one pass of views
+        (:data:`~._pool.POOL_BYTES` per view and unit of width, :func:`~._pool.views_per_pass`
+        views, beside the float32 copy of the widest view's layers). The pooled vectors
+        themselves are a sentence's, not a token's: they do not count."""
+        if not self._on_cuda():
             return None
-        width = {"float32": 4}.get(self.dtype, 2)
-        return self.dim * ((self.n_layers + 1) * width + 2 * 4 * len(self.views))
+        width, dim = self.value_bytes, self.dim
+        hidden = (self.n_layers + 1) * width * dim
+        layer = width * (4 * dim + 3 * self.inner)
+        widest = max(len(v) for v in self.views)
+        at_once = min(self.views_per_pass, len(self.views))
+        pooling = POOL_BYTES * at_once * dim + widest * (width + 4) * dim
+        return hidden + layer + pooling
 
     def tokenize(self, sentences: Sequence[Sequence[str]]) -> list[Tokens]:
         """Tokenise pre-split words (no padding): one :class:`~._stages.Tokens` each."""
@@ -316,43 +330,68 @@ class HFEncoder:
             SentenceTooLongError: a sentence has more tokens than the model takes.
         """
         limit = self.max_length
-        for i, t in enumerate(tokens):
-            if len(t) > limit:  # ncprobe.embed names the stimulus
-                raise SentenceTooLongError(self.name, i, len(t), limit)
+        over = first_too_long(tokens, limit)
+        if over is not None:  # ncprobe.embed names the stimulus
+            raise SentenceTooLongError(self.name, *over, limit)
         tok = self.tokenizer
         return collate(tokens, sentences, spans, pad_id=tok.pad_token_id,
                        pad_type_id=tok.pad_token_type_id,
                        pin=self.model.device.type == "cuda")
 
-    def run(self, batch: Batch):
+    def run(self, batch: Batch, own=None):
         """The forward pass and the pooling of a batch, queued on the model's device:
-        ``(model inputs, model output, (sent, span, missing, missing_span))`` as tensors
-        (the pooled ones on the device of the last hidden states, see
-        :func:`~._pool.pool_states`)."""
+        ``(model inputs, model output, flat, layout)``, ``flat`` the float32 tensor of
+        :func:`~._pool.pool_layers` (on the device of the last hidden states) and ``layout``
+        its ``(n, views, dim, own)`` (see :class:`~._stages.Transfer`).
+
+        Args:
+            own: ``own(inputs, output)``, a ``(B, E)`` tensor laid out after the views (a
+                model's own sentence embedding), run under the same inference mode.
+        """
         import torch
 
         inputs, (word_ids, n_words, starts, ends) = to_device(batch, self.model.device)
         with torch.inference_mode():
             out = self.model(**inputs, output_hidden_states=True)
-            hidden = out.hidden_states
-            views = torch.stack([torch.stack([hidden[i] for i in v]).float().mean(0)
-                                 for v in self.views], dim=1)  # (B, V, T, D)
-            at = views.device
-            pooled = pool_states(views, word_ids.to(at), n_words.to(at), starts.to(at),
-                                 ends.to(at), batch.max_words)
-        return inputs, out, pooled
+            extra = own(inputs, out) if own is not None else None
+            flat = pool_layers(out.hidden_states, self.views, word_ids, n_words, starts, ends,
+                               batch.max_words, per_pass=self.views_per_pass, own=extra)
+        n = int(batch.meta.shape[1])
+        layout = (n, len(self.views), self.dim, 0 if extra is None else int(extra.shape[1]))
+        return inputs, out, flat, layout
 
-    def launch(self, batch: Batch) -> HostCopy:
+    @property
+    def views_per_pass(self) -> int:
+        """Layer views pooled at a time: on a CUDA device, :func:`~._pool.views_per_pass` of
+        the model's layers and dtype (its memory is what the token budget counts); elsewhere
+        every view in one pass, the float operations the vectors always came from (a
+        matrix product's rounding can depend on its shape: pooled a few views at a time, the
+        CPU's vectors would no longer be the same bytes)."""
+        if not self._on_cuda():
+            return len(self.views)
+        return views_per_pass(self.n_layers, self.value_bytes)
+
+    def _on_cuda(self) -> bool:
+        """Whether the model runs on CUDA devices."""
+        if self.device_map is None:
+            return self.device.type == "cuda"
+        import torch  # spread by accelerate: on GPUs when there are any
+
+        return torch.cuda.is_available()
+
+    @property
+    def value_bytes(self) -> int:
+        """Bytes of one value of the model's dtype."""
+        return {"float32": 4}.get(self.dtype, 2)
+
+    def launch(self, batch: Batch) -> Transfer:
         """Queue the batch's forward pass, pooling and copy back (see :meth:`collect`)."""
-        _, _, (sent, span, missing, missing_span) = self.run(batch)
-        return HostCopy({"sent": sent, "span": span, "missing": missing,
-                         "missing_span": missing_span})
+        _, _, flat, layout = self.run(batch)
+        return Transfer(flat, layout)
 
-    def collect(self, launched: HostCopy) -> Encoded:
+    def collect(self, launched: Transfer) -> Encoded:
         """The vectors of a launched batch (waits for the device)."""
-        got = launched.get()
-        return Encoded(got["sent"], got["span"], got["missing"].astype(np.int32),
-                       got["missing_span"].astype(np.int32))
+        return launched.get()
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:

@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import ModelUnavailableError, NcprobeError
 from ..schema import OWN_VIEW
 from ._env import hf_unavailable, parse_dtype, require_hf, torch_device, without_loading_bars
-from ._stages import Batch, HostCopy, Tokens
+from ._stages import Batch, Tokens, Transfer
 from .base import Encoded, encode_in_stages
 from .hf import (
     FORMAT_VERSION,
@@ -218,27 +218,25 @@ class SBertEncoder:
                 spans: Sequence[tuple[int, int]]) -> Batch:
         return self.tokens.collate(tokens, sentences, spans)
 
-    def launch(self, batch: Batch) -> HostCopy:
+    def launch(self, batch: Batch) -> Transfer:
         """Queue the transformer's pass and the pooling of every view (sentence and span
-        means of the word vectors, as :class:`~ncprobe.encoders.hf.HFEncoder`), then the
+        means of the word vectors, as :class:`~ncprobe.encoders.hf.HFEncoder`), and the
         model's own modules after the transformer (pooling, dense, normalise) on the same
-        pass, as ``SentenceTransformer.encode`` computes the sentence embedding."""
-        import torch
+        pass, as ``SentenceTransformer.encode`` computes the sentence embedding; the views
+        and the own embedding go back to the host in one copy."""
 
-        inputs, out, (sent, span, missing, missing_span) = self.tokens.run(batch)
-        features = {"token_embeddings": out.last_hidden_state.float(),
-                    "attention_mask": inputs["attention_mask"]}
-        with torch.inference_mode():
+        def own(inputs, out):
+            features = {"token_embeddings": out.last_hidden_state.float(),
+                        "attention_mask": inputs["attention_mask"]}
             for module in list(self.st)[1:]:
                 features = module(features)
-        return HostCopy({"sent": sent, "span": span, "missing": missing,
-                         "missing_span": missing_span,
-                         "own": features["sentence_embedding"].float()})
+            return features["sentence_embedding"].float()
 
-    def collect(self, launched: HostCopy) -> Encoded:
-        got = launched.get()
-        return Encoded(got["sent"], got["span"], got["missing"].astype(np.int32),
-                       got["missing_span"].astype(np.int32), own=got["own"])
+        _, _, flat, layout = self.tokens.run(batch, own=own)
+        return Transfer(flat, layout)
+
+    def collect(self, launched: Transfer) -> Encoded:
+        return launched.get()
 
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:

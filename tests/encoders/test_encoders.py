@@ -195,10 +195,11 @@ def test_gpu_device_map_auto(llama_dir) -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda(), reason="needs a CUDA device")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_gpu_overlapped_batches_match_cpu(dtype, llama_dir, bert_dir) -> None:
-    """The overlapped stages on CUDA (pinned batches, pooling on the device, copies back
-    without waiting, token-budget batches) give the CPU's float32 vectors, sentence by
-    sentence, in half precision."""
+@pytest.mark.parametrize("layers", ["last4", "all"])
+def test_gpu_overlapped_batches_match_cpu(dtype, layers, llama_dir, bert_dir) -> None:
+    """The overlapped stages on CUDA (pinned batches, pooling on the device a few views at a
+    time, copies back on a stream of their own, token-budget batches) give the CPU's float32
+    vectors, sentence by sentence and view by view, in half precision."""
     from ncprobe.batches import run_batches
 
     rng = np.random.default_rng(0)
@@ -207,8 +208,9 @@ def test_gpu_overlapped_batches_match_cpu(dtype, llama_dir, bert_dir) -> None:
              for n in rng.integers(1, 30, size=60)]
     spans = [(int(a), int(a) + 1) for a in (rng.integers(0, len(s)) for s in sents)]
     for path in (llama_dir, bert_dir):
-        cpu = HFEncoder(str(path), device="cpu")
-        gpu = HFEncoder(str(path), device="cuda", dtype=dtype)
+        cpu = HFEncoder(str(path), device="cpu", layers=layers)
+        gpu = HFEncoder(str(path), device="cuda", dtype=dtype, layers=layers)
+        assert layers == "last4" or gpu.views_per_pass < len(gpu.views) == 4
         assert gpu.collate(gpu.tokenize(sents[:3]), sents[:3], spans[:3]).grid.is_pinned()
         got: dict[int, tuple] = {}
 
