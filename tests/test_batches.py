@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -41,13 +42,14 @@ VOCAB = ("o montanha-russa é rápida e a ação do coração vinho branco pão-
 NO_TOKEN = "\u200b"  # a word the BERT normalizer removes: no sub-token at all
 
 
-def _sentences(n: int, seed: int, longest: int = 14) -> tuple[list[list[str]], list[tuple]]:
-    """``n`` random sentences of 1..longest words with a random span each."""
+def _sentences(n: int, seed: int, longest: int = 14, words: Sequence[str] = VOCAB
+               ) -> tuple[list[list[str]], list[tuple]]:
+    """``n`` random sentences of 1..longest of ``words`` with a random span each."""
     rng = np.random.default_rng(seed)
     sents, spans = [], []
     for _ in range(n):
         k = int(rng.integers(1, longest + 1))
-        sents.append([VOCAB[j] for j in rng.integers(0, len(VOCAB), k)])
+        sents.append([words[j] for j in rng.integers(0, len(words), k)])
         s = int(rng.integers(0, k))
         spans.append((s, int(rng.integers(s + 1, k + 1))))
     return sents, spans
@@ -435,25 +437,35 @@ def test_leaving_prefetch_early_stops_the_worker(how) -> None:
 
 # --- 6. BackgroundWriter ---------------------------------------------------------------------
 
+class Writes:
+    """Writes that pause, counting how many run at once; each logs and returns
+    ``(i, its thread)``."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[int, int]] = []
+        self.active = self.most = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, i, pause):
+        with self.lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+        time.sleep(pause)
+        self.log.append((i, threading.get_ident()))
+        with self.lock:
+            self.active -= 1
+        return i, threading.get_ident()
+
+
 def test_writer_runs_in_order_one_at_a_time_on_one_other_thread() -> None:
     rng = np.random.default_rng(8)
-    log, active, most = [], [0], [0]
-    lock = threading.Lock()
-
-    def write(i, pause):
-        with lock:
-            active[0] += 1
-            most[0] = max(most[0], active[0])
-        time.sleep(pause)
-        log.append((i, threading.get_ident()))
-        with lock:
-            active[0] -= 1
-
+    write = Writes()
     w = BackgroundWriter()
     for i in range(20):
         w.submit(write, i, float(rng.uniform(0, 0.004)))
     w.close()
-    assert [i for i, _ in log] == list(range(20)) and most[0] == 1
+    log = write.log
+    assert [i for i, _ in log] == list(range(20)) and write.most == 1
     idents = {t for _, t in log}
     assert len(idents) == 1 and threading.get_ident() not in idents
 
@@ -508,18 +520,7 @@ def test_writer_nothing_runs_after_close() -> None:
 
 def test_two_writers_run_at_once_and_hand_on_in_order_on_the_submitting_thread() -> None:
     rng = np.random.default_rng(9)
-    active, most, handed = [0], [0], []
-    lock = threading.Lock()
-
-    def write(i, pause):
-        with lock:
-            active[0] += 1
-            most[0] = max(most[0], active[0])
-        time.sleep(pause)
-        with lock:
-            active[0] -= 1
-        return i, threading.get_ident()
-
+    write, handed = Writes(), []
     w = BackgroundWriter(workers=2)
     for i in range(24):
         w.submit(write, i, float(rng.uniform(0, 0.006)),
@@ -528,7 +529,7 @@ def test_two_writers_run_at_once_and_hand_on_in_order_on_the_submitting_thread()
     assert [i for (i, _), _ in handed] == list(range(24))  # in order, whatever finished first
     assert {t for _, t in handed} == {threading.get_ident()}
     assert len({t for (_, t), _ in handed} - {threading.get_ident()}) == 2
-    assert most[0] == 2
+    assert write.most == 2
 
 
 def test_a_failed_write_does_not_lose_the_writes_beside_it() -> None:

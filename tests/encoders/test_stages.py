@@ -15,6 +15,8 @@ from ncprobe.encoders._stages import MODEL_INPUTS, Batch, first_too_long
 from ncprobe.encoders.base import SentenceTooLongError
 from ncprobe.encoders.hf import HFEncoder
 
+from ..test_batches import _sentences as random_sentences
+
 pytestmark = pytest.mark.usefixtures("own_cache")  # fingerprints write a hash cache
 
 WORDS = ("o montanha-russa é rápida e a ação do coração vinho branco pão-duro lua cheia the "
@@ -23,14 +25,8 @@ WORDS = ("o montanha-russa é rápida e a ação do coração vinho branco pão-
 
 
 def _sentences(n: int, seed: int, longest: int = 12) -> tuple[list[list[str]], list[tuple]]:
-    rng = np.random.default_rng(seed)
-    sents, spans = [], []
-    for _ in range(n):
-        k = int(rng.integers(1, longest + 1))
-        sents.append([WORDS[j] for j in rng.integers(0, len(WORDS), k)])
-        s = int(rng.integers(0, k))
-        spans.append((s, int(rng.integers(s + 1, k + 1))))
-    return sents, spans
+    """``n`` random sentences of 1..longest of :data:`WORDS` with a random span each."""
+    return random_sentences(n, seed, longest, words=WORDS)
 
 
 def _reference(tokenizer, sents, spans) -> Batch:
