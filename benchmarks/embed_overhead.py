@@ -23,8 +23,11 @@ only queues them (the forward passes alone). So ``embed / floor`` here is what t
 overlap, the item keys, the copies back, the cache's writes and their last wait add to a
 device of that speed, without the model's own kernel launches (the same on both sides).
 Each case runs once untimed first (the pinned pool's buffers, the page cache), then
-``--repeat`` times alternated with the floors; medians. The last line is the worst
-``embed / floor`` of the cases run: ``worst N.NNx``.
+``--repeat`` times alternated with the floors and with the vectors' bytes written to new
+files alone (no model, no tokenising: what the cache's writes cost this machine at the least;
+on a virtual machine whose freed memory goes back to its host, that alone can exceed the
+device's time); medians. The last line is the worst ``embed / floor`` of the cases run:
+``worst N.NNx``.
 
 Run: ``NCPROBE_DATA=../shared/ncimp/raw python benchmarks/embed_overhead.py [--dims 384,2048]
 [--views 17] [--device-ms 2,6]``. It also runs on an older ncprobe (``PYTHONPATH=<older
@@ -34,6 +37,7 @@ checkout>``) that has staged encoders.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -197,6 +201,25 @@ def simulated_devfloor(tokenizer, sentences, plan, device: Device) -> float:
     return time.perf_counter() - t
 
 
+def writes_alone(nbytes: int, folder: str, piece: int = 128 << 20) -> float:
+    """Writing ``nbytes`` to new files in ``folder`` (pieces of ``piece`` bytes, no flush to
+    disk), and nothing else: what the cache's writes of a run cost this machine at the
+    least (timed; the files are deleted after)."""
+    block = memoryview(np.ones(piece // 4, np.float32)).cast("B")
+    t = time.perf_counter()
+    written, names = 0, []
+    while written < nbytes:
+        n = min(piece, nbytes - written)
+        names.append(f"{folder}/piece-{len(names)}")
+        with open(names[-1], "wb") as fh:
+            fh.write(block[:n])
+        written += n
+    took = time.perf_counter() - t
+    for name in names:
+        os.remove(name)
+    return took
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dims", default="384,2048", help="vector widths (384: minilm, 2048: the "
@@ -248,7 +271,8 @@ def main() -> None:
                         return time.perf_counter() - t, device.busy if device else 0.0
 
                 timed()  # untimed: the pinned pool's buffers, the page cache, first calls
-                runs, floors, devfloors, busy = [], [], [], 0.0
+                runs, floors, devfloors, writes, busy = [], [], [], [], 0.0
+                nbytes = 4 * len(unique) * (2 * args.views * dim + 2)
                 for _ in range(args.repeat):  # alternated with the floors
                     took, busy = timed()
                     runs.append(took)
@@ -256,6 +280,8 @@ def main() -> None:
                         floors.append(simulated_floor(tokenizer, unique, plan, Device(rate)))
                         devfloors.append(simulated_devfloor(tokenizer, unique, plan,
                                                             Device(rate)))
+                        with tempfile.TemporaryDirectory() as tmp:
+                            writes.append(writes_alone(nbytes, tmp))
                 what = (f"width {dim} x {args.views} views, batch tokens "
                         f"{budget or 'none (32 sentences)'}, {len(plan)} batches")
                 listed = ", ".join(f"{x:.2f}" for x in runs)
@@ -269,8 +295,10 @@ def main() -> None:
                       f"{np.median(runs):.2f} s (runs {listed}); floor "
                       f"{np.median(floors):.2f} s (runs "
                       f"{', '.join(f'{x:.2f}' for x in floors)}); devfloor "
-                      f"{np.median(devfloors):.2f} s; ratio {ratio:.2f}x, to the devfloor "
-                      f"{np.median(runs) / np.median(devfloors):.2f}x")
+                      f"{np.median(devfloors):.2f} s; the vectors' {nbytes / 1e9:.2f} GB "
+                      f"written alone {np.median(writes):.2f} s (runs "
+                      f"{', '.join(f'{x:.2f}' for x in writes)}); ratio {ratio:.2f}x, to "
+                      f"the devfloor {np.median(runs) / np.median(devfloors):.2f}x")
 
     if ratios:
         print(f"worst {max(ratios):.2f}x")
