@@ -363,3 +363,17 @@ def only(res: Results, **wanted: str) -> Results:
         return mask
 
     return subset(res, keep)
+
+
+def random_sentences(n: int, seed: int, longest: int, words: Sequence[str]
+                     ) -> tuple[list[list[str]], list[tuple[int, int]]]:
+    """``n`` seeded random sentences of 1..longest of ``words``, with a random word span each
+    (for the batching and collation tests)."""
+    rng = np.random.default_rng(seed)
+    sents, spans = [], []
+    for _ in range(n):
+        k = int(rng.integers(1, longest + 1))
+        sents.append([words[j] for j in rng.integers(0, len(words), k)])
+        s = int(rng.integers(0, k))
+        spans.append((s, int(rng.integers(s + 1, k + 1))))
+    return sents, spans

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Sequence
 
 import numpy as np
 import pytest
@@ -32,6 +31,8 @@ from ncprobe.encoders._stages import MODEL_INPUTS
 from ncprobe.encoders.base import Encoded, SentenceTooLongError, encode_in_stages
 from ncprobe.encoders.hf import HFEncoder
 
+from .synthetic import random_sentences
+
 pytestmark = pytest.mark.usefixtures("own_cache")  # fingerprints write a hash cache
 
 # words of the tiny models' corpus (tests/tiny_models.py), and a few that split into pieces or
@@ -42,17 +43,9 @@ VOCAB = ("o montanha-russa é rápida e a ação do coração vinho branco pão-
 NO_TOKEN = "\u200b"  # a word the BERT normalizer removes: no sub-token at all
 
 
-def _sentences(n: int, seed: int, longest: int = 14, words: Sequence[str] = VOCAB
-               ) -> tuple[list[list[str]], list[tuple]]:
-    """``n`` random sentences of 1..longest of ``words`` with a random span each."""
-    rng = np.random.default_rng(seed)
-    sents, spans = [], []
-    for _ in range(n):
-        k = int(rng.integers(1, longest + 1))
-        sents.append([words[j] for j in rng.integers(0, len(words), k)])
-        s = int(rng.integers(0, k))
-        spans.append((s, int(rng.integers(s + 1, k + 1))))
-    return sents, spans
+def _sentences(n: int, seed: int, longest: int = 14) -> tuple[list[list[str]], list[tuple]]:
+    """``n`` random sentences of 1..longest words of :data:`VOCAB` with a random span each."""
+    return random_sentences(n, seed, longest, VOCAB)
 
 
 def _with_empty_span(sents, spans):

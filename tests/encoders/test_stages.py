@@ -15,7 +15,7 @@ from ncprobe.encoders._stages import MODEL_INPUTS, Batch, first_too_long
 from ncprobe.encoders.base import SentenceTooLongError
 from ncprobe.encoders.hf import HFEncoder
 
-from ..test_batches import _sentences as random_sentences
+from ..synthetic import random_sentences
 
 pytestmark = pytest.mark.usefixtures("own_cache")  # fingerprints write a hash cache
 
@@ -26,7 +26,7 @@ WORDS = ("o montanha-russa é rápida e a ação do coração vinho branco pão-
 
 def _sentences(n: int, seed: int, longest: int = 12) -> tuple[list[list[str]], list[tuple]]:
     """``n`` random sentences of 1..longest of :data:`WORDS` with a random span each."""
-    return random_sentences(n, seed, longest, words=WORDS)
+    return random_sentences(n, seed, longest, WORDS)
 
 
 def _reference(tokenizer, sents, spans) -> Batch:
