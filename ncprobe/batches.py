@@ -55,8 +55,9 @@ class Batcher:
     ``batch_tokens``, as many as keep ``items x longest item`` within that many tokens (an
     item longer than the budget alone is a batch of one).
 
-    :meth:`add` takes the next item's size and returns the batch it closed, if any;
-    :meth:`finish` returns the last one. Batches are ``(start, stop)`` positions.
+    :meth:`add_all` takes the next items' sizes and returns the batches they closed
+    (:meth:`add`: one item, the batch it closed, if any); :meth:`finish` returns the last one.
+    Batches are ``(start, stop)`` positions.
     """
 
     def __init__(self, batch_size: int, batch_tokens: int | None = None) -> None:
@@ -69,28 +70,20 @@ class Batcher:
         self.width = 0  # the longest item of the open batch
 
     def add(self, size: int) -> tuple[int, int] | None:
-        """The next item, of ``size`` tokens; returns the batch it closed (before it), if any."""
-        closed = None
-        n = self.stop - self.start
-        if n:
-            if self.batch_tokens is None:
-                full = n >= self.batch_size
-            else:
-                full = (n + 1) * max(self.width, size) > self.batch_tokens
-            if full:
-                closed = (self.start, self.stop)
-                self.start, self.width = self.stop, 0
-        self.stop += 1
-        self.width = max(self.width, size)
-        return closed
+        """The next item, of ``size`` tokens; returns the batch it closed (before it), if any
+        (:meth:`add_all` of one item)."""
+        closed = self.add_all((size,))
+        return closed[0] if closed else None
 
     def add_all(self, sizes: Sequence[int] | np.ndarray) -> list[tuple[int, int]]:
-        """:meth:`add` of each of ``sizes`` in turn: the batches they closed, found with a few
-        array operations a batch rather than a call an item (a GPU's batch holds hundreds).
+        """The next items, of ``sizes`` tokens, in turn: the batches they closed, found with a
+        few array operations a batch rather than a step an item (a GPU's batch holds hundreds).
 
-        Adding an item closes the open batch when the batch's count (plus one), times its
-        widest item, passes the budget (or the count reaches ``batch_size``): both grow with
-        each item, so the items that join the open batch are a run from the first one on.
+        An item closes the open batch (which then holds the items before it) when the batch
+        already holds ``batch_size`` items or, with a budget, when the batch with it, its
+        count times its widest item, would pass the budget; an empty batch takes any item.
+        Both grow with each item, so the items that join the open batch are a run from the
+        first one on.
         """
         rest = np.asarray(sizes, dtype=np.int64)
         closed: list[tuple[int, int]] = []
@@ -129,7 +122,7 @@ def plan_batches(sizes: Iterable[int], batch_size: int, batch_tokens: int | None
                  ) -> list[tuple[int, int]]:
     """Every batch :class:`Batcher` cuts from items of these sizes, in order."""
     cut = Batcher(batch_size, batch_tokens)
-    out = [b for b in (cut.add(int(s)) for s in sizes) if b is not None]
+    out = cut.add_all(np.fromiter((int(s) for s in sizes), dtype=np.int64))
     last = cut.finish()
     return out + [last] if last is not None else out
 

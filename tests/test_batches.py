@@ -185,25 +185,57 @@ def test_batcher_add_and_finish() -> None:
     assert plan_batches([], 3) == [] and plan_batches([], 3, 10) == []
 
 
-def test_batcher_add_all_is_add_item_after_item() -> None:
+class OneByOne:
+    """The batching rule written out item by item: an item closes the open batch when it
+    holds ``batch_size`` items or, with a budget, when (its count + 1) x its widest item
+    (this one included) passes the budget; an empty batch takes any item."""
+
+    def __init__(self, batch_size: int, batch_tokens: int | None) -> None:
+        self.batch_size, self.batch_tokens = batch_size, batch_tokens
+        self.start = self.stop = self.width = 0
+
+    def add(self, size: int) -> tuple[int, int] | None:
+        closed = None
+        n = self.stop - self.start
+        if n and (n >= self.batch_size if self.batch_tokens is None
+                  else (n + 1) * max(self.width, size) > self.batch_tokens):
+            closed = (self.start, self.stop)
+            self.start, self.width = self.stop, 0
+        self.stop += 1
+        self.width = max(self.width, size)
+        return closed
+
+    def finish(self) -> tuple[int, int] | None:
+        if self.stop == self.start:
+            return None
+        closed, self.start = (self.start, self.stop), self.stop
+        return closed
+
+
+def test_batcher_add_all_is_the_rule_item_after_item() -> None:
     """The bulk cut of a tokenised chunk (what the worker does) closes the same batches and
-    leaves the same open batch as one add() per item, across chunks of any size (empty
-    ones, items over the budget, items of no tokens, long runs that join one batch)."""
+    leaves the same open batch as the rule applied one item at a time, across chunks of any
+    size (empty ones, items over the budget, items of no tokens, long runs that join one
+    batch); add() and plan_batches too."""
     rng = np.random.default_rng(31)
     for case in range(600):
         bs = int(rng.integers(1, 40))
         budget = None if case % 3 == 0 else int(rng.integers(1, 2000))
         sizes = rng.integers(0 if case % 5 == 0 else 1, int(rng.integers(2, 90)),
                              int(rng.integers(0, 500))).tolist()
-        one, bulk = Batcher(bs, budget), Batcher(bs, budget)
-        at = 0
+        one, bulk, single = OneByOne(bs, budget), Batcher(bs, budget), Batcher(bs, budget)
+        at, plan = 0, []
         while at < len(sizes):
             part = sizes[at:at + int(rng.integers(0, 150))]
             at += len(part)
             expected = [b for b in map(one.add, part) if b is not None]
+            plan += expected
             assert bulk.add_all(np.array(part, dtype=np.int64)) == expected, (case, at)
             assert (bulk.start, bulk.stop, bulk.width) == (one.start, one.stop, one.width)
-        assert bulk.finish() == one.finish()
+            assert [b for b in map(single.add, part) if b is not None] == expected
+        last = one.finish()
+        assert bulk.finish() == last == single.finish()
+        assert plan_batches(sizes, bs, budget) == plan + ([last] if last else [])
     assert Batcher(2, 10).add_all([]) == []
     cut = Batcher(4, 10)  # by hand: 3 x 3 fits in 10, a fourth would make 12
     assert cut.add_all([3, 3, 3, 3, 20, 1]) == [(0, 3), (3, 4), (4, 5)]

@@ -165,7 +165,7 @@ def _runs(tokens: Sequence[Tokens]) -> list[tuple[TokenChunk, np.ndarray]]:
 def first_too_long(tokens: Sequence[Tokens], limit: int) -> tuple[int, int] | None:
     """The first item of more than ``limit`` tokens: its position and its number of tokens
     (``None``: there is none)."""
-    counts = np.concatenate([chunk.lengths[index] for chunk, index in _runs(tokens)])
+    counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
     over = np.flatnonzero(counts > limit)
     return (int(over[0]), int(counts[over[0]])) if over.size else None
 
