@@ -34,7 +34,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,7 @@ from .errors import UsageError
 from .query import filter_rows
 from .results.cells import CELL_KEYS, check_same_data, refuse_repeated_cells
 from .schema import GOLD, Correction
+from .selection import default_views
 from .significance import ALPHA, check_correction, warn_resolution
 from .stats import correct_bounded, paired_bootstrap_rho_diff, resamples_for, spearman, williams_t
 
@@ -68,6 +69,11 @@ STAT_COLUMNS: tuple[str, ...] = (
     "williams_t", "p_williams", "p_corrected", "p_corrected_bound", "significant", "family",
     "family_size")
 
+#: What each side's runs were computed with, after :data:`STAT_COLUMNS`: the store dtype of
+#: the side's run of the row's model and language (``float32``, ``float16``, ``bfloat16``: a
+#: half-precision side is named in the file ``ncprobe compare --out`` writes).
+SIDE_COLUMNS: tuple[str, ...] = ("store_dtype_a", "store_dtype_b")
+
 #: One selection: column -> one value (which fixes the column on that side) or a list of
 #: values (which only filters).
 Selection = Mapping[str, str | Sequence[str]]
@@ -76,7 +82,8 @@ Selection = Mapping[str, str | Sequence[str]]
 def compare(a: Results, b: Results | None = None, *, select_a: Selection | None = None,
             select_b: Selection | None = None, n_boot: int = COMPARE_N_BOOT,
             seed: int = 0, correct: Correction = "holm",
-            progress: Callable[[int, int, str], None] | None = None) -> pd.DataFrame:
+            progress: Callable[[int, int, str], None] | None = None,
+            options: bool = False) -> pd.DataFrame:
     """Test, cell by cell, whether side A's Spearman rho with the gold differs from side B's.
 
     Args:
@@ -96,14 +103,20 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
             ``fdr_bh`` or ``none``.
         progress: called before each cell is tested as ``progress(k, total, cell)``, ``k``
             from 1, ``cell`` the cell in words (``ncprobe compare`` shows it on stderr).
+        options: the messages name the selections as the command line's options
+            (``--a KEY=VALUE``, ``ncprobe compare``) instead of the keywords
+            (``select_a={...}``).
 
     Cells are matched on every cell key that is fixed on neither side (language, space,
     layer view, level, context group, measure, as present), and NCs are paired on
     ``(lang, nc)``. ``model`` is always a side's own: each side must hold one model. The
     layer view is a side's own too when each side holds one and they differ (a static
-    model's ``-`` against a transformer's ``3+4+5+6``). Each NC of a cell is paired once:
-    a side holding one NC of one cell twice (two runs pooled) is refused, so ``n`` is the
-    number of NCs shared.
+    model's ``-`` against a transformer's ``3+4+5+6``). When no selection names ``layers``
+    and the sides share no layer view (two models whose views are named differently), each
+    side keeps its default view per language (:func:`ncprobe.selection.default_views`: the
+    one its figures show), so that two models compare without options. Each NC of a cell is
+    paired once: a side holding one NC of one cell twice (two runs pooled) is refused, so
+    ``n`` is the number of NCs shared.
 
     Returns:
         One row per cell present on both sides, in the order of side A's rows. Columns:
@@ -125,7 +138,10 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
           ``p_corrected_bound`` whether it is a bound in turn
           (:func:`ncprobe.stats.correct_bounded`); ``significant``: ``p_corrected <= ALPHA``
           (0.05); ``family`` (:data:`COMPARE_FAMILY`) and ``family_size`` (the rows with a
-          p, corrected together).
+          p, corrected together);
+
+        then :data:`SIDE_COLUMNS`: ``store_dtype_a``, ``store_dtype_b``, how each side's
+        run of the row kept its vectors (``float32`` where ``run.json`` does not say).
 
         The least ``p_boot`` is ``2 / (n_boot + 1)``: after Holm's correction of ``m`` tests
         it is ``2 m / (n_boot + 1)``, so ``n_boot`` must exceed ``40 m`` for any test to be
@@ -147,15 +163,21 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
     check_correction(correct)
     if b is not None and b is not a:  # two runs of different data: never one test
         check_same_data([a, b], ["side A", "side B"])
+    say = _Words(options)
     if b is None:
         if select_b is None or dict(select_b) == dict(select_a or {}):
-            raise UsageError("comparing a Results with itself needs two different selections "
-                             "(e.g. select_a={'context': 'nat'}, select_b={'context': "
-                             "'neut'}), or give the results of side B")
+            raise UsageError("comparing one run with itself needs two different selections "
+                             f"(e.g. {say.one('a', 'context', 'nat')}, "
+                             f"{say.one('b', 'context', 'neut')}), or "
+                             f"{say.side_b}")
         b = a
-    side_a = _side(a, select_a, "a")
-    side_b = _side(b, select_b, "b")
-    fixed = _fixed_keys(side_a, side_b, select_a, select_b)
+    side_a = _side(a, select_a, "a", say)
+    side_b = _side(b, select_b, "b", say)
+    named = any("layers" in (sel or {}) for sel in (select_a, select_b))
+    if not named and not set(side_a["layers"]) & set(side_b["layers"]):
+        # two models whose layer views are named differently: each its default view
+        side_a, side_b = (default_views(side, ["model", "lang"]) for side in (side_a, side_b))
+    fixed = _fixed_keys(side_a, side_b, select_a, select_b, say)
     match = [k for k in CELL_KEYS if k not in fixed]
     pair_on = match + (["lang"] if "lang" in fixed else []) + ["nc"]
 
@@ -166,7 +188,7 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
                                 validate="one_to_one")
     if merged.empty:
         raise UsageError("the two sides share no cell and NC: "
-                         + _what_exists(side_a, side_b, pair_on))
+                         + _what_exists(side_a, side_b, pair_on, say))
     _check_gold(merged, a, b)
     same = merged["value_a"].to_numpy(dtype=np.float64) == merged["value_b"].to_numpy(
         dtype=np.float64)
@@ -203,12 +225,12 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
     out = pd.DataFrame(rows)
     if not (out["n"] > 0).any():
         raise UsageError("the two sides share no NC with a value on both sides and a gold "
-                         "score: " + _what_exists(side_a, side_b, pair_on))
+                         "score: " + _what_exists(side_a, side_b, pair_on, say))
     family = int(out["p_boot"].notna().sum())
     if correct == "holm" and family > 1 and 2.0 * family / (n_boot + 1) > ALPHA:
         log.warning("compare: %d tests corrected by Holm with %d bootstrap resamples: the "
                     "least bootstrap p is 2/(n_boot+1), so no test can be significant after "
-                    "the correction; use n_boot >= %d", family, n_boot,
+                    "the correction; use %s >= %d", family, n_boot, say.n_boot,
                     math.ceil(2.0 * family / ALPHA))
     corrected, bound = correct_bounded(out["p_boot"].to_numpy(dtype=np.float64),
                                        out["p_boot_bound"].to_numpy(dtype=bool), correct)
@@ -220,21 +242,70 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
     out["family_size"] = family
     out["n"] = out["n"].astype("int64")
     warn_resolution(corrected, bound, rows="compared cells",
-                    resamples=f"{n_boot:,} bootstrap resamples", option="n_boot",
+                    resamples=f"{n_boot:,} bootstrap resamples", option=say.n_boot,
                     needed=resamples_for(family, correct, per=2))
-    return out[cell_cols + list(STAT_COLUMNS)].reset_index(drop=True)
+    lang = ("lang_a", "lang_b") if "lang" in fixed else ("lang", "lang")
+    for res, side, at in ((a, "a", lang[0]), (b, "b", lang[1])):
+        dtypes = _store_dtypes(res)
+        out[f"store_dtype_{side}"] = [dtypes.get((str(m), str(lg)))
+                                      for m, lg in zip(out[f"model_{side}"], out[at],
+                                                       strict=True)]
+    return out[cell_cols + list(STAT_COLUMNS) + list(SIDE_COLUMNS)].reset_index(drop=True)
 
 
-def _side(res: Results, select: Selection | None, name: str) -> pd.DataFrame:
+def _store_dtypes(res: Results) -> dict[tuple[str, str], str]:
+    """The store dtype of each run of ``res`` by (model, language): its ``run.json`` config's,
+    the default (float32) where it leaves it out."""
+    from .config import RunConfig
+
+    return {(str(m["config"].get("model")), str(m["config"].get("lang"))):
+            str(m["config"].get("store_dtype") or RunConfig.store_dtype) for m in res.meta}
+
+
+class _Words:
+    """How a comparison's messages name the selections: the keywords of :func:`compare`
+    (``select_a={'context': 'nat'}``), or the options of ``ncprobe compare``
+    (``--a context=nat``)."""
+
+    def __init__(self, options: bool) -> None:
+        self.options = options
+        self.side_b = ("give RESULTS_B" if options else "give the results of side B")
+        #: the resamples: ``--n-boot`` or ``n_boot``
+        self.n_boot = "--n-boot" if options else "n_boot"
+
+    def name(self, side: str) -> str:
+        """What selects a side's rows: ``--a`` or ``select_a``."""
+        return f"--{side}" if self.options else f"select_{side}"
+
+    def one(self, side: str, key: str, value: str | None = None) -> str:
+        """A selection of one key: ``--a context=nat`` or ``select_a={'context': 'nat'}``
+        (``value`` ``None``: a placeholder)."""
+        if self.options:
+            return f"--{side} {key}={value if value is not None else 'VALUE'}"
+        return f"select_{side}={{'{key}': {repr(value) if value is not None else '...'}}}"
+
+    def given(self, side: str, select: Mapping) -> str:
+        """A side's selection as it was given."""
+        if not self.options:
+            return f"select_{side} {dict(select)}"
+        return " ".join(f"--{side} {k}=" + (v if _one_value(v) else ",".join(map(str, v)))
+                        for k, v in select.items())
+
+    def both(self) -> str:
+        """How to select matching rows on both sides."""
+        return ("--a KEY=VALUE / --b KEY=VALUE" if self.options else "select_a / select_b")
+
+
+def _side(res: Results, select: Selection | None, name: str, say: _Words) -> pd.DataFrame:
     """The rows of ``res.measures`` that ``select`` keeps, with the keys as plain text."""
     select = dict(select or {})
     if res.measures.empty:
         raise UsageError(f"side {name.upper()} holds no per-NC measures (an empty results "
                          "table): compare results written by `ncprobe compute`")
     rows = filter_rows(res.measures, select, where=f"side {name.upper()}'s measures table",
-                       takes=SELECT_KEYS, source=f"select_{name}")
+                       takes=SELECT_KEYS, source=say.name(name))
     if rows.empty:
-        raise UsageError(f"select_{name} {select} keeps no row of the per-NC measures; "
+        raise UsageError(f"{say.given(name, select)} keeps no row of the per-NC measures; "
                          + _holds(res.measures, name))
     keys = list(CELL_KEYS) + ["nc"]
     rows = rows.assign(**{k: rows[k].astype(str) for k in keys})
@@ -243,7 +314,7 @@ def _side(res: Results, select: Selection | None, name: str) -> pd.DataFrame:
     models = list(dict.fromkeys(rows["model"]))
     if len(models) > 1:
         raise UsageError(f"side {name.upper()} holds {len(models)} models ({', '.join(models)}); "
-                         f"compare one model per side: select_{name}={{'model': ...}}")
+                         f"compare one model per side: {say.one(name, 'model')}")
     return rows
 
 
@@ -253,7 +324,7 @@ def _one_value(v: object) -> bool:
 
 
 def _fixed_keys(side_a: pd.DataFrame, side_b: pd.DataFrame, select_a: Selection | None,
-                select_b: Selection | None) -> list[str]:
+                select_b: Selection | None, say: _Words) -> list[str]:
     """The cell keys each side has its own value of (shown as ``<key>_a`` / ``<key>_b``)."""
     one = {k for sel in (select_a, select_b) for k, v in (sel or {}).items()
            if k in CELL_KEYS and _one_value(v)}
@@ -268,7 +339,7 @@ def _fixed_keys(side_a: pd.DataFrame, side_b: pd.DataFrame, select_a: Selection 
             if len(values) > 1:
                 raise UsageError(f"{k} is compared across the sides, but side {name.upper()} "
                                  f"holds several: {', '.join(values)}; select one with "
-                                 f"select_{name}={{'{k}': ...}}")
+                                 f"{say.one(name, k)}")
     return fixed
 
 
@@ -304,7 +375,8 @@ def _holds(rows: pd.DataFrame, name: str) -> str:
     return f"side {name.upper()} holds " + "; ".join(parts)
 
 
-def _what_exists(side_a: pd.DataFrame, side_b: pd.DataFrame, pair_on: list[str]) -> str:
+def _what_exists(side_a: pd.DataFrame, side_b: pd.DataFrame, pair_on: list[str],
+                 say: _Words) -> str:
     """Where the two sides' cells and NCs part, and what each holds."""
     apart = []
     for k in pair_on:
@@ -317,7 +389,7 @@ def _what_exists(side_a: pd.DataFrame, side_b: pd.DataFrame, pair_on: list[str])
                 apart.append(f"{k} {', '.join(va)} on side A, {', '.join(vb)} on side B")
     why = "; ".join(apart) if apart else "no combination of the keys is on both sides"
     return (f"{why}. {_holds(side_a, 'a')}. {_holds(side_b, 'b')}. Select matching rows with "
-            "select_a / select_b (a key given one value is compared across the sides)")
+            f"{say.both()} (a key given one value is compared across the sides)")
 
 
 # --- the comparison table as a file (``ncprobe compare --out``) -----------------------------
@@ -405,8 +477,12 @@ def write_comparison(out: Path, df: pd.DataFrame, *, markdown: str, latex: str,
         raise output_error(e, out, what="comparison table") from None
 
 
-def differing_options(a: Results, b: Results | None) -> str | None:
+def differing_options(a: Any, b: Any | None, *, config: type | None = None) -> str | None:
     """The run options in which side A's runs differ from side B's, in words, or None.
+
+    ``a`` and ``b`` are results with ``meta`` (one dict per run, its ``config``): NCIMP's,
+    whose options are :class:`~ncprobe.config.RunConfig`'s, or another probe's, whose options
+    class is ``config`` (its defaults fill what a ``run.json`` leaves out).
 
     Everything a run was computed with counts (its ``config`` in ``run.json``: store dtype,
     dtype, device, batch size, resamples ...), except the model (each side's is shown) and
@@ -423,8 +499,9 @@ def differing_options(a: Results, b: Results | None) -> str | None:
     from .cache.dtypes import LOSS_KEY
     from .config import RunConfig
 
-    order = [f.name for f in fields(RunConfig)]
-    defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+    cls = config or RunConfig
+    order = [f.name for f in fields(cls)]
+    defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
     paired = {"model", "lang", "contexts", "levels", "layers"}
 
     def shown(v: object) -> str:

@@ -19,7 +19,7 @@ from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from typing import Any, Callable, Iterable, Mapping, TypeGuard, TypeVar
 
 from .data.stimuli import expand_contexts
-from .errors import UsageError
+from .errors import OptionError, UsageError
 
 # The languages, levels and the choices of RunConfig's options are the schema's vocabularies:
 # their types (an editor completes them) and the values checked at run time (check_choice).
@@ -268,15 +268,16 @@ def config_of(cls: type[C], config: C | None, options: dict[str, Any], *, caller
         caller: the function's name, for the messages.
 
     Raises:
-        TypeError: an option that is no field of ``cls`` (with the closest names), a
-            ``config`` of another class, or both ``config`` and options.
+        OptionError: (a UsageError and a TypeError) an option that is no field of ``cls``
+            (with the closest names, and every field), a ``config`` of another class, or
+            both ``config`` and options.
         ValueError: a value ``cls`` refuses (its own checks).
     """
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
     for name in options:
         if name not in names:
             close = difflib.get_close_matches(name, names, n=3)
-            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}"
+            raise OptionError(f"{caller}() got an unexpected keyword argument {name!r}"
                             + (f" (did you mean {' or '.join(close)}?)" if close else "")
                             + f"; its options are the fields of {cls.__name__}: "
                             + ", ".join(names))
@@ -284,11 +285,11 @@ def config_of(cls: type[C], config: C | None, options: dict[str, Any], *, caller
     if config is None:
         return cls(**given)
     if not isinstance(config, cls):
-        raise TypeError(f"{caller}() takes a {cls.__name__} as its first argument, not "
+        raise OptionError(f"{caller}() takes a {cls.__name__} as its first argument, not "
                         f"{type(config).__name__} (give the options by name: "
                         f"{caller}({names[0]}=...))")
     if given:
-        raise TypeError(f"give either a {cls.__name__} or keyword options, not both (got "
+        raise OptionError(f"give either a {cls.__name__} or keyword options, not both (got "
                         f"{', '.join(given)} with the {cls.__name__})")
     return config
 

@@ -1,6 +1,7 @@
 """Drawing a report's figures into files: the formats a report writes (:data:`FORMATS`,
 :func:`check_formats`), one figure saved in every format (:func:`figure_bytes`), and the worker
-processes that draw figures beside the calling one (:class:`FigureWorkers`).
+processes that draw figures beside the calling one (:class:`FigureWorkers`), and the same
+guarded worker processes for other work (:func:`worker_pool`).
 
 Every probe's report saves its figures through :func:`figure_bytes`, so that the same input
 gives the same bytes whatever the report. The workers are fresh processes (``spawn``) that
@@ -12,10 +13,11 @@ loaded by its first task, :func:`_warm`).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from .errors import UsageError
 
@@ -212,3 +214,31 @@ class FigureWorkers:
             # an exception (Ctrl-C included): queued figures are dropped, not drawn
             self.pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
             self.pool = None
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` fresh processes (``spawn``) guarded as the figure workers are
+    (:func:`_worker_init`): each ignores Ctrl-C (the caller stops the pool: no
+    ``KeyboardInterrupt`` traceback from a worker) and ends with the caller, even one killed
+    outright (SIGKILL), so that no worker is left behind. Leaving the block waits for the
+    workers; an exception (Ctrl-C included) drops the tasks not yet started. The AStitch
+    probe fits its cells in one (``run astitch --jobs N``).
+
+    Raises:
+        UsageError: ``workers`` < 1.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise UsageError(f"workers={workers!r}: give a whole number of processes, 1 or more")
+    pool = ProcessPoolExecutor(max_workers=workers,
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_init, initargs=(os.getpid(),))
+    failed = True
+    try:
+        yield pool
+        failed = False
+    finally:
+        pool.shutdown(wait=True, cancel_futures=failed)

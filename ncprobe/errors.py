@@ -20,6 +20,12 @@ class UsageError(NcprobeError, ValueError):
     exit_code = 2
 
 
+class OptionError(UsageError, TypeError):
+    """A keyword option a function (``ncprobe.run``, ``compute`` ...) does not take, or a config
+    object where it takes another: a :class:`UsageError` (exit 2) that is also the
+    ``TypeError`` Python raises for an unexpected keyword argument."""
+
+
 class DataError(NcprobeError):
     """A data file is missing, unreadable or holds a bad value.
 

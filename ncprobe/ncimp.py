@@ -33,6 +33,7 @@ class NcimpProbe(Probe):
     data = ("NCIMP: NCTTI noun compounds in naturalistic and neutral sentences, English and "
             "Portuguese (+ NCS)")
     shorthand = "compute"
+    report_options = ("examples", "space", "level")
     help = "cosines, measures and correlations for one model and language"
     description = (
         "Encode the NCIMP stimuli with one model, compare every probe with its original, "

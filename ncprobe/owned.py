@@ -273,6 +273,12 @@ Put = Callable[[dict[Path, bytes]], None]
 
 _LABELS: dict[str, str] = {}
 
+#: The kind of the index of a report of several probes' results (each probe's report in a
+#: subdirectory named by the probe): no probe's, a kind of its own.
+INDEX_KIND = "probes"
+#: :data:`INDEX_KIND` in words.
+INDEX_LABEL = "index of several probes' reports"
+
 
 def report_kind(kind: str, label: str) -> str:
     """Make the report kind ``kind`` (the name its manifest records: its probe's) known as
@@ -297,6 +303,9 @@ def kind_label(kind: str) -> str:
             with contextlib.suppress(ImportError):  # a label for a message: never an error
                 results_class(kind)
     return _LABELS.get(kind, f"{kind} report")
+
+
+_LABELS[INDEX_KIND] = INDEX_LABEL
 
 
 class Owned(NamedTuple):

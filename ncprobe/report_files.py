@@ -17,6 +17,9 @@ tables and index.
   (:func:`ncprobe.owned.check_report_dir`) and written through
   :func:`ncprobe.owned.write_owned` (the manifest, atomic writes, refusal to replace a file
   ncprobe did not write, resuming after an interruption).
+* :func:`check_index_dir` and :func:`write_index`: the index of a report of several probes'
+  results (``ncprobe report results`` once several probes wrote there), each probe's report
+  in the subdirectory named by the probe.
 """
 
 from __future__ import annotations
@@ -29,13 +32,13 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence
 
 from .drawing import FORMATS, check_formats, figure_bytes
 from .errors import NoData, UsageError
-from .owned import MANIFEST, check_report_dir, write_owned
+from .owned import INDEX_KIND, INDEX_LABEL, MANIFEST, check_report_dir, write_owned
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["Drawn", "check_report_args", "check_report_meta", "figure_lines", "meta_lines",
-           "planned_files", "with_edited", "write_probe_report"]
+__all__ = ["Drawn", "check_index_dir", "check_report_args", "check_report_meta", "figure_lines",
+           "meta_lines", "planned_files", "with_edited", "write_index", "write_probe_report"]
 
 #: The index of every report, written last.
 INDEX = "README.md"
@@ -252,3 +255,59 @@ def write_probe_report(out_dir, *, figures: Sequence[tuple[str, Any]],
 
     return write_owned(out, planned, write, possible=planned_files(stems, tables, FORMATS),
                        kind=kind, label=label, overwrite=overwrite, logger=logger)
+
+
+def check_index_dir(out_dir, probes: Sequence[str], *, overwrite: bool = False) -> None:
+    """Refuse, before any report is drawn, what :func:`write_index` and the reports of
+    ``probes`` (each in the subdirectory of ``out_dir`` named by the probe) would refuse: an
+    ``out_dir`` holding a report of its own (or files ncprobe did not write under the index's
+    name), a subdirectory holding another probe's report (unless ``overwrite``).
+
+    Raises:
+        UsageError, OutputError: as :func:`ncprobe.owned.check_report_dir`.
+    """
+    from .owned import kind_label
+
+    out = Path(out_dir)
+    check_report_dir(out, lambda: [INDEX], kind=INDEX_KIND, label=INDEX_LABEL,
+                     overwrite=overwrite)
+    for probe in probes:
+        check_report_dir(out / probe, lambda: [], kind=probe, label=kind_label(probe),
+                         overwrite=overwrite)
+
+
+def write_index(out_dir, reports: Mapping[str, Sequence[str]], *, overwrite: bool = False
+                ) -> Path:
+    """Write the index ``README.md`` of a report of several probes' results into ``out_dir``
+    (as ncprobe's own, :func:`ncprobe.owned.write_owned`): a link to each probe's report, in
+    the subdirectory named by the probe, with the results directories it shows.
+
+    Args:
+        out_dir: the report directory, holding one subdirectory per probe.
+        reports: per probe (in the order shown), the results directories of its report.
+        overwrite: replace a report of another kind there.
+
+    Returns:
+        The index written.
+    """
+    from .owned import kind_label
+
+    out = Path(out_dir)
+    lines = ["# ncprobe report: results of several probes", "",
+             "The results read hold several probes' results; each probe's report is in its "
+             "own directory:", ""]
+    for probe, dirs in reports.items():
+        shown = ", ".join(f"`{d}`" for d in dirs)
+        lines.append(f"- [{probe}]({probe}/{INDEX}): the {kind_label(probe)} of "
+                     f"{len(dirs)} results director{'y' if len(dirs) == 1 else 'ies'} "
+                     f"({shown})")
+    lines += ["", f"- `{MANIFEST}`: the files ncprobe wrote here, with their SHA-256; a later "
+              "report into this directory replaces or removes only those, unchanged.", ""]
+    index = out / INDEX
+
+    def write(put: Callable[[dict[Path, bytes]], None]) -> list[Path]:
+        put({index: "\n".join(lines).encode("utf-8")})
+        return [index]
+
+    write_owned(out, [INDEX], write, kind=INDEX_KIND, label=INDEX_LABEL, overwrite=overwrite)
+    return index

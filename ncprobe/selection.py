@@ -43,8 +43,8 @@ from .schema import (
     condition_parts,
 )
 
-__all__ = ["conditions_in", "contexts_of", "layer_index", "layerwise_views", "model_order",
-           "select", "split_condition"]
+__all__ = ["conditions_in", "contexts_of", "default_views", "layer_index", "layerwise_views",
+           "model_order", "select", "split_condition"]
 
 
 def split_condition(label: str) -> tuple[str, str]:
@@ -145,12 +145,7 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
     out = filter_rows(df, {"space": space}, strict=False)
     if "layers" in out.columns and len(out):
         if layers is None:
-            key = [c for c in ("model", "lang") if c in out.columns]
-            # a layer view first: the model's own sentence embedding only where it is all
-            own = (out["layers"].astype(str) == OWN_VIEW).to_numpy()
-            ranked = pd.concat([out[~own], out[own]]) if own.any() else out
-            first = ranked.drop_duplicates(key)[key + ["layers"]]
-            out = out.merge(first, on=key + ["layers"], how="inner")
+            out = default_views(out, [c for c in ("model", "lang") if c in out.columns])
         elif isinstance(layers, dict):
             keep = [layers.get(m) == lv for m, lv in zip(out["model"], out["layers"], strict=True)]
             out = out[keep]
@@ -174,6 +169,17 @@ def select(df: pd.DataFrame, *, space: str | None = "raw", level=None, contexts=
         out["condition"] = pd.Categorical(cond, categories=list(CONDITIONS) + others,
                                           ordered=True)
     return out.reset_index(drop=True)
+
+
+def default_views(df: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """The rows of ``df`` (a table with a ``layers`` column) in the default layer view of
+    each ``key`` group (model and language): the first view in the results that is a layer
+    view, :data:`~ncprobe.schema.OWN_VIEW` only where the group has no other. What figures,
+    tables and ``compare`` of two models use when no view is named."""
+    own = (df["layers"].astype(str) == OWN_VIEW).to_numpy()
+    ranked = pd.concat([df[~own], df[own]]) if own.any() else df
+    first = ranked.drop_duplicates(key)[key + ["layers"]]
+    return df.merge(first, on=key + ["layers"], how="inner")
 
 
 def layer_index(view) -> int | None:

@@ -453,14 +453,14 @@ def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
     (:func:`p_text`). Outputs written before the bound and family columns existed are shown
     without bounds.
     """
-    from .comparison import STAT_COLUMNS
+    from .comparison import SIDE_COLUMNS, STAT_COLUMNS
 
     optional = ("p_boot_bound", "p_corrected_bound", "family", "family_size")
     missing = [c for c in STAT_COLUMNS if c not in df.columns and c not in optional]
     if missing:
         raise ValueError(f"comparison_table needs the output of ncprobe.comparison.compare; "
                          f"columns missing: {', '.join(missing)}")
-    keys = [c for c in df.columns if c not in STAT_COLUMNS]
+    keys = [c for c in df.columns if c not in STAT_COLUMNS and c not in SIDE_COLUMNS]
     names = {k: (k[:-2] + " " + k[-1].upper() if k.endswith(("_a", "_b")) else k) for k in keys}
     shown = pd.DataFrame({names[k]: df[k].astype(str).to_numpy() for k in keys})
     for k in keys:

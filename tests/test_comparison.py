@@ -12,7 +12,7 @@ import pytest
 import scipy.stats as ss
 from statsmodels.stats.multitest import multipletests
 
-from ncprobe.comparison import STAT_COLUMNS, compare
+from ncprobe.comparison import SIDE_COLUMNS, STAT_COLUMNS, compare
 from ncprobe.errors import UsageError
 from ncprobe.results import Results
 from ncprobe.stats import paired_bootstrap_rho_diff, williams_t
@@ -64,7 +64,7 @@ def test_two_models_every_cell_against_scipy(static, layer12):
     got = compare(static, layer12, n_boot=N_BOOT, seed=3)
     keys = ["lang", "space", "level", "context", "measure"]
     assert list(got.columns) == (["model_a", "model_b", "layers_a", "layers_b"] + keys
-                                 + list(STAT_COLUMNS))
+                                 + list(STAT_COLUMNS) + list(SIDE_COLUMNS))
     # every cell of the synthetic runs: 2 langs x 2 spaces x 2 levels x 2 contexts x 11
     assert len(got) == 2 * 2 * 2 * 2 * 11
     assert set(got["model_a"]) == {"model-a"} and set(got["model_b"]) == {"model-b"}
@@ -120,7 +120,7 @@ def test_self_comparison_of_two_contexts(static):
                   n_boot=N_BOOT, correct="fdr_bh")
     keys = ["lang", "space", "layers", "level", "measure"]
     assert list(got.columns) == (["model_a", "model_b", "context_a", "context_b"] + keys
-                                 + list(STAT_COLUMNS))
+                                 + list(STAT_COLUMNS) + list(SIDE_COLUMNS))
     assert len(got) == 2 * 2 * 2 * 11
     assert set(got["context_a"]) == {"nat"} and set(got["context_b"]) == {"neut"}
     for _, r in got.iterrows():
@@ -195,11 +195,48 @@ def test_bad_selections_and_nothing_shared(res, static, layer12):
     # the NCs are paired on (lang, nc): English against Portuguese shares none
     with pytest.raises(UsageError, match="no NC is on both sides"):
         compare(static, layer12, select_a={"lang": "en"}, select_b={"lang": "pt"})
-    # several layer views on one side, one on the other: the error says which to select
+    # layer views named, several on side B, none shared: the error says what each holds
     with pytest.raises(UsageError, match="layers -.*on side A, 9\\+10\\+11\\+12, 12 on side B"):
-        compare(static, only(res, model="model-b"))
+        compare(static, only(res, model="model-b"), select_b={"layers": ["9+10+11+12", "12"]})
     with pytest.raises(UsageError, match="side B holds several: nat, neut.*select_b"):
         compare(static, select_a={"context": "nat"}, select_b={"measure": ["syn"]})
+
+
+def test_two_models_without_a_shared_view_compare_on_their_default_views(res, static):
+    """Issue 38: a static model (view ``-``) against a transformer holding several views
+    (``9+10+11+12`` listed first, then ``12``, then its own sentence embedding put first in
+    the table): no option needed; side B is read in its default view, the first layer view
+    of the run (the model's own embedding is never the default while it has another)."""
+    import dataclasses
+
+    b = only(res, model="model-b")
+    m = b.measures
+    own = m[m["layers"].astype(str) == "12"].assign(layers="own")  # the own view, first
+    with_own = dataclasses.replace(b, measures=pd.concat([own, m], ignore_index=True))
+    for side_b in (b, with_own):
+        got = compare(static, side_b, n_boot=N_BOOT, seed=2)
+        assert set(got["layers_a"]) == {"-"} and set(got["layers_b"]) == {"9+10+11+12"}
+        assert len(got) == 2 * 2 * 2 * 2 * 11  # every cell, once
+        for _, r in got.head(12).iterrows():
+            where = {k: r[k] for k in ("lang", "space", "level", "context", "measure")}
+            want = _expected(_side(static, **where), _side(b, layers="9+10+11+12", **where))
+            assert r["rho_b"] == pytest.approx(want["rho_b"], abs=1e-12)
+            assert r["rho_a"] == pytest.approx(want["rho_a"], abs=1e-12)
+
+
+def test_messages_name_the_command_lines_options(static, res):
+    """Issue 38: ``ncprobe compare``'s hints name its options (--a KEY=VALUE), not the Python
+    keywords (select_a)."""
+    with pytest.raises(UsageError, match="holds 2 models") as e:
+        compare(res, static, options=True)
+    assert "--a model=VALUE" in str(e.value) and "select_a" not in str(e.value)
+    with pytest.raises(UsageError, match="two different selections") as e:
+        compare(static, options=True)
+    assert "--a context=nat" in str(e.value) and "select_" not in str(e.value)
+    with pytest.raises(UsageError, match="side B holds several: nat, neut") as e:
+        compare(static, select_a={"context": "nat"}, select_b={"measure": ["syn"]},
+                options=True)
+    assert "--b context=VALUE" in str(e.value) and "select_b" not in str(e.value)
 
 
 def test_holm_with_too_few_resamples_warns(static, layer12, caplog):

@@ -1,7 +1,7 @@
 """Tiny models built on the fly: a WordPiece tokenizer of a fixed vocabulary, a 3-layer BERT and
-a 3-layer LLaMA, a 2-layer LLaMA over a hand-written byte-level BPE (single letter tokens: it
-answers multiple-choice prompts), a sentence-transformers model on the BERT, and a random
-2-layer ELMo biLM in AllenNLP's files.
+a 3-layer LLaMA, a 2-layer LLaMA and a 2-layer GPT-2 over a hand-written byte-level BPE
+(single letter tokens: they answer multiple-choice prompts), a sentence-transformers model on
+the BERT, and a random 2-layer ELMo biLM in AllenNLP's files.
 
 Every process builds the same models, byte for byte: the vocabulary is written out by a rule
 (:func:`vocabulary`, no training) and the weights come from fixed seeds, so xdist workers test
@@ -140,6 +140,21 @@ def tiny_byte_llama(path: Path, head: bool = True) -> Path:
     model = LlamaForCausalLM(config) if head else LlamaModel(config)
     tok.save_pretrained(path)
     model.save_pretrained(path)
+    return path
+
+
+def tiny_gpt2(path: Path) -> Path:
+    """A 2-layer GPT-2 over :func:`byte_bpe`, saved as ``GPT2LMHeadModel`` (its config's
+    ``architectures``: a causal LM whose class name does not end with ForCausalLM)."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tok = byte_bpe()
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=1024,
+                        initializer_range=0.5, bos_token_id=0, eos_token_id=1)
+    tok.save_pretrained(path)
+    GPT2LMHeadModel(config).save_pretrained(path)
     return path
 
 

@@ -5,10 +5,12 @@ al., Findings of EMNLP 2021), English and Portuguese, layer by layer, on frozen 
 Two probes: the *paraphrase* probe (no training: does the expression's vector in the sentence
 sit nearer the sentence with its literal paraphrase spliced in, or one with a non-literal
 paraphrase? AUROC per split) and the *linear* probe (an L2 logistic regression per layer view,
-with its controls: majority, expression-only, a static model, the Hewitt-Liang control task
-and selectivity). Parts: :mod:`.paraphrase`, :mod:`.linear`, :mod:`.stats` (cluster bootstrap
-over expressions, paired permutation tests), :mod:`.results`, :mod:`.report`; the data are read
-by :mod:`ncprobe.data.astitch`.
+with its controls: majority, expression-only, a static model, the Hewitt-Liang type control
+and the within-expression permutation control with the selectivity against each, and the
+baselines: training and test majority, stratified chance, the type oracle). Parts:
+:mod:`.paraphrase`, :mod:`.linear`, :mod:`.stats` (cluster bootstrap over expressions, paired
+permutation tests), :mod:`.results`, :mod:`.report`; the data are read by
+:mod:`ncprobe.data.astitch`.
 """
 
 from __future__ import annotations
@@ -16,15 +18,19 @@ from __future__ import annotations
 # the languages of the data and the levels of a vector are NCIMP's
 from ..schema import LANGS, LEVELS
 
-__all__ = ["CONTROLS", "FEATURES", "IDIOMATIC", "LANGS", "LEVELS", "LITERAL", "PROBE_KINDS",
-           "SCORES", "SETTINGS", "SPLITS", "VARIANTS"]
+__all__ = ["CONTROLS", "FEATURES", "IDIOMATIC", "LANGS", "LEVELS", "LITERAL", "NO_MODEL_NOTE",
+           "PROBE_KINDS", "SCORES", "SETTINGS", "SPLITS", "VARIANTS"]
 
 #: The files of Task 1 A, in the order they are read and reported.
 SPLITS: tuple[str, ...] = ("train_zero_shot", "train_one_shot", "train_few_shot", "dev", "test")
 
-#: The linear probe's settings and the split each trains on (dev chooses, test is reported).
-SETTINGS: dict[str, str] = {"zero-shot": "train_zero_shot", "one-shot": "train_one_shot",
-                            "few-shot": "train_few_shot"}
+#: The linear probe's settings and the splits each trains on (dev chooses, test is reported).
+#: ``one-shot-semeval`` trains on the zero-shot **and** the one-shot rows, as SemEval-2022
+#: Task 2 A's one-shot setting did (ncprobe's ``one-shot`` on the one-shot rows alone).
+SETTINGS: dict[str, tuple[str, ...]] = {
+    "zero-shot": ("train_zero_shot",), "one-shot": ("train_one_shot",),
+    "few-shot": ("train_few_shot",),
+    "one-shot-semeval": ("train_zero_shot", "train_one_shot")}
 #: The target sentence alone, or with the previous and next sentences (the two file variants:
 #: the column ``context`` of the tables).
 VARIANTS: tuple[str, ...] = ("excluded", "included")
@@ -33,8 +39,12 @@ FEATURES: tuple[tuple[str, str], ...] = (("nc", "excluded"), ("sent", "excluded"
                                          ("nc", "included"))
 #: The files' labels: 0 idiomatic, 1 not idiomatic (literal, or part of a proper noun).
 IDIOMATIC, LITERAL = 0, 1
-#: What a headline row is: the paraphrase probe, a model's linear probe, or a control.
-PROBE_KINDS: tuple[str, ...] = ("paraphrase", "linear", "control")
+#: What a headline row is: the paraphrase probe, a model's linear probe, a control, or a
+#: baseline (or ceiling: the type oracle).
+PROBE_KINDS: tuple[str, ...] = ("paraphrase", "linear", "control", "baseline")
+#: The run's note on a model without a model of the language read (minilm or GloVe on
+#: Portuguese): written by the run, found by the summary (a warning atop the language).
+NO_MODEL_NOTE = "{model} has no {lang} model: "
 #: The linear probe's controls.
 CONTROLS: tuple[str, ...] = ("majority", "expression", "static", "control task")
 #: The paraphrase probe's scores: the literal paraphrase's cosine less the best non-literal

@@ -21,14 +21,17 @@ from ..errors import UsageError
 from ..schema import Correction, Dtype
 from ..significance import check_correction
 from . import LANGS, SETTINGS, SPLITS, VARIANTS
+from .linear import C_GRID as _C_GRID
+from .linear import WITHIN_DRAWS
 
 __all__ = ["AUTO_STATIC", "C_GRID", "DEFAULT_MODELS", "NO_STATIC", "STATIC", "AStitchConfig",
            "run_dir"]
 
 #: The models of a run that names none: the offline default of ncprobe.
 DEFAULT_MODELS = ("glove-6b-50d",)
-#: The inverse regularisation strengths the linear probe chooses from on dev.
-C_GRID = (0.001, 0.01, 0.1, 1.0, 10.0)
+# the inverse regularisation strengths the linear probe chooses from on dev, and the draws
+# of its within-expression permutation control: the linear probe's (one place)
+C_GRID = _C_GRID
 #: ``--static none``: no static control.
 NO_STATIC = "none"
 #: ``--static auto``: :data:`STATIC`, unless it is a probed model.
@@ -87,7 +90,7 @@ class AStitchConfig:
     splits: Sequence[str] = field(default=SPLITS, metadata={
         "option": "--splits", "metavar": "S,...", "type": "comma_list",
         "help": "the splits read: the paraphrase probe scores each, the linear probe runs the "
-                "settings whose training split is among them (with dev and test) (default: "
+                "settings whose training splits are among them (with dev and test) (default: "
                 "all five)"})
     contexts: Sequence[str] = field(default=VARIANTS, metadata={
         "option": "--context", "metavar": "C", "type": "comma_list",
@@ -102,7 +105,13 @@ class AStitchConfig:
     c_grid: Sequence[float] = field(default=C_GRID, metadata={
         "option": "--c-grid", "metavar": "C,...", "type": "comma_list",
         "help": "inverse L2 regularisation strengths of the linear probe, the one with the "
-                "best dev macro-F1 kept (default 0.001,0.01,0.1,1,10)"})
+                "best dev macro-F1 kept; when dev picks an end, the grid is extended past it "
+                "(said in the notes) (default 0.0001,0.001,0.01,0.1,1,10,100)"})
+    within_draws: int = field(default=WITHIN_DRAWS, metadata={
+        "metavar": "N", "type": "positive_int",
+        "help": "draws of the within-expression permutation control (the training labels "
+                "shuffled among each expression's uses, the probe fitted per draw) and of "
+                "stratified chance (default %(default)s)"})
     n_boot: int = field(default=1000, metadata={
         "metavar": "N", "type": "count",
         "help": "expression resamples of the 95%% intervals (default %(default)s)"})
@@ -142,7 +151,7 @@ class AStitchConfig:
         langs = _chosen(self.langs, LANGS, "language", "--lang", "give en, pt or en,pt")
         splits = _chosen(self.splits, SPLITS, "split", "--splits",
                          f"give some of {', '.join(SPLITS)}")
-        trained = [x for x in splits if x in SETTINGS.values()]
+        trained = [x for x in splits if any(x in v for v in SETTINGS.values())]
         lacking = [x for x in ("dev", "test") if x not in splits]
         if trained and lacking:
             raise UsageError(f"splits {','.join(splits)}: the linear probe trains on "
@@ -175,7 +184,7 @@ class AStitchConfig:
             raise UsageError(f"c_grid {list(self.c_grid)!r} (--c-grid): give one or more "
                              "distinct numbers > 0")
         object.__setattr__(self, "c_grid", tuple(sorted(grid)))
-        check_counts(self, {"n_boot": 0, "seed": 0, "batch_size": 1})
+        check_counts(self, {"n_boot": 0, "seed": 0, "batch_size": 1, "within_draws": 1})
         if self.n_perm is not None and (isinstance(self.n_perm, bool) or not isinstance(
                 self.n_perm, numbers.Integral) or self.n_perm < 0):
             raise UsageError(f"n_perm={self.n_perm!r} (--n-perm): give a whole number >= 0 "
@@ -185,8 +194,8 @@ class AStitchConfig:
 
     @property
     def settings(self) -> tuple[str, ...]:
-        """The linear probe's settings: those whose training split is read."""
-        return tuple(k for k, v in SETTINGS.items() if v in self.splits)
+        """The linear probe's settings: those whose training splits are all read."""
+        return tuple(k for k, v in SETTINGS.items() if all(x in self.splits for x in v))
 
     @property
     def static_model(self) -> str | None:

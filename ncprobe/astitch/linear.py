@@ -1,21 +1,38 @@
 """The AStitch linear probe: an L2 logistic regression on frozen vectors, its baselines and
-control task, and its table.
+controls, and its table.
 
 * :func:`fit_predict`: standardisation then logistic regression (scikit-learn, ``lbfgs``, L2,
   deterministic), fitted on a setting's training split once per regularisation strength of
   :data:`C_GRID`; the ``C`` of the best dev macro-F1 (ties: the smallest ``C``, the strongest
-  regularisation) predicts the test split. The model is not refitted on train + dev: dev
-  chooses, test is reported, as the task intends.
+  regularisation) predicts the test split. When dev picks an end of the grid, the grid is
+  extended past it, ten times further each step (:data:`MAX_EXTEND` steps at most), until dev
+  picks a ``C`` inside it; what was extended, and a choice still at an edge, is in the fits
+  table. The model is not refitted on train + dev: dev chooses, test is reported, as the task
+  intends. Its test scores (the decision function) give a threshold-free AUROC beside the
+  macro-F1.
 * the controls (:data:`ncprobe.astitch.CONTROLS`) that say what a probe's number means:
   :func:`majority` (the most frequent training label), :func:`expression_only` (the label most
   frequent for the expression in training: what memorising the expression gets, without the
-  sentence), the static model (the same probe on GloVe vectors: the lead runs it), and the
-  Hewitt and Liang (2019) **control task** (:func:`control_labels`: each expression type gets a
-  random label, the same probe learns it; a probe that learns that as well as the task says
-  little about the representation: *selectivity* = task F1 - control F1).
-* :func:`linear_table`: per cell (:data:`PRED_KEYS`) the test macro-F1 and accuracy with
-  cluster-bootstrap intervals over expressions, the control task's F1 and the selectivity
-  with its interval (:mod:`ncprobe.astitch.stats`).
+  sentence), the static model (the same probe on GloVe vectors: the lead runs it), and two
+  control tasks, each fitted with the task probe's ``C`` (:func:`fit_fixed`; never chosen on
+  its own noise labels): the Hewitt and Liang (2019) **type control**
+  (:func:`control_labels`: each expression type gets a random label, the same probe learns
+  it) and the **within-expression permutation control** (:func:`within_permutation`: the
+  training labels shuffled among each expression's uses, every expression keeping its
+  idiomatic share, :data:`WITHIN_DRAWS` seeded draws, the probe fitted per draw and scored on
+  the true test labels: what the probe makes of the expression type alone). *Selectivity* =
+  task F1 - control F1, against each.
+* the baselines and ceilings (:data:`BASELINES`, ``probe_kind`` ``baseline``): the training
+  majority, the test majority (the best constant), stratified chance (:func:`chance_draws`:
+  random labels at the training split's label shares, the mean over seeded draws) and the
+  **type oracle** (:func:`type_oracle`: each expression's majority label in the evaluated
+  split: the most a reader of the expression type alone can score).
+* :func:`linear_table`: per cell (:data:`PRED_KEYS`) and subset
+  (:data:`ncprobe.astitch.stats.SUBSETS`: every test use, and the uses of ambiguous
+  expressions, those with both labels in the test split) the test macro-F1 and accuracy with
+  cluster-bootstrap intervals over expressions, the AUROC of the probe's scores, both
+  controls' F1 and the selectivity against each with their intervals
+  (:mod:`ncprobe.astitch.stats`).
 """
 
 from __future__ import annotations
@@ -32,29 +49,64 @@ from numpy.typing import ArrayLike
 
 from ..errors import UsageError
 from . import IDIOMATIC, LITERAL
-from .stats import LEVEL, cell_rows, check_labels, cluster_scores, macro_f1, selectivity
+from .stats import (
+    LEVEL,
+    SUBSETS,
+    ambiguous,
+    cell_rows,
+    check_labels,
+    cluster_auroc,
+    cluster_scores,
+    draw_scores,
+    macro_f1,
+    selectivity,
+)
 
-__all__ = ["C_GRID", "FIT_COLUMNS", "LINEAR_COLUMNS", "LinearFit", "MAX_ITER", "PRED_COLUMNS",
-           "PRED_KEYS", "classifier", "control_labels", "expression_only", "fit_predict",
-           "linear_table", "majority"]
+__all__ = ["BASELINES", "CONTROL_TASKS", "C_GRID", "FIT_COLUMNS", "LINEAR_COLUMNS", "LinearFit",
+           "MAX_EXTEND", "MAX_ITER", "PRED_COLUMNS", "PRED_KEYS", "PRED_OPTIONAL", "WITHIN",
+           "WITHIN_DRAWS",
+           "chance_draws", "classifier", "control_labels", "expression_only", "fit_fixed",
+           "fit_predict", "linear_table", "majority", "type_oracle", "within_permutation"]
 
-#: The inverse regularisation strengths tried, the choice made on dev.
-C_GRID: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0)
+#: The inverse regularisation strengths tried, the choice made on dev (extended past an end
+#: that dev picks, :data:`MAX_EXTEND`).
+C_GRID: tuple[float, ...] = (0.0001, 0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
+#: Steps (each ten times further) by which the grid is extended past an end that dev picks.
+MAX_EXTEND = 3
 #: lbfgs's iterations at most (a fit that stops there is flagged, not refused).
 MAX_ITER = 2000
+#: The draws of the within-expression permutation control (and of stratified chance).
+WITHIN_DRAWS = 20
+#: The ``control`` of the within-expression permutation control's prediction rows.
+WITHIN = "within"
+#: The control tasks, named by what each controls for (the ``control`` of a JSON control
+#: row): ``type`` (Hewitt and Liang: one random label per expression type) and ``within``
+#: (the labels shuffled among each expression's uses).
+CONTROL_TASKS: tuple[str, ...] = ("type", WITHIN)
+#: The baselines and ceilings (``probe_kind`` ``baseline``, the name in ``control``).
+BASELINES: tuple[str, ...] = ("majority_train", "majority_test", "chance", "type_oracle")
 #: The columns that name a cell of the prediction table (one classifier, or one control).
 PRED_KEYS: tuple[str, ...] = ("model", "lang", "setting", "layer", "level", "context",
                               "probe_kind", "control")
-#: The prediction table: one row per cell x test row.
+#: The prediction table: one row per cell x test row (x draw, for the rows of a drawn control:
+#: ``draw`` 0, 1, ...; -1 elsewhere); ``decision``: the probe's decision function (NaN for a
+#: baseline). A table without ``draw`` or ``decision`` (older results) reads as -1 and NaN.
 PRED_COLUMNS: tuple[str, ...] = (*PRED_KEYS, "row", "expression", "label", "predicted",
-                                 "control_label", "control_predicted")
-#: The fits table: one row per cell.
-FIT_COLUMNS: tuple[str, ...] = (*PRED_KEYS, "C", "dev_macro_f1", "control_C", "converged")
+                                 "control_label", "control_predicted", "draw", "decision")
+#: The prediction columns a table given to :func:`linear_table` may lack.
+PRED_OPTIONAL: tuple[str, ...] = ("draw", "decision")
+#: The fits table: one row per cell (``extended``: the C values added past the grid's ends;
+#: ``edge``: dev's choice still an end of the extended grid).
+FIT_COLUMNS: tuple[str, ...] = (*PRED_KEYS, "C", "dev_macro_f1", "control_C", "converged",
+                                "extended", "edge")
 #: The columns of :func:`linear_table`.
 LINEAR_COLUMNS: tuple[str, ...] = (*PRED_KEYS, "C", "dev_macro_f1", "n", "n_expressions",
                                    "macro_f1", "f1_low", "f1_high", "accuracy", "acc_low",
                                    "acc_high", "control_f1", "control_low", "control_high",
-                                   "selectivity", "sel_low", "sel_high")
+                                   "selectivity", "sel_low", "sel_high", "subset", "auroc",
+                                   "auroc_low", "auroc_high", "within_f1", "within_low",
+                                   "within_high", "within_sel", "wsel_low", "wsel_high",
+                                   "n_draws")
 
 
 @dataclass(frozen=True)
@@ -67,12 +119,19 @@ class LinearFit:
         pred: the test predictions (0/1) of the model fitted on train with that ``C``.
         converged: lbfgs converged within :data:`MAX_ITER` for that ``C`` (no
             ``ConvergenceWarning``).
+        scores: the test rows' decision function (higher: label 1, not idiomatic).
+        extended: the ``C`` values tried past the grid's ends (dev picked an end).
+        edge: dev's choice is still an end of the grid tried (after :data:`MAX_EXTEND`
+            extensions, or ties going to the smallest ``C``).
     """
 
     C: float
     dev_f1: float
     pred: np.ndarray
     converged: bool
+    scores: np.ndarray | None = None
+    extended: tuple[float, ...] = ()
+    edge: bool = False
 
 
 def classifier(C: float) -> Any:
@@ -122,10 +181,15 @@ def fit_predict(X_train: ArrayLike, y_train: ArrayLike, X_dev: ArrayLike, y_dev:
             :func:`ncprobe.astitch.stats.macro_f1`).
         X_test: the test vectors.
         c_grid: the ``C`` values tried (each > 0); ties of dev macro-F1 go to the smallest.
+            When dev picks the smallest or the largest, the grid is extended past it (a tenth
+            or ten times it) until dev picks a ``C`` inside, :data:`MAX_EXTEND` steps a side
+            at most.
 
     Returns:
-        :class:`LinearFit`: the ``C`` chosen, its dev macro-F1, the test predictions of the
-        model fitted on train with it (not refitted), and whether that fit converged.
+        :class:`LinearFit`: the ``C`` chosen, its dev macro-F1, the test predictions and
+        scores of the model fitted on train with it (not refitted), whether that fit
+        converged, the ``C`` values added past the grid and whether the choice is still an
+        end of the grid tried.
 
     Raises:
         UsageError: a training set with one label only (a classifier needs both), shapes that
@@ -148,15 +212,127 @@ def fit_predict(X_train: ArrayLike, y_train: ArrayLike, X_dev: ArrayLike, y_dev:
     grid = sorted(float(c) for c in c_grid)
     if not grid or not all(math.isfinite(c) and c > 0 for c in grid):
         raise UsageError(f"c_grid must hold one or more positive numbers, not {list(c_grid)!r}")
-    best: tuple[float, float, Any, bool] | None = None
-    for C in grid:  # ascending: a later C replaces the best only when strictly better
+    tried: dict[float, tuple[float, Any, bool]] = {}
+
+    def fit(C: float) -> None:
         model, converged = _fit(C, xtr, ytr)
-        f1 = macro_f1(ydev, model.predict(xdev))
-        if best is None or f1 > best[1]:
-            best = (C, f1, model, converged)
-    assert best is not None  # the grid is not empty
-    C, f1, model, converged = best
-    return LinearFit(C, f1, np.asarray(model.predict(xte), dtype=np.int64), converged)
+        tried[C] = (macro_f1(ydev, model.predict(xdev)), model, converged)
+
+    def best() -> float:  # ascending: a larger C wins only when strictly better
+        return max(sorted(tried), key=lambda c: (tried[c][0], -c))
+
+    for C in grid:
+        fit(C)
+    extended: list[float] = []
+    while len(extended) < 2 * MAX_EXTEND:
+        C, lo, hi = best(), min(tried), max(tried)
+        if C not in (lo, hi) or len(tried) == 1:
+            break
+        low = C == lo
+        if sum(1 for c in extended if (c < grid[0]) == low) >= MAX_EXTEND:
+            break
+        nxt = C / 10.0 if low else C * 10.0
+        fit(nxt)
+        extended.append(nxt)
+    C = best()
+    f1, model, converged = tried[C]
+    edge = len(tried) > 1 and C in (min(tried), max(tried))
+    return LinearFit(C, f1, np.asarray(model.predict(xte), dtype=np.int64), converged,
+                     np.asarray(model.decision_function(xte), dtype=np.float64),
+                     tuple(extended), edge)
+
+
+def fit_fixed(C: float, X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike
+              ) -> LinearFit:
+    """The probe fitted on train with a given ``C`` (a control task's: the task probe's ``C``,
+    never one chosen on the control's own labels), predicting test: a :class:`LinearFit`
+    whose ``dev_f1`` is NaN.
+
+    Raises:
+        UsageError: a training set with one label only, shapes that do not agree, labels
+            other than 0/1, a ``C`` that is not a positive number.
+    """
+    xtr, xte = _matrix(X_train, "X_train"), _matrix(X_test, "X_test")
+    ytr = check_labels(y_train, "y_train")
+    if len(ytr) != len(xtr) or xtr.shape[1] != xte.shape[1]:
+        raise UsageError(f"train and test do not agree: {len(xtr)} training rows, {len(ytr)} "
+                         f"labels; {xtr.shape[1]} and {xte.shape[1]} features")
+    if len(np.unique(ytr)) < 2:
+        raise UsageError("the training set holds one label only: a classifier needs both")
+    if not (isinstance(C, (int, float, np.floating)) and math.isfinite(C) and C > 0):
+        raise UsageError(f"C must be a positive number, not {C!r}")
+    model, converged = _fit(float(C), xtr, ytr)
+    return LinearFit(float(C), math.nan, np.asarray(model.predict(xte), dtype=np.int64),
+                     converged, np.asarray(model.decision_function(xte), dtype=np.float64))
+
+
+def within_permutation(expressions: Sequence[str] | ArrayLike, labels: ArrayLike, *, seed: int,
+                       draws: int = WITHIN_DRAWS) -> np.ndarray:
+    """The within-expression permutation control's training labels: ``(draws, n)``, each row
+    ``labels`` shuffled among the uses of each expression (every expression keeps its label
+    counts, so its idiomatic share; which of its uses is idiomatic is random).
+
+    Draw ``d`` is ``numpy.random.default_rng([seed, 11, d])``'s: a random key per row, the
+    rows of each expression reordered by it.
+
+    Raises:
+        UsageError: lengths that differ, labels other than 0/1, ``draws`` < 1.
+    """
+    y = check_labels(labels, "labels")
+    expr = np.asarray(expressions, dtype=object).astype(str)
+    if len(expr) != len(y):
+        raise UsageError(f"{len(expr)} expressions but {len(y)} labels")
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise UsageError(f"draws must be a whole number >= 1, not {draws!r}")
+    _, group = np.unique(expr, return_inverse=True)
+    group = group.reshape(-1)
+    slots = np.argsort(group, kind="stable")   # each expression's rows, together
+    out = np.empty((int(draws), len(y)), dtype=np.int64)
+    for d in range(int(draws)):
+        keys = np.random.default_rng([seed, 11, d]).random(len(y))
+        shuffled = np.lexsort((keys, group))    # the same blocks, each in a random order
+        out[d, slots] = y[shuffled]
+    return out
+
+
+def type_oracle(expressions: Sequence[str] | ArrayLike, labels: ArrayLike) -> np.ndarray:
+    """Per row, its expression's most frequent label among these rows (a tie: 0, idiomatic):
+    the type oracle, what a reader of the expression type alone scores at most on them.
+
+    Raises:
+        UsageError: lengths that differ, labels other than 0/1.
+    """
+    y = check_labels(labels, "labels")
+    expr = np.asarray(expressions, dtype=object).astype(str)
+    if len(expr) != len(y):
+        raise UsageError(f"{len(expr)} expressions but {len(y)} labels")
+    if not len(y):
+        return np.zeros(0, dtype=np.int64)
+    _, group = np.unique(expr, return_inverse=True)
+    group = group.reshape(-1)
+    ones = np.bincount(group, weights=y.astype(np.float64))
+    total = np.bincount(group)
+    top = np.where(ones > total - ones, LITERAL, IDIOMATIC)
+    return top[group].astype(np.int64)
+
+
+def chance_draws(y_train: ArrayLike, n_test: int, *, seed: int, draws: int = WITHIN_DRAWS
+                 ) -> np.ndarray:
+    """Stratified chance: ``(draws, n_test)`` random labels, each 1 with the training split's
+    share of label 1 (scikit-learn's ``DummyClassifier(strategy="stratified")``), draw ``d``
+    from ``numpy.random.default_rng([seed, 13, d])``.
+
+    Raises:
+        UsageError: no training labels, labels other than 0/1, ``draws`` < 1.
+    """
+    y = check_labels(y_train, "y_train")
+    if not len(y):
+        raise UsageError("stratified chance needs the training labels, got none")
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise UsageError(f"draws must be a whole number >= 1, not {draws!r}")
+    share = float(y.mean())
+    return np.stack([(np.random.default_rng([seed, 13, d]).random(int(n_test)) < share)
+                     .astype(np.int64) for d in range(int(draws))])
 
 
 def control_labels(expressions: Sequence[str], train_labels: Sequence[int] | ArrayLike, *,
@@ -221,31 +397,56 @@ def expression_only(train_expr: Sequence[str], y_train: ArrayLike, test_expr: Se
     return np.array([per.get(str(e), overall) for e in test_expr], dtype=np.int64)
 
 
+def _by_draw(idx: np.ndarray, draw: np.ndarray) -> list[np.ndarray]:
+    """A cell's rows per draw (one group for a cell without draws), in the order of the
+    draws; every draw must hold the same number of rows."""
+    values = sorted(set(draw[idx].tolist()))
+    if values == [-1] or len(values) <= 1:
+        return [idx]
+    parts = [idx[draw[idx] == d] for d in values]
+    if len({len(q) for q in parts}) != 1:
+        raise UsageError("the draws of a drawn cell hold different numbers of rows")
+    return parts
+
+
 def linear_table(predictions: pd.DataFrame, fits: pd.DataFrame, *, n_boot: int, seed: int,
                  level: float = LEVEL) -> pd.DataFrame:
-    """The linear probe's and the controls' test scores, one row per cell.
+    """The linear probe's, the controls' and the baselines' test scores, one row per cell and
+    subset.
 
     Args:
-        predictions: columns :data:`PRED_COLUMNS`, one row per cell x test row.
-        fits: one row per cell, :data:`PRED_KEYS` + ``C``, ``dev_macro_f1`` (and
-            ``control_C``, ``converged``, not used here); a cell without a row has NaN ``C``
-            and ``dev_macro_f1`` (a baseline fits nothing).
+        predictions: columns :data:`PRED_COLUMNS`, one row per cell x test row (x draw);
+            ``draw`` and ``decision`` may be absent (-1 and NaN). The rows of a ``probe_kind``
+            ``"linear"`` cell whose ``control`` is :data:`WITHIN` are the within-expression
+            permutation control of the cell that is the same but for ``control`` ``""``:
+            scored beside it, not a row of their own.
+        fits: one row per cell, :data:`PRED_KEYS` + ``C``, ``dev_macro_f1`` (and the other
+            :data:`FIT_COLUMNS`, not used here); a cell without a row has NaN ``C`` and
+            ``dev_macro_f1`` (a baseline fits nothing).
         n_boot: expression resamples of each interval (0: no intervals).
         seed: the seed of the draws (the same for every cell: common random numbers).
         level: the coverage of the percentile intervals.
 
     Returns:
-        Columns :data:`LINEAR_COLUMNS`, the cells in order of first appearance:
-        :func:`ncprobe.astitch.stats.cluster_scores` of ``label`` against ``predicted``; for a
-        ``probe_kind`` ``"linear"`` cell whose ``control_label`` and ``control_predicted`` are
-        given (not -1), ``control_f1`` (macro-F1 of the control task, with its interval
-        ``control_low``, ``control_high``) and the selectivity with its interval
-        (:func:`ncprobe.astitch.stats.selectivity`); NaN otherwise.
+        Columns :data:`LINEAR_COLUMNS`: every cell (in order of first appearance) for the
+        subset ``all``, then every cell for ``ambiguous`` (the test rows whose expression has
+        both labels among the cell's test rows, :func:`ncprobe.astitch.stats.ambiguous`: the
+        same fitted probe scored on them). Per row :func:`ncprobe.astitch.stats.cluster_scores`
+        of ``label`` against ``predicted`` (a drawn cell, e.g. chance: the mean over its draws,
+        :func:`ncprobe.astitch.stats.draw_scores`, ``n_draws`` of them), the AUROC of
+        ``decision`` with its interval (:func:`ncprobe.astitch.stats.cluster_auroc`) where there
+        are scores; for a ``probe_kind`` ``"linear"`` cell the type control
+        (``control_label`` and ``control_predicted``, where not -1: ``control_f1`` and its
+        interval, the selectivity against it) and the within-expression control
+        (``within_f1``, the mean over its draws, and ``within_sel``, each with its interval);
+        NaN otherwise.
 
     Raises:
-        UsageError: a missing column, a cell with two rows in ``fits``, labels other than 0/1.
+        UsageError: a missing column, a cell with two rows in ``fits``, labels other than 0/1,
+            a within control without its task cell or of other rows.
     """
-    missing = [c for c in PRED_COLUMNS if c not in predictions.columns]
+    missing = [c for c in PRED_COLUMNS if c not in predictions.columns
+               and c not in PRED_OPTIONAL]
     missing += [f"fits.{c}" for c in (*PRED_KEYS, "C", "dev_macro_f1") if c not in fits.columns]
     if missing:
         raise UsageError("linear_table lacks the column(s) " + ", ".join(missing))
@@ -256,26 +457,72 @@ def linear_table(predictions: pd.DataFrame, fits: pd.DataFrame, *, n_boot: int, 
                              "one per cell")
         fit_at[key] = {"C": float(fits["C"].iloc[idx[0]]),
                        "dev_macro_f1": float(fits["dev_macro_f1"].iloc[idx[0]])}
+    n_rows = len(predictions)
     keys = predictions[list(PRED_KEYS)].to_numpy(dtype=object)
     y, pred = predictions["label"].to_numpy(), predictions["predicted"].to_numpy()
     yc, pc = predictions["control_label"].to_numpy(), predictions["control_predicted"].to_numpy()
     expressions = predictions["expression"].to_numpy(dtype=object)
-    rows: list[dict[str, Any]] = []
-    nan_sel = {"control_f1": math.nan, "control_low": math.nan, "control_high": math.nan,
-               "selectivity": math.nan, "sel_low": math.nan, "sel_high": math.nan}
-    for key, idx in cell_rows(predictions, PRED_KEYS).items():
+    draw = (predictions["draw"].to_numpy(dtype=np.int64) if "draw" in predictions.columns
+            else np.full(n_rows, -1, np.int64))
+    score = (predictions["decision"].to_numpy(dtype=np.float64)
+             if "decision" in predictions.columns
+             else np.full(n_rows, np.nan))
+    at_kind, at_control = PRED_KEYS.index("probe_kind"), PRED_KEYS.index("control")
+    cells = cell_rows(predictions, PRED_KEYS)
+    within: dict[tuple, np.ndarray] = {}
+    for key, idx in cells.items():
+        if key[at_kind] == "linear" and key[at_control] == WITHIN:
+            task_key = key[:at_control] + ("",) + key[at_control + 1:]
+            if task_key not in cells:
+                raise UsageError(f"the within-expression control {key!r} has no task cell")
+            within[task_key] = idx
+    stats: dict[str, Any] = {"n_boot": n_boot, "seed": seed, "level": level}
+    nan_cols = {c: math.nan for c in LINEAR_COLUMNS[LINEAR_COLUMNS.index("control_f1"):]
+                if c != "subset"}
+    rows: dict[str, list[dict[str, Any]]] = {s: [] for s in SUBSETS}
+    for key, idx in cells.items():
+        if key[at_kind] == "linear" and key[at_control] == WITHIN:
+            continue
         cell = dict(zip(PRED_KEYS, keys[idx[0]], strict=True))
-        row: dict[str, Any] = {**cell, **fit_at.get(key, {"C": math.nan,
-                                                          "dev_macro_f1": math.nan})}
-        row.update(cluster_scores(y[idx], pred[idx], expressions[idx], n_boot=n_boot,
-                                  seed=seed, level=level))
-        row.update(nan_sel)
-        if cell["probe_kind"] == "linear" and (yc[idx] >= 0).all() and (pc[idx] >= 0).all():
-            ctrl = cluster_scores(yc[idx], pc[idx], expressions[idx], n_boot=n_boot,
-                                  seed=seed, level=level)  # the same draws as the task's
-            row.update(control_f1=ctrl["macro_f1"], control_low=ctrl["f1_low"],
-                       control_high=ctrl["f1_high"])
-            row.update(selectivity(y[idx], pred[idx], yc[idx], pc[idx], expressions[idx],
-                                   n_boot=n_boot, seed=seed, level=level))
-        rows.append(row)
-    return pd.DataFrame(rows, columns=list(LINEAR_COLUMNS))
+        parts = _by_draw(idx, draw)
+        base = parts[0]
+        w_parts = _by_draw(within[key], draw) if key in within else []
+        if any(len(q) != len(base) or (expressions[q] != expressions[base]).any()
+               for q in w_parts):
+            raise UsageError(f"the within-expression control of {key!r} holds other rows "
+                             "than its task")
+        masks = {"all": np.ones(len(base), bool),
+                 "ambiguous": ambiguous(expressions[base], y[base])}
+        for subset in SUBSETS:
+            m = masks[subset]
+            i, e = base[m], expressions[base[m]]
+            row: dict[str, Any] = {**cell, **fit_at.get(key, {"C": math.nan,
+                                                              "dev_macro_f1": math.nan})}
+            row.update(cluster_scores(y[i], pred[i], e, **stats))
+            row.update(nan_cols)
+            row["subset"] = subset
+            if len(parts) > 1:  # a drawn cell: the mean over its draws
+                many = np.stack([pred[q[m]] for q in parts])
+                got = draw_scores(y[i], many, e, **stats)
+                row.update(macro_f1=got["macro_f1"], f1_low=got["f1_low"],
+                           f1_high=got["f1_high"], n_draws=got["n_draws"],
+                           accuracy=float(np.mean(many == y[i][None, :])) if len(i)
+                           else math.nan, acc_low=math.nan, acc_high=math.nan)
+            if len(i) and np.isfinite(score[i]).all():
+                auc = cluster_auroc(score[i], y[i], e, **stats)
+                row.update(auroc=auc["auroc"], auroc_low=auc["ci_low"],
+                           auroc_high=auc["ci_high"])
+            if cell["probe_kind"] == "linear" and (yc[i] >= 0).all() and (pc[i] >= 0).all():
+                ctrl = cluster_scores(yc[i], pc[i], e, **stats)  # the same draws as the task's
+                row.update(control_f1=ctrl["macro_f1"], control_low=ctrl["f1_low"],
+                           control_high=ctrl["f1_high"])
+                row.update(selectivity(y[i], pred[i], yc[i], pc[i], e, **stats))
+            if w_parts:
+                got = draw_scores(y[i], np.stack([pred[q[m]] for q in w_parts]), e,
+                                  task=pred[i], **stats)
+                row.update(within_f1=got["macro_f1"], within_low=got["f1_low"],
+                           within_high=got["f1_high"], within_sel=got["selectivity"],
+                           wsel_low=got["sel_low"], wsel_high=got["sel_high"],
+                           n_draws=got["n_draws"])
+            rows[subset].append(row)
+    return pd.DataFrame([r for s in SUBSETS for r in rows[s]], columns=list(LINEAR_COLUMNS))

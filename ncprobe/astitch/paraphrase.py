@@ -10,11 +10,23 @@ sentence level) to each spliced one. Two scores per row (:data:`ncprobe.astitch.
   paraphrase or without any non-literal one;
 * ``literal``: the cosine to the literal paraphrase alone (defined wherever there is one).
 
-:func:`auroc_table` asks, per model x language x split x layer x level x context and score,
-whether the score separates literal from idiomatic uses: the AUROC with label 1 (not
-idiomatic) positive, its cluster-bootstrap interval over expressions
-(:func:`ncprobe.astitch.stats.cluster_auroc`), over the rows with a finite score. The rows left
-out are counted (``n_unscored``), and the share of idiomatic rows among those scored is given
+:func:`auroc_table` asks, per model x language x split x layer x level x context, score and
+subset, whether the score separates literal from idiomatic uses, over the rows with a finite
+score, label 1 (not idiomatic) positive, each number with its cluster-bootstrap interval over
+expressions:
+
+* ``auroc_within`` (the headline, :func:`ncprobe.astitch.stats.within_auroc`): literal and
+  idiomatic uses compared only *within* each expression, pair-weighted over the expressions
+  holding both labels. The expressions' shares of literal uses differ widely, and a literal
+  paraphrase shares a word with its expression where a non-literal one does not, so a pooled
+  AUROC mostly ranks expressions against each other; the within AUROC asks about the use;
+* ``auroc`` (:func:`ncprobe.astitch.stats.cluster_auroc`): pooled over every scored row, beside
+  it.
+
+Every cell comes for two subsets (:data:`ncprobe.astitch.stats.SUBSETS`): ``all`` rows, and
+the ``ambiguous`` ones (the rows of an expression with both labels among the cell's rows,
+scored or not: :func:`ncprobe.astitch.stats.ambiguous`). The rows left out are counted
+(``n_unscored``), and the share of idiomatic rows among those scored is given
 (``idiomatic_share``): the expressions lacking a paraphrase are mostly compositional ones, so
 the scored rows lean idiomatic, and a reader needs that beside the AUROC.
 """
@@ -29,7 +41,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from . import SCORES
-from .stats import LEVEL, cell_rows, cluster_auroc
+from .stats import LEVEL, SUBSETS, ambiguous, cell_rows, cluster_auroc, within_auroc
 
 __all__ = ["AUROC_COLUMNS", "CELL_KEYS", "SCORE_COLUMNS", "auroc_table", "scores"]
 
@@ -39,9 +51,10 @@ SCORE_COLUMNS: tuple[str, ...] = ("model", "lang", "split", "layer", "level", "c
 #: The columns that name a cell of the paraphrase probe.
 CELL_KEYS: tuple[str, ...] = ("model", "lang", "split", "layer", "level", "context")
 #: The columns of :func:`auroc_table`.
-AUROC_COLUMNS: tuple[str, ...] = (*CELL_KEYS, "score", "n", "n_literal", "n_expressions",
-                                  "n_unscored", "idiomatic_share", "auroc", "ci_low", "ci_high",
-                                  "boot_used")
+AUROC_COLUMNS: tuple[str, ...] = (*CELL_KEYS, "score", "subset", "n", "n_literal",
+                                  "n_expressions", "n_unscored", "idiomatic_share", "n_within",
+                                  "auroc_within", "auroc_within_low", "auroc_within_high",
+                                  "auroc", "ci_low", "ci_high", "boot_used")
 
 
 def scores(lit_cos: np.ndarray, nonlit_cos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -86,13 +99,17 @@ def auroc_table(scores_table: pd.DataFrame, *, n_boot: int, seed: int,
         level: the coverage of the percentile intervals.
 
     Returns:
-        One row per cell (:data:`CELL_KEYS`, in order of first appearance) x score
+        One row per cell (:data:`CELL_KEYS`, in order of first appearance) x subset
+        (:data:`ncprobe.astitch.stats.SUBSETS` order: ``all``, ``ambiguous``) x score
         (:data:`ncprobe.astitch.SCORES` order), columns :data:`AUROC_COLUMNS`: ``n`` (rows
-        with a finite score), ``n_literal`` (label 1 among them), ``n_expressions``,
-        ``n_unscored`` (rows of the cell without a finite score), ``idiomatic_share``
-        (label 0 share of the scored rows; NaN for none), ``auroc`` (label 1 positive),
-        ``ci_low``, ``ci_high``, ``boot_used`` (resamples holding both labels). A cell whose
-        scored rows hold one label (or none) has NaN AUROC and interval.
+        of the subset with a finite score), ``n_literal`` (label 1 among them),
+        ``n_expressions``, ``n_unscored`` (rows of the subset without a finite score),
+        ``idiomatic_share`` (label 0 share of the scored rows; NaN for none), ``n_within``
+        (scored expressions holding both labels), ``auroc_within`` with ``auroc_within_low``,
+        ``auroc_within_high`` (:func:`ncprobe.astitch.stats.within_auroc`), ``auroc`` (pooled,
+        label 1 positive), ``ci_low``, ``ci_high``, ``boot_used`` (resamples holding both
+        labels). A cell whose scored rows hold one label (or none) has NaN AUROCs and
+        intervals; one without an expression holding both labels a NaN ``auroc_within``.
 
     Raises:
         UsageError: a missing column, a label other than 0/1, a bad ``n_boot`` or ``level``.
@@ -105,14 +122,20 @@ def auroc_table(scores_table: pd.DataFrame, *, n_boot: int, seed: int,
     values = {s: scores_table[s].to_numpy(dtype=np.float64) for s in SCORES}
     keys = scores_table[list(CELL_KEYS)].to_numpy(dtype=object)
     rows: list[dict[str, Any]] = []
-    for idx in cell_rows(scores_table, CELL_KEYS).values():
-        cell = dict(zip(CELL_KEYS, keys[idx[0]], strict=True))
-        for score in SCORES:
-            ok = np.isfinite(values[score][idx])
-            sel = idx[ok]
-            stats = cluster_auroc(values[score][sel], labels[sel], expressions[sel],
-                                  n_boot=n_boot, seed=seed, level=level)
-            n = stats["n"]
-            rows.append({**cell, "score": score, **stats, "n_unscored": int((~ok).sum()),
-                         "idiomatic_share": (n - stats["n_literal"]) / n if n else math.nan})
+    for cell_idx in cell_rows(scores_table, CELL_KEYS).values():
+        cell = dict(zip(CELL_KEYS, keys[cell_idx[0]], strict=True))
+        mixed = ambiguous(expressions[cell_idx], labels[cell_idx])
+        for subset in SUBSETS:
+            idx = cell_idx if subset == "all" else cell_idx[mixed]
+            for score in SCORES:
+                ok = np.isfinite(values[score][idx])
+                sel = idx[ok]
+                args = (values[score][sel], labels[sel], expressions[sel])
+                stats = cluster_auroc(*args, n_boot=n_boot, seed=seed, level=level)
+                within = within_auroc(*args, n_boot=n_boot, seed=seed, level=level)
+                n = stats["n"]
+                rows.append({**cell, "score": score, "subset": subset, **stats, **within,
+                             "n_unscored": int((~ok).sum()),
+                             "idiomatic_share": (n - stats["n_literal"]) / n if n
+                             else math.nan})
     return pd.DataFrame(rows, columns=list(AUROC_COLUMNS))

@@ -18,17 +18,17 @@ import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..config import config_of, takes_config
 from ..errors import DataError, UsageError
-from . import FEATURES, IDIOMATIC, LEVELS, LITERAL, SETTINGS, SPLITS, VARIANTS
+from . import FEATURES, IDIOMATIC, LEVELS, LITERAL, NO_MODEL_NOTE, SETTINGS, SPLITS, VARIANTS
 from .config import AStitchConfig
 
-__all__ = ["Minimal", "run_astitch", "stimuli"]
+__all__ = ["Minimal", "run_astitch", "stimuli", "training_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +237,7 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
         excluded.append(_excluded(data, where))
         shared_notes += [*data.notes, *_paraphrase_notes(data, where)]
         y = np.array([r.label for r in where.records], np.int64)
-        preds += _baselines(lang, where.records, y, cfg.settings)
+        preds += _baselines(lang, where.records, y, cfg.settings, cfg)
         for name in (*cfg.models, *([cfg.static_model] if cfg.static_model else [])):
             static = name not in cfg.models
             encoder, said = encoders[(name, lang)]
@@ -262,12 +262,11 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
         run["notes"] = list(dict.fromkeys([*shared_notes, *run["notes"]]))
     say("scoring: AUROC, macro-F1 and selectivity with intervals over expressions "
         f"({cfg.n_boot} resamples), the paired tests")
-    from .linear import PRED_COLUMNS, PRED_KEYS
+    from .linear import FIT_COLUMNS, PRED_COLUMNS
 
     pred_table = (pd.concat(preds, ignore_index=True) if preds
                   else pd.DataFrame(columns=list(PRED_COLUMNS)))
-    fit_table = pd.DataFrame(fits, columns=[*PRED_KEYS, "C", "dev_macro_f1", "control_C",
-                                            "converged", "no_vector"])
+    fit_table = pd.DataFrame(fits, columns=[*FIT_COLUMNS, "no_vector"])
     res = AStitchResults.from_parts(
         pd.concat(scores, ignore_index=True), pred_table, fit_table,
         pd.concat(excluded, ignore_index=True), list(meta.values()), n_boot=cfg.n_boot,
@@ -331,8 +330,8 @@ def _encoder(model: str, lang: str, cfg: AStitchConfig, *, control: bool = False
     use = lang
     if spec is not None and not spec.covers(lang):
         use = next(iter(spec.ids))
-        said.append(f"{model} has no {lang} model: its {use} model ({spec.model_id(use)}) reads "
-                    f"the {lang} sentences")
+        said.append(NO_MODEL_NOTE.format(model=model, lang=lang)
+                    + f"its {use} model ({spec.model_id(use)}) reads the {lang} sentences")
     enc = load_encoder(model, use, layers=None if control else cfg.layers,
                        device=None if control else cfg.device,
                        dtype=None if control else cfg.dtype)
@@ -351,7 +350,8 @@ def _check_labels(data, settings: Sequence[str]) -> None:
     without both labels (no classifier can be trained or scored on it)."""
     from ..data.astitch import split_file
 
-    for split in (*(SETTINGS[s] for s in settings), *(_EVAL if settings else ())):
+    for split in dict.fromkeys((*(x for s in settings for x in SETTINGS[s]),
+                                *(_EVAL if settings else ()))):
         counts = data.labels(split)
         lacking = [name for value, name in ((IDIOMATIC, "idiomatic (0)"),
                                             (LITERAL, "not idiomatic (1)"))
@@ -499,6 +499,12 @@ def _split_rows(records: Sequence) -> dict[str, np.ndarray]:
     return {s: np.flatnonzero(splits == s) for s in SPLITS}
 
 
+def training_rows(by_split: Mapping[str, np.ndarray], setting: str) -> np.ndarray:
+    """A setting's training rows: those of each of its splits (:data:`SETTINGS`), in order
+    (``one-shot-semeval``: the zero-shot rows, then the one-shot rows)."""
+    return np.concatenate([by_split[s] for s in SETTINGS[setting]])
+
+
 def _features(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int]:
     """The features of ``rows``; a row without a vector (a static model that knows none of
     its words) is all zeros, counted. Float64, whatever the vectors' dtype."""
@@ -510,27 +516,45 @@ def _features(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _fit_pair(xtr: np.ndarray, ytr: np.ndarray, xdev: np.ndarray, ydev: np.ndarray,
-              xte: np.ndarray, ctr: np.ndarray, cdev: np.ndarray, c_grid: Sequence[float]):
-    """One cell's probe and its control task (``None`` where the control task's random
-    labels gave the training split one label only: a small split can)."""
+              xte: np.ndarray, ctr: np.ndarray, within: np.ndarray | None,
+              c_grid: Sequence[float]):
+    """One cell's probe, its type control (``None`` where the random labels gave the training
+    split one label only: a small split can) and its within-expression controls (one fit per
+    draw of ``within``'s training labels; ``()`` for none), the controls with the task's
+    ``C``."""
     from ..stats import one_blas_thread
-    from .linear import fit_predict
+    from .linear import fit_fixed, fit_predict
 
-    # one BLAS thread, as in a joblib worker: the same numbers for any --jobs
+    # one BLAS thread, as in a worker process: the same numbers for any --jobs
     with warnings.catch_warnings(), one_blas_thread():
         warnings.simplefilter("ignore")  # convergence: counted in the fits table
         task = fit_predict(xtr, ytr, xdev, ydev, xte, c_grid=c_grid)
-        ctrl = (fit_predict(xtr, ctr, xdev, cdev, xte, c_grid=c_grid)
-                if len(set(ctr.tolist())) == 2 else None)
-    return task, ctrl
+        ctrl = (fit_fixed(task.C, xtr, ctr, xte) if len(set(ctr.tolist())) == 2 else None)
+        drawn = tuple(fit_fixed(task.C, xtr, w, xte) for w in within) \
+            if within is not None else ()
+    return task, ctrl, drawn
+
+
+def _fit_cells(todo: list[tuple], jobs: int) -> list[tuple]:
+    """:func:`_fit_pair` of every cell, ``jobs`` at a time in guarded worker processes
+    (:func:`ncprobe.drawing.worker_pool`: none outlives the run, Ctrl-C stops them without a
+    traceback of theirs); in this process for ``jobs`` 1."""
+    if jobs > 1 and len(todo) > 1:
+        from ..drawing import worker_pool
+
+        with worker_pool(min(jobs, len(todo))) as pool:
+            futures = [pool.submit(_fit_pair, *t) for t in todo]
+            return [f.result() for f in futures]
+    return [_fit_pair(*t) for t in todo]
 
 
 def _linear(model: str, lang: str, view: str, feats: dict, where: Minimal, y: np.ndarray,
             cfg: AStitchConfig, static: bool, jobs: int = 1
             ) -> tuple[list[pd.DataFrame], list[dict]]:
-    """The linear probe (and its control task) of one view: every setting and feature, the
-    cells fitted ``jobs`` at a time (processes; the same results for any ``jobs``)."""
-    from .linear import PRED_COLUMNS, control_labels
+    """The linear probe (with its type and within-expression controls; the static model's
+    with the type control only) of one view: every setting and feature, the cells fitted
+    ``jobs`` at a time (processes; the same results for any ``jobs``)."""
+    from .linear import PRED_COLUMNS, WITHIN, control_labels, within_permutation
 
     recs = where.records
     expr = np.array([r.expression for r in recs])
@@ -538,9 +562,11 @@ def _linear(model: str, lang: str, view: str, feats: dict, where: Minimal, y: np
     test = by_split["test"]
     cells, todo = [], []
     for setting in cfg.settings:
-        tr, dev = by_split[SETTINGS[setting]], by_split["dev"]
+        tr, dev = training_rows(by_split, setting), by_split["dev"]
         ctrl_map = control_labels(sorted(set(expr)), y[tr], seed=cfg.seed)
         y_ctrl = np.array([ctrl_map[e] for e in expr], np.int64)
+        within = None if static else within_permutation(expr[tr], y[tr], seed=cfg.seed,
+                                                        draws=cfg.within_draws)
         for level, context in FEATURES:
             if level not in feats or context not in where.original:
                 continue
@@ -552,51 +578,78 @@ def _linear(model: str, lang: str, view: str, feats: dict, where: Minimal, y: np
                    "probe_kind": "control" if static else "linear",
                    "control": "static" if static else ""}
             cells.append((key, y_ctrl, g1 + g2 + g3))
-            todo.append((xtr, y[tr], xdev, y[dev], xte, y_ctrl[tr], y_ctrl[dev], cfg.c_grid))
-    if jobs > 1 and len(todo) > 1:
-        from joblib import Parallel, delayed
-
-        done = Parallel(n_jobs=min(jobs, len(todo)))(delayed(_fit_pair)(*t) for t in todo)
-    else:
-        done = [_fit_pair(*t) for t in todo]
+            todo.append((xtr, y[tr], xdev, y[dev], xte, y_ctrl[tr], within, cfg.c_grid))
+    done = _fit_cells(todo, jobs)
     preds, fits = [], []
-    for (key, y_ctrl, gaps), (task, ctrl) in zip(cells, done, strict=True):
-        fits.append({**key, "C": task.C, "dev_macro_f1": task.dev_f1,
-                     "control_C": ctrl.C if ctrl else np.nan,
-                     "converged": bool(task.converged and (ctrl is None or ctrl.converged)),
-                     "no_vector": gaps})
-        preds.append(pd.DataFrame({
-            **{k: [v] * len(test) for k, v in key.items()},
+    n = len(test)
+
+    def frame(key: dict, predicted, scores, draw: int, y_c=-1, p_c=-1) -> pd.DataFrame:
+        return pd.DataFrame({
+            **{k: [v] * n for k, v in key.items()},
             "row": np.array([recs[i].row for i in test], np.int64),
             "expression": expr[test], "label": y[test],
-            "predicted": np.asarray(task.pred, np.int64),
-            "control_label": y_ctrl[test] if ctrl else -1,
-            "control_predicted": np.asarray(ctrl.pred, np.int64) if ctrl else -1,
-        })[list(PRED_COLUMNS)])
+            "predicted": np.asarray(predicted, np.int64), "control_label": y_c,
+            "control_predicted": p_c, "draw": np.full(n, draw, np.int64),
+            "decision": np.asarray(scores, np.float64)})[list(PRED_COLUMNS)]
+
+    for (key, y_ctrl, gaps), (task, ctrl, drawn) in zip(cells, done, strict=True):
+        fits.append({**key, "C": task.C, "dev_macro_f1": task.dev_f1,
+                     "control_C": ctrl.C if ctrl else np.nan,
+                     "converged": bool(task.converged and (ctrl is None or ctrl.converged)
+                                       and all(d.converged for d in drawn)),
+                     "extended": ",".join(f"{c:g}" for c in task.extended),
+                     "edge": bool(task.edge), "no_vector": gaps})
+        preds.append(frame(key, task.pred, task.scores, -1,
+                           y_ctrl[test] if ctrl else -1,
+                           np.asarray(ctrl.pred, np.int64) if ctrl else -1))
+        preds += [frame({**key, "control": WITHIN}, d.pred, d.scores, k)
+                  for k, d in enumerate(drawn)]
     return preds, fits
 
 
-def _baselines(lang: str, records: Sequence, y: np.ndarray, settings: Sequence[str]
-               ) -> list[pd.DataFrame]:
-    """The majority and expression-only controls of every setting (no model: the same in
-    every run on the same data)."""
-    from .linear import PRED_COLUMNS, expression_only, majority
+def _baselines(lang: str, records: Sequence, y: np.ndarray, settings: Sequence[str],
+               cfg: AStitchConfig | None = None) -> list[pd.DataFrame]:
+    """The majority and expression-only controls, and the baselines and ceilings
+    (:data:`ncprobe.astitch.linear.BASELINES`: training majority, test majority, stratified
+    chance over ``cfg.within_draws`` seeded draws, the type oracle) of every setting (no
+    model: the same in every run on the same data and options)."""
+    from .linear import (
+        PRED_COLUMNS,
+        WITHIN_DRAWS,
+        chance_draws,
+        expression_only,
+        majority,
+        type_oracle,
+    )
 
     expr = np.array([r.expression for r in records])
     by_split = _split_rows(records)
     test = by_split["test"]
+    n = len(test)
+    seed, draws = (cfg.seed, cfg.within_draws) if cfg is not None else (0, WITHIN_DRAWS)
     parts = []
+
+    def frame(setting: str, kind: str, control: str, pred, draw: int = -1) -> pd.DataFrame:
+        return pd.DataFrame({
+            "model": "", "lang": lang, "setting": setting, "layer": "", "level": "",
+            "context": "", "probe_kind": kind, "control": control,
+            "row": np.array([records[i].row for i in test], np.int64),
+            "expression": expr[test], "label": y[test],
+            "predicted": np.asarray(pred, np.int64), "control_label": -1,
+            "control_predicted": -1, "draw": np.full(n, draw, np.int64),
+            "decision": np.full(n, np.nan)})[list(PRED_COLUMNS)]
+
     for setting in settings:
-        tr = by_split[SETTINGS[setting]]
-        for control, pred in (("majority", majority(y[tr], len(test))),
+        tr = training_rows(by_split, setting)
+        for control, pred in (("majority", majority(y[tr], n)),
                               ("expression", expression_only(expr[tr], y[tr], expr[test]))):
-            parts.append(pd.DataFrame({
-                "model": "", "lang": lang, "setting": setting, "layer": "", "level": "",
-                "context": "", "probe_kind": "control", "control": control,
-                "row": np.array([records[i].row for i in test], np.int64),
-                "expression": expr[test], "label": y[test],
-                "predicted": np.asarray(pred, np.int64), "control_label": -1,
-                "control_predicted": -1})[list(PRED_COLUMNS)])
+            parts.append(frame(setting, "control", control, pred))
+        parts.append(frame(setting, "baseline", "majority_train", majority(y[tr], n)))
+        parts.append(frame(setting, "baseline", "majority_test", majority(y[test], n)))
+        parts += [frame(setting, "baseline", "chance", pred, d)
+                  for d, pred in enumerate(chance_draws(y[tr], n, seed=seed, draws=draws))]
+        parts.append(frame(setting, "baseline", "type_oracle", type_oracle(expr[test],
+                                                                           y[test])))
     return parts
 
 

@@ -45,6 +45,7 @@ from ..report_files import (
 )
 from ..significance import STARS_NOTE, corrected_text, families_of, finite, p_text, stars
 from . import CONTROLS, IDIOMATIC, LITERAL, SCORES, SETTINGS, SPLITS
+from .stats import SUBSETS
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -71,12 +72,15 @@ FIGURES = (("fig01_auroc", "auroc"), ("fig02_linear", "linear"),
 TABLE_FILES = ("table_astitch_auroc", "table_astitch_linear", "table_astitch_tests",
                "table_astitch_excluded")
 
-_AUROC = ("model", "lang", "split", "layer", "level", "context", "score", "n", "n_literal",
-          "n_expressions", "n_unscored", "idiomatic_share", "auroc", "ci_low", "ci_high")
+_AUROC = ("model", "lang", "split", "layer", "level", "context", "score", "subset", "n",
+          "n_literal", "n_expressions", "n_unscored", "idiomatic_share", "n_within",
+          "auroc_within", "auroc_within_low", "auroc_within_high", "auroc", "ci_low", "ci_high")
 _LINEAR = ("model", "lang", "setting", "layer", "level", "context", "probe_kind", "control",
            "C", "dev_macro_f1", "n", "n_expressions", "macro_f1", "f1_low", "f1_high",
            "accuracy", "acc_low", "acc_high", "control_f1", "control_low", "control_high",
-           "selectivity", "sel_low", "sel_high")
+           "selectivity", "sel_low", "sel_high", "subset", "auroc", "auroc_low", "auroc_high",
+           "within_f1", "within_low", "within_high", "within_sel", "wsel_low", "wsel_high",
+           "n_draws")
 _TESTS = ("family", "a", "b", "lang", "setting", "n", "n_expressions", "f1_a", "f1_b", "diff",
           "diff_low", "diff_high", "p", "p_bound", "p_corrected", "p_corrected_bound",
           "correction", "family_size")
@@ -84,7 +88,11 @@ _SCORES = ("model", "lang", "split", "layer", "level", "context", "row", "expres
            "contrast")
 _NEEDED = ("scores", "auroc", "linear", "tests", "excluded")
 _CONTROL_NAMES = {"majority": "majority", "expression": "expression-only",
-                  "static": "static", "control task": "control task"}
+                  "static": "static", "control task": "control task",
+                  "majority_train": "baseline: majority (train)",
+                  "majority_test": "baseline: majority (test)",
+                  "chance": "baseline: chance (stratified)",
+                  "type_oracle": "ceiling: type oracle"}
 _INTERVAL = "95% percentile interval of a cluster bootstrap over expressions"
 
 
@@ -170,34 +178,48 @@ def _ranges(rows: Sequence[int]) -> str:
 
 def auroc_table(auroc: pd.DataFrame) -> pd.DataFrame:
     """Every paraphrase cell for display, one row per language, model, layer view, level,
-    context and score (languages, then the scores of :data:`~ncprobe.astitch.SCORES`, each
-    in the table's order), one column per split (in the order of
-    :data:`~ncprobe.astitch.SPLITS`): the AUROC with its 95% interval (``0.623 [0.551,
-    0.702]``; blank where undefined). ``df.attrs["note"]`` says what the cells are.
+    context, score and subset (languages, then the scores of :data:`~ncprobe.astitch.SCORES`,
+    then the subsets of :data:`~ncprobe.astitch.stats.SUBSETS`, each in the table's order),
+    two columns per split (in the order of :data:`~ncprobe.astitch.SPLITS`): ``<split>
+    within``, the within-expression AUROC (the headline), and ``<split> pooled``, the pooled
+    one, each with its 95% interval (``0.623 [0.551, 0.702]``; blank where undefined).
+    ``df.attrs["note"]`` says what the cells are.
 
     Raises:
         UsageError: a table without the columns.
     """
     auroc = _check(auroc, "auroc", _AUROC)
     splits = _splits(auroc)
-    keys = ("lang", "model", "layer", "level", "context", "score")
+    keys = ("lang", "model", "layer", "level", "context", "score", "subset")
     cells: dict[tuple[str, ...], dict[str, str]] = {}
     lang_rank = {x: i for i, x in enumerate(_langs(auroc))}
     score_rank = {s: i for i, s in enumerate(SCORES)}
+    subset_rank = {s: i for i, s in enumerate(SUBSETS)}
     ordered = auroc.assign(
         _l=auroc["lang"].astype(str).map(lang_rank),
-        _s=auroc["score"].astype(str).map(score_rank).fillna(len(SCORES))
-    ).sort_values(["_l", "_s"], kind="stable")
+        _s=auroc["score"].astype(str).map(score_rank).fillna(len(SCORES)),
+        _u=auroc["subset"].astype(str).map(subset_rank).fillna(len(SUBSETS))
+    ).sort_values(["_l", "_s", "_u"], kind="stable")
+    columns = [f"{s} {kind}" for s in splits for kind in ("within", "pooled")]
     for r in ordered.to_dict("records"):
         at = tuple(_text(r[k]) for k in keys)
-        cells.setdefault(at, {})[str(r["split"])] = _ci(r["auroc"], r["ci_low"], r["ci_high"],
-                                                        scale=1.0, digits=3)
+        cell = cells.setdefault(at, {})
+        cell[f"{r['split']} within"] = _ci(r["auroc_within"], r["auroc_within_low"],
+                                           r["auroc_within_high"], scale=1.0, digits=3)
+        cell[f"{r['split']} pooled"] = _ci(r["auroc"], r["ci_low"], r["ci_high"], scale=1.0,
+                                           digits=3)
     shown = pd.DataFrame([{**dict(zip(keys, at, strict=True)),
-                           **{s: row.get(s, "") for s in splits}}
+                           **{c: row.get(c, "") for c in columns}}
                           for at, row in cells.items()],
-                         columns=[*keys, *splits], dtype=object)
+                         columns=[*keys, *columns], dtype=object)
     shown.attrs["note"] = (f"AUROC of literal uses (label 1, positive) against idiomatic ones "
-                           f"(label 0), 0.5 = chance, with its {_INTERVAL}; scores: contrast = "
+                           f"(label 0), 0.5 = chance, with its {_INTERVAL}; within: the uses "
+                           "of each expression compared among themselves, pair-weighted over "
+                           "the expressions with both labels (the headline: a type-only reader "
+                           "scores 0.5), pooled: every use against every other (mostly ranks "
+                           "the expressions, whose shares of literal uses differ); subset: all "
+                           "expressions, or the ambiguous ones (both labels in the split); "
+                           "scores: contrast = "
                            "cosine to the literal paraphrase's sentence less the best cosine "
                            "to a non-literal one, literal = the cosine to the literal "
                            "paraphrase's sentence; blank: not computed (one label, or no row)")
@@ -206,16 +228,17 @@ def auroc_table(auroc: pd.DataFrame) -> pd.DataFrame:
 
 def scored_table(auroc: pd.DataFrame) -> pd.DataFrame:
     """How many rows each split's paraphrase cells scored, for display: per language,
-    split, score, level and context (once where the models and layer views agree): ``n``
-    (scored), ``literal`` (of them label 1), ``expressions``, ``unscored`` (without the
-    paraphrases the score needs) and ``idiomatic (%)`` among the scored rows.
+    split, score, subset, level and context (once where the models and layer views agree):
+    ``n`` (scored), ``literal`` (of them label 1), ``expressions``, ``both labels`` (the
+    expressions the within AUROC compares inside), ``unscored`` (without the paraphrases the
+    score needs) and ``idiomatic (%)`` among the scored rows.
 
     Raises:
         UsageError: a table without the columns.
     """
     auroc = _check(auroc, "auroc", _AUROC)
-    cols = ["lang", "split", "score", "level", "context", "n", "n_literal", "n_expressions",
-            "n_unscored", "idiomatic_share"]
+    cols = ["lang", "split", "score", "subset", "level", "context", "n", "n_literal",
+            "n_expressions", "n_within", "n_unscored", "idiomatic_share"]
     df = auroc[cols].copy()
     df["_key"] = [tuple(_text(v) for v in r) for r in df[cols].itertuples(index=False)]
     df = df.drop_duplicates("_key")
@@ -226,11 +249,12 @@ def scored_table(auroc: pd.DataFrame) -> pd.DataFrame:
         ["_l", "_p"], kind="stable")
     return pd.DataFrame({
         "lang": df["lang"].astype(str), "split": df["split"].astype(str),
-        "score": df["score"].astype(str),
+        "score": df["score"].astype(str), "subset": df["subset"].astype(str),
         "vectors": [feature_text(lv, c) for lv, c in zip(df["level"], df["context"],
                                                            strict=True)],
         "n": [_int(x) for x in df["n"]], "literal": [_int(x) for x in df["n_literal"]],
         "expressions": [_int(x) for x in df["n_expressions"]],
+        "both labels": [_int(x) for x in df["n_within"]],
         "unscored": [_int(x) for x in df["n_unscored"]],
         "idiomatic (%)": [_pct(x) for x in df["idiomatic_share"]],
     }, dtype=object).reset_index(drop=True)
@@ -270,10 +294,11 @@ def auroc_latex(auroc: pd.DataFrame, caption: str | None = None) -> str:
 
 def _control_order(linear: pd.DataFrame) -> pd.DataFrame:
     """The rows of one language and setting: the controls first (in the order of
-    :data:`~ncprobe.astitch.CONTROLS`), then every model's cells, each in the table's
-    order."""
+    :data:`~ncprobe.astitch.CONTROLS`), the baselines, then every model's cells, each in the
+    table's order."""
     rank = [CONTROLS.index(str(c)) if str(k) == "control" and str(c) in CONTROLS
-            else len(CONTROLS) if str(k) == "control" else len(CONTROLS) + 1
+            else len(CONTROLS) if str(k) == "control"
+            else len(CONTROLS) + 1 if str(k) == "baseline" else len(CONTROLS) + 2
             for k, c in zip(linear["probe_kind"], linear["control"], strict=True)]
     return linear.iloc[np.argsort(rank, kind="stable")].reset_index(drop=True)
 
@@ -294,16 +319,19 @@ def linear_table(linear: pd.DataFrame) -> pd.DataFrame:
     settings += sorted(set(linear["setting"].astype(str)) - set(settings))
     for lang in _langs(linear):
         for setting in settings:
-            rows = linear[(linear["lang"].astype(str) == lang)
-                          & (linear["setting"].astype(str) == setting)]
-            if len(rows):
-                parts.append(_control_order(rows))
+            for subset in SUBSETS:
+                rows = linear[(linear["lang"].astype(str) == lang)
+                              & (linear["setting"].astype(str) == setting)
+                              & (linear["subset"].astype(str) == subset)]
+                if len(rows):
+                    parts.append(_control_order(rows))
     df = pd.concat(parts, ignore_index=True) if parts else linear.iloc[:0]
     names = [(_CONTROL_NAMES.get(str(c), str(c)) + (f" ({m})" if _text(m) else ""))
-             if str(k) == "control" else str(m)
+             if str(k) in ("control", "baseline") else str(m)
              for k, c, m in zip(df["probe_kind"], df["control"], df["model"], strict=True)]
     shown = pd.DataFrame({
-        "lang": df["lang"].astype(str), "setting": df["setting"].astype(str), "probe": names,
+        "lang": df["lang"].astype(str), "setting": df["setting"].astype(str),
+        "subset": df["subset"].astype(str), "probe": names,
         "view": [view_text(r) for r in df.to_dict("records")],
         "C": [f"{float(c):g}" if finite(c) else "" for c in df["C"]],
         "dev F1 (%)": [_pct(x) for x in df["dev_macro_f1"]],
@@ -316,6 +344,12 @@ def linear_table(linear: pd.DataFrame) -> pd.DataFrame:
             df["control_f1"], df["control_low"], df["control_high"], strict=True)],
         "selectivity (points)": [_ci(*v, signed=True) for v in zip(
             df["selectivity"], df["sel_low"], df["sel_high"], strict=True)],
+        "within control F1 (%)": [_ci(*v) for v in zip(
+            df["within_f1"], df["within_low"], df["within_high"], strict=True)],
+        "selectivity vs within (points)": [_ci(*v, signed=True) for v in zip(
+            df["within_sel"], df["wsel_low"], df["wsel_high"], strict=True)],
+        "AUROC": [_ci(*v, scale=1.0, digits=3) for v in zip(
+            df["auroc"], df["auroc_low"], df["auroc_high"], strict=True)],
     }, dtype=object)
     shown.attrs["note"] = (
         "test uses; percent, 1 decimal, with the " + _INTERVAL + " in brackets; C: the "
@@ -324,37 +358,50 @@ def linear_table(linear: pd.DataFrame) -> pd.DataFrame:
         "(each expression's most frequent training label, else the majority), static (the "
         "same probe on a static model's vectors, which cannot see the context), control task "
         "(Hewitt and Liang 2019: the same probe on the same vectors trained on a random label "
-        "per expression); selectivity: macro-F1 less the control task's, in points")
+        "per expression: the type control), within control (the same probe trained on the "
+        "training labels shuffled among each expression's uses, each expression's idiomatic "
+        "share kept; the mean macro-F1 over its draws: what the expression type alone "
+        "teaches it), both fitted with the probe's C; selectivity: macro-F1 less the type "
+        "control's, selectivity vs within: less the within control's, in points; AUROC: of "
+        "the probe's decision function, threshold-free; baselines: majority (train), "
+        "majority (test, the best constant), chance (stratified at the training shares, the "
+        "mean over seeded draws), and the ceiling of a type-only reader, the type oracle "
+        "(each expression's majority label in test); subset all: every test use, ambiguous: "
+        "the uses of expressions with both labels in test (the same fitted probes)")
     return shown
 
 
 def linear_markdown(linear: pd.DataFrame) -> str:
-    """:func:`linear_table` as Markdown, one table per language and setting."""
+    """:func:`linear_table` as Markdown, one table per language, setting and subset."""
     from ..tables import to_markdown
 
     df = linear_table(linear)
     if df.empty:
         return "No linear-probe cell in these results.\n"
     body = []
-    for (lang, setting), part in df.groupby(["lang", "setting"], sort=False):
-        train = SETTINGS.get(str(setting), "?")
+    for (lang, setting, subset), part in df.groupby(["lang", "setting", "subset"],
+                                                    sort=False):
+        train = " + ".join(SETTINGS.get(str(setting), ("?",)))
         body.append(f"## {str(lang).upper()}, {setting} (trains on {train}, C chosen on dev)"
-                    f"\n\n" + to_markdown(part.drop(columns=["lang", "setting"])
-                                          .reset_index(drop=True)))
+                    + ("" if subset == "all" else f", {subset} expressions")
+                    + "\n\n" + to_markdown(part.drop(columns=["lang", "setting", "subset"])
+                                           .reset_index(drop=True)))
     return "\n".join(body) + f"\nCells: {df.attrs['note']}.\n"
 
 
 def linear_latex(linear: pd.DataFrame) -> str:
-    """:func:`linear_table` as booktabs tables, one per language and setting."""
+    """:func:`linear_table` as booktabs tables, one per language, setting and subset."""
     from ..tables import to_latex
 
     df = linear_table(linear)
     if df.empty:
         return "% No linear-probe cell in these results.\n"
     return "".join(
-        to_latex(part.drop(columns=["lang", "setting"]).reset_index(drop=True),
-                 f"AStitch linear probe, {str(lang).upper()}, {setting} ({df.attrs['note']})")
-        for (lang, setting), part in df.groupby(["lang", "setting"], sort=False))
+        to_latex(part.drop(columns=["lang", "setting", "subset"]).reset_index(drop=True),
+                 f"AStitch linear probe, {str(lang).upper()}, {setting}, {subset} expressions "
+                 f"({df.attrs['note']})")
+        for (lang, setting, subset), part in df.groupby(["lang", "setting", "subset"],
+                                                        sort=False))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -473,14 +520,17 @@ def _t_interval(values: np.ndarray) -> tuple[float, float]:
 def per_expression(scores: pd.DataFrame, auroc: pd.DataFrame, *, score: str = "contrast",
                    split: str = "test") -> pd.DataFrame:
     """Which expressions a model's best paraphrase view gets right: per language and model,
-    the view (layer, level, context) of the best ``score`` AUROC on dev (on ``split`` where
-    there is no dev cell), and on ``split`` each expression's mean score over its idiomatic
-    and over its literal uses, with a 95% t interval of each mean.
+    the view (layer, level, context) of the best ``score`` within-expression AUROC on dev (on
+    ``split`` where there is no dev cell; the pooled AUROC where no view has a within one),
+    all expressions, and on ``split`` each expression's mean score over its idiomatic and
+    over its literal uses, with a 95% t interval of each mean.
 
     Returns:
         One row per language, model, expression and label: ``lang``, ``model``, ``layer``,
-        ``level``, ``context``, ``chosen_on`` (the split the view was chosen on), ``auroc``,
-        ``auroc_low``, ``auroc_high`` (the view's AUROC on ``split``), ``expression``,
+        ``level``, ``context``, ``chosen_on`` (the split the view was chosen on),
+        ``auroc_within``, ``auroc_within_low``, ``auroc_within_high`` (the view's within-expression
+        AUROC on ``split``), ``auroc``, ``auroc_low``, ``auroc_high`` (its pooled AUROC),
+        ``expression``,
         ``label``, ``n`` (uses with a score), ``mean``, ``mean_low``, ``mean_high``,
         ``gap`` (the expression's literal mean less its idiomatic mean, NaN without both);
         sorted by language, model and ``gap`` (largest first, NaN last).
@@ -497,12 +547,15 @@ def per_expression(scores: pd.DataFrame, auroc: pd.DataFrame, *, score: str = "c
                                    .astype(str)):
             cells = auroc[(auroc["lang"].astype(str) == lang)
                           & (auroc["model"].astype(str) == model)
+                          & (auroc["subset"].astype(str) == "all")
                           & (auroc["score"].astype(str) == score) & auroc["auroc"].notna()]
             on = "dev" if (cells["split"].astype(str) == "dev").any() else split
             pick = cells[cells["split"].astype(str) == on]
             if pick.empty:
                 continue
-            best = pick.loc[pick["auroc"].astype(float).idxmax()]
+            within = pick["auroc_within"].astype(float)
+            best = pick.loc[within.idxmax() if within.notna().any()
+                            else pick["auroc"].astype(float).idxmax()]
             at = {k: _text(best[k]) for k in view}
             there = cells[(cells["split"].astype(str) == split)
                           & np.logical_and.reduce([cells[k].astype(str) == at[k]
@@ -523,6 +576,9 @@ def per_expression(scores: pd.DataFrame, auroc: pd.DataFrame, *, score: str = "c
                         continue
                     lo, hi = _t_interval(values)
                     block.append({"lang": lang, "model": model, **at, "chosen_on": on,
+                                  **{k: float(report[k]) if report is not None else math.nan
+                                     for k in ("auroc_within", "auroc_within_low",
+                                               "auroc_within_high")},
                                   "auroc": float(report["auroc"]) if report is not None
                                   else math.nan,
                                   "auroc_low": float(report["ci_low"]) if report is not None
@@ -544,8 +600,9 @@ def per_expression(scores: pd.DataFrame, auroc: pd.DataFrame, *, score: str = "c
             means = means.iloc[np.lexsort((means["label"].to_numpy(),
                                            means["expression"].map(rank).to_numpy()))]
             out.append(means)
-    columns = ["lang", "model", *view, "chosen_on", "auroc", "auroc_low", "auroc_high",
-               "expression", "label", "n", "mean", "mean_low", "mean_high", "gap"]
+    columns = ["lang", "model", *view, "chosen_on", "auroc_within", "auroc_within_low",
+               "auroc_within_high", "auroc", "auroc_low", "auroc_high", "expression", "label", "n",
+               "mean", "mean_low", "mean_high", "gap"]
     return (pd.concat(out, ignore_index=True)[columns] if out
             else pd.DataFrame(columns=columns))
 
@@ -611,20 +668,27 @@ def _draw(kind: str, tables: Mapping[str, pd.DataFrame]) -> Figure:
 
 _FIGURE_TEXT = {
     "auroc": "the paraphrase probe's AUROC against the layer view, one panel per language, "
-             "model and score (rows) and split (columns), one line per level and context "
-             f"with its {_INTERVAL} as a band; 0.5 = chance.",
+             "model, score and subset (all expressions, the ambiguous ones; rows) and split "
+             "(columns), one line per level and context: the within-expression AUROC (the "
+             f"headline) with its {_INTERVAL} as a band, the pooled AUROC as a thin faint line "
+             "with a cross at each view in the same colour; 0.5 = chance.",
     "linear": "the linear probe's test macro-F1 against the layer view, one panel per "
-              "language and model (rows) and setting (columns), one line per feature with "
-              "its 95% interval as a band; the controls as horizontal lines with their "
+              "language, model and subset (rows: all expressions, then the ambiguous ones) "
+              "and setting (columns), one line per feature with its 95% interval as a band; "
+              "the controls, baselines and type oracle as horizontal lines with their "
               "intervals as bands (majority, expression-only, the static model's view of the "
-              "best dev macro-F1); the control task's F1 dotted in each feature's colour (its "
-              "uncertainty is that of the selectivity, figure 3).",
-    "selectivity": "selectivity (macro-F1 less the control task's, points) against the layer "
-                   "view, per language, model and setting, one line per feature with its 95% "
-                   "interval (same expression resamples) as a band; 0 = no better than the "
-                   "control task.",
-    "expressions": "per language and model, the paraphrase view of the best dev AUROC "
-                   "(contrast score): each test expression's mean contrast score over its "
+              "best dev macro-F1, the test majority, stratified chance, the type oracle); "
+              "the type control's F1 dotted (crosses) and the within-expression control's "
+              "dash-dotted (plus signs) in each feature's colour (their uncertainty is that "
+              "of the selectivity, figure 3).",
+    "selectivity": "selectivity (macro-F1 less a control's, points) against the layer "
+                   "view, per language, model, subset and setting, one line per feature "
+                   "against the type control (solid) and the within-expression control "
+                   "(dash-dot) with its 95% interval (same expression resamples) as a band; "
+                   "0 = no better than the control.",
+    "expressions": "per language and model, the paraphrase view of the best dev "
+                   "within-expression AUROC (contrast score): each test expression's mean "
+                   "contrast score over its "
                    "idiomatic and over its literal uses (dots, 95% t intervals of the means as "
                    "bars), the expressions sorted by literal less idiomatic mean: those on top "
                    "the space separates the right way.",
@@ -650,11 +714,14 @@ def _index(meta: Mapping[str, Any], tables: Mapping[str, pd.DataFrame],
         lines.append(f"- `{m['model']}`: {hub}")
     lines += ["", "## Files\n",
               "- `table_astitch_auroc.md`, `table_astitch_auroc.tex`: the paraphrase probe's "
-              f"AUROC per split and cell with its {_INTERVAL}; the rows scored per split and "
-              "how idiomatic they are.",
+              "within-expression AUROC (the headline) and pooled AUROC per split, cell and "
+              f"subset (all expressions, the ambiguous ones) with its {_INTERVAL}; the rows "
+              "scored per split and how idiomatic they are.",
               "- `table_astitch_linear.md`, `table_astitch_linear.tex`: the linear probe per "
-              "language and setting: the controls and every cell, macro-F1 and accuracy with "
-              "intervals, the control task's F1 and the selectivity.",
+              "language, setting and subset (all, ambiguous expressions): the controls, the "
+              "baselines and the type oracle, and every cell, macro-F1 and accuracy with "
+              "intervals, the type and within-expression controls' F1 and the selectivity "
+              "against each, the AUROC of its scores.",
               "- `table_astitch_tests.md`, `table_astitch_tests.tex`: "
               + (f"the {len(tables['tests'])} paired test(s). {_tests_note(tables['tests'])}."
                  if len(tables["tests"]) else "the paired tests: none in these results."),

@@ -10,11 +10,14 @@ An :class:`AStitchResults` holds six tables (fractions, not percent):
 * ``auroc``: per cell and score, the AUROC of telling literal uses (label 1) from idiomatic
   ones (label 0) with its 95% cluster bootstrap interval over expressions, and how many rows
   were scored (:data:`~ncprobe.astitch.paraphrase.AUROC_COLUMNS`);
-* ``predictions``: the linear probe's and the controls' test predictions, one row per cell x
-  test use (:data:`ncprobe.astitch.linear.PRED_COLUMNS`; the control task's labels and
-  predictions beside a model's own);
-* ``linear``: per cell, the C chosen on dev, test macro-F1 and accuracy with their
-  intervals, the control task's F1 and the selectivity
+* ``predictions``: the linear probe's, the controls' and the baselines' test predictions, one
+  row per cell x test use (x draw: the within-expression control's and chance's draws)
+  (:data:`ncprobe.astitch.linear.PRED_COLUMNS`; the type control's labels and predictions
+  beside a model's own, its decision function in ``decision``);
+* ``linear``: per cell and subset (all expressions, the ambiguous ones), the C chosen on
+  dev, test macro-F1 and accuracy with their intervals, the AUROC of the probe's scores, the
+  type and within-expression controls' F1 and the selectivity against each; the baselines
+  and the type oracle as rows of ``probe_kind`` ``baseline``
   (:data:`~ncprobe.astitch.linear.LINEAR_COLUMNS`);
 * ``tests``: paired tests between cells over the same test uses, one family per run
   (:data:`ncprobe.astitch.stats.TEST_COLUMNS`);
@@ -42,16 +45,16 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..probes.base import ProbeResults, check_model_runs, refuse_pooling
+from ..probes.base import SIDE_NAMES, ProbeResults, check_model_runs, refuse_pooling
 from ..query import check_table, filter_rows
 from ..results import store
 from ..significance import check_correction
-from . import CONTROLS, SCORES, SETTINGS, SPLITS
-from .linear import LINEAR_COLUMNS, PRED_COLUMNS, PRED_KEYS
+from . import CONTROLS, NO_MODEL_NOTE, SCORES, SETTINGS, SPLITS
+from .linear import LINEAR_COLUMNS, PRED_COLUMNS, PRED_KEYS, PRED_OPTIONAL
 from .paraphrase import AUROC_COLUMNS, SCORE_COLUMNS
 from .report import EXCLUDED_COLUMNS, view_text
 from .report import LABEL as REPORT_LABEL
-from .stats import TEST_COLUMNS, label
+from .stats import SUBSETS, TEST_COLUMNS, label
 
 __all__ = ["ASTITCH_COLUMNS", "ASTITCH_TABLES", "AStitchResults", "LAYOUT", "across_family",
            "check_same_data", "family_name"]
@@ -68,9 +71,12 @@ ASTITCH_COLUMNS: dict[str, tuple[str, ...]] = {
 ASTITCH_NUMERIC = frozenset({
     "row", "label", "literal", "contrast", "n", "n_literal", "n_expressions", "n_unscored",
     "idiomatic_share", "auroc", "ci_low", "ci_high", "boot_used", "predicted",
+    "n_within", "auroc_within", "auroc_within_low", "auroc_within_high",
     "control_label", "control_predicted", "C", "dev_macro_f1", "macro_f1", "f1_low",
     "f1_high", "accuracy", "acc_low", "acc_high", "control_f1", "control_low", "control_high",
-    "selectivity", "sel_low", "sel_high", "f1_a", "f1_b", "diff", "diff_low", "diff_high", "p",
+    "selectivity", "sel_low", "sel_high", "draw", "decision", "auroc_low", "auroc_high",
+    "within_f1", "within_low", "within_high", "within_sel", "wsel_low", "wsel_high", "n_draws",
+    "f1_a", "f1_b", "diff", "diff_low", "diff_high", "p",
     "p_bound", "p_corrected", "p_corrected_bound", "significant", "family_size",
 } & {c for cols in ASTITCH_COLUMNS.values() for c in cols})
 #: The results directory layout of the probe (registered with the results store).
@@ -78,8 +84,10 @@ LAYOUT = store.register_layout(store.Layout(
     "astitch", ASTITCH_TABLES, ASTITCH_COLUMNS, ASTITCH_NUMERIC, run_keys=("model",),
     read_with="read it with ncprobe.astitch.results.AStitchResults.load (ncprobe report / "
               "compare read it)", report_label=REPORT_LABEL))
-#: The ``probe_kind`` of the rows that are the same in every run of the same data and options.
+#: The ``probe_kind`` of the rows that are the same in every run of the same data and options
+#: (the controls; and the baselines and ceilings, :data:`SHARED_KINDS`).
 SHARED_KIND = "control"
+SHARED_KINDS = (SHARED_KIND, "baseline")
 #: The tables that hold such rows (``excluded`` is shared whole).
 _WITH_SHARED = ("predictions", "linear")
 #: Options that say where and how fast a run ran, not what it computed.
@@ -101,7 +109,14 @@ def across_family(names: Sequence[str]) -> str:
 
 def _is_shared(df: pd.DataFrame) -> pd.Series:
     """The rows of a predictions or linear table that no run's model made (its controls)."""
-    return df["probe_kind"].astype(str) == SHARED_KIND
+    return df["probe_kind"].astype(str).isin(SHARED_KINDS)
+
+
+def _subset(df: pd.DataFrame, subset: str = "all") -> pd.DataFrame:
+    """The rows of a linear table for one subset (every row of a table without subsets)."""
+    if "subset" not in df.columns:
+        return df
+    return df[df["subset"].astype(str) == subset]
 
 
 def _num(x: Any) -> Any:
@@ -206,15 +221,21 @@ class AStitchResults(ProbeResults):
         auroc = auroc_table(check_table(scores, "scores", SCORE_COLUMNS, of="AStitch results"),
                             n_boot=n_boot, seed=seed)
         linear = linear_table(
-            check_table(predictions, "predictions", PRED_COLUMNS, of="AStitch results"),
+            check_table(predictions, "predictions",
+                        [c for c in PRED_COLUMNS if c not in PRED_OPTIONAL],
+                        of="AStitch results"),
             check_table(fits, "fits", (*PRED_KEYS, "C", "dev_macro_f1"), of="an AStitch run"),
             n_boot=n_boot, seed=seed)
         tests = paired_tests(predictions, list(pairs), family=family_name(models),
                              n_boot=n_boot, seed=seed, correction=method, n_perm=n_perm)
         runs = [{**m, "notes": [*m.get("notes", []), *_cell_notes(auroc, fits, str(
             m["config"]["model"]))]} for m in meta]
+        # a table without the draws and the decision function: none drawn, none scored
+        predictions = predictions.assign(**{c: v for c, v in (("draw", -1),
+                                                              ("decision", np.nan))
+                                            if c not in predictions.columns})
         return cls(scores=scores.reset_index(drop=True), auroc=auroc.reset_index(drop=True),
-                   predictions=predictions.reset_index(drop=True),
+                   predictions=predictions[list(PRED_COLUMNS)].reset_index(drop=True),
                    linear=linear.reset_index(drop=True), tests=tests.reset_index(drop=True),
                    excluded=excluded.reset_index(drop=True), meta=runs)
 
@@ -245,18 +266,21 @@ class AStitchResults(ProbeResults):
         Args:
             table: ``linear``: the linear probe's test macro-F1, columns (model, lang,
                 setting, level, context) of its own rows (the controls are in the table
-                ``linear``); ``auroc``: the paraphrase probe's AUROC, columns (model, lang,
-                split, level, context, score).
+                ``linear``); ``auroc``: the paraphrase probe's within-expression AUROC (its
+                headline, ``auroc_within``), columns (model, lang, split, level, context,
+                score, subset).
 
         Raises:
             UsageError: another ``table``.
         """
         if table == "linear":
-            df = self.linear[self.linear["probe_kind"].astype(str) == "linear"]
+            lin = _subset(self.linear)
+            df = lin[lin["probe_kind"].astype(str) == "linear"]
             keys, value = ["model", "lang", "setting", "level", "context"], "macro_f1"
         elif table == "auroc":
             df = self.auroc
-            keys, value = ["model", "lang", "split", "level", "context", "score"], "auroc"
+            keys = ["model", "lang", "split", "level", "context", "score", "subset"]
+            value = "auroc_within"
         else:
             raise UsageError(f"wide({table!r}): choose linear (test macro-F1 per layer view) or "
                              "auroc (AUROC per layer view)")
@@ -274,12 +298,16 @@ class AStitchResults(ProbeResults):
     # --- what is printed ------------------------------------------------------------------------
 
     def summary(self) -> str:
-        """The headline numbers as text, per language: the paraphrase probe's best AUROC per
-        model, split and score with its interval, ``n`` and the share of idiomatic uses among
-        the scored rows; the linear probe per setting: each model's view of the best dev
-        macro-F1 with its test macro-F1, accuracy and selectivity with their intervals, and the
-        controls (majority, expression-only, static, control task) beside it; the rows
-        excluded; the notes."""
+        """The headline numbers as text, per language: the paraphrase probe's best
+        within-expression AUROC per model, split, score and subset with its interval, the
+        pooled AUROC beside it, ``n`` and the share of idiomatic uses among the scored rows;
+        the linear probe per setting: each model's view of the best dev macro-F1 with its
+        test macro-F1, accuracy, the AUROC of its scores, its type and within-expression
+        controls and the selectivity against each, with their intervals, on all uses and on
+        the ambiguous expressions', and the controls (majority, expression-only, static) and
+        the baselines (training and test majority, chance, the type oracle) beside it; a
+        warning atop a language read by a model of another language; the rows excluded; the
+        notes."""
         n_boot = self.option("n_boot", None)
         intervals = (f"95% percentile intervals of a cluster bootstrap over expressions "
                      f"({n_boot} resamples) in brackets"
@@ -291,7 +319,7 @@ class AStitchResults(ProbeResults):
         if self.edited_lines():
             lines[:0] = [*self.edited_lines(), ""]
         for lang in self.langs:
-            lines += ["", f"== {lang.upper()} =="]
+            lines += ["", f"== {lang.upper()} ==", *self._foreign_lines(lang)]
             lines += self._auroc_lines(lang)
             lines += self._linear_lines(lang)
         lines += ["", *self._excluded_lines()]
@@ -304,43 +332,74 @@ class AStitchResults(ProbeResults):
         if auroc.empty:
             return ["Paraphrase probe: no AUROC computed."]
         lines = ["Paraphrase probe (no training): AUROC of literal (1) against idiomatic (0) "
-                 "uses, 0.5 chance; the best view of each split (chosen on that split: an "
-                 "optimistic pick; every view in the table auroc)",
-                 f"  {'model':<20} {'split':<16} {'score':<9} {'AUROC [95% CI]':<22} "
-                 f"{'n':>5} {'expr.':>5}  view; scored rows"]
+                 "uses, 0.5 chance; within: the uses of each expression compared among "
+                 "themselves (pair-weighted over the expressions with both labels: the "
+                 "headline), pooled: every use against every other (mostly ranks expressions); "
+                 "all expressions and the ambiguous ones (both labels in the split); the best "
+                 "view of each split by the within AUROC (chosen on that split: an optimistic "
+                 "pick; every view in the table auroc)",
+                 f"  {'model':<20} {'split':<16} {'score':<9} {'subset':<9} "
+                 f"{'within [95% CI]':<22} {'pooled [95% CI]':<22} {'n':>5} {'expr.':>5} "
+                 f"{'both':>4}  view; scored rows"]
         splits = [s for s in SPLITS if s in set(auroc["split"].astype(str))]
         for model in dict.fromkeys(auroc["model"].astype(str)):
             for split in splits:
                 for score in SCORES:
-                    cell = auroc[(auroc["model"].astype(str) == model)
-                                 & (auroc["split"].astype(str) == split)
-                                 & (auroc["score"].astype(str) == score)]
-                    if cell.empty:
-                        continue
-                    r = cell.loc[cell["auroc"].astype(float).idxmax()]
-                    share = float(r["idiomatic_share"])
-                    lean = ("scored rows lean idiomatic" if share > 0.5
-                            else "scored rows") + f" ({100 * share:.0f}% idiomatic)"
-                    value = _ci(r["auroc"], r["ci_low"], r["ci_high"], pct=False, digits=3)
-                    lines.append(f"  {model:<20} {split:<16} {score:<9} {value:<22} "
-                                 f"{int(r['n']):>5} {int(r['n_expressions']):>5}  "
-                                 f"{view_text(r)}; {lean}, {int(r['n_unscored'])} unscored")
+                    for subset in SUBSETS:
+                        cell = auroc[(auroc["model"].astype(str) == model)
+                                     & (auroc["split"].astype(str) == split)
+                                     & (auroc["score"].astype(str) == score)
+                                     & (auroc["subset"].astype(str) == subset)]
+                        if cell.empty:
+                            continue
+                        within = cell["auroc_within"].astype(float)
+                        r = cell.loc[within.idxmax() if within.notna().any()
+                                     else cell["auroc"].astype(float).idxmax()]
+                        share = float(r["idiomatic_share"])
+                        lean = ("scored rows lean idiomatic" if share > 0.5
+                                else "scored rows") + f" ({100 * share:.0f}% idiomatic)"
+                        head = _ci(r["auroc_within"], r["auroc_within_low"], r["auroc_within_high"],
+                                   pct=False, digits=3)
+                        pooled = _ci(r["auroc"], r["ci_low"], r["ci_high"], pct=False, digits=3)
+                        lines.append(f"  {model:<20} {split:<16} {score:<9} {subset:<9} "
+                                     f"{head:<22} {pooled:<22} {int(r['n']):>5} "
+                                     f"{int(r['n_expressions']):>5} {int(r['n_within']):>4}  "
+                                     f"{view_text(r)}; {lean}, {int(r['n_unscored'])} "
+                                     "unscored")
+        lines.append("  both: the expressions with both labels among the scored rows (the "
+                     "within AUROC's); n, expr.: the scored rows and their expressions")
         return lines
+
+    def _foreign_lines(self, lang: str) -> list[str]:
+        """A warning at the top of a language's block: a model (or the static control) read
+        that language without a model of it (an English model on Portuguese)."""
+        mark = NO_MODEL_NOTE.format(model="", lang=lang)
+        said = [n for n in self.notes if mark in n]
+        if not said:
+            return []
+        names = ", ".join(dict.fromkeys(n.split(mark)[0] for n in said))
+        return [f"WARNING: {names} has no {lang} model: a model of another language reads "
+                f"these {lang} sentences, so its numbers below say little about {lang} "
+                "(compare them with the baselines and the type oracle, not with the "
+                f"model's own language; a model of {lang}, or --lang of the model's own "
+                "language, means more)"]
 
     def _linear_lines(self, lang: str) -> list[str]:
         lin = self.linear[self.linear["lang"].astype(str) == lang]
         if lin.empty:
             return ["Linear probe: no cell."]
+        amb_at = {_cell_key(r): r for r in _subset(lin, "ambiguous").to_dict("records")}
+        lin = _subset(lin)
         lines = ["Linear probe (L2 logistic regression on frozen vectors, C chosen on dev; "
-                 "test uses): per setting, each model's view of the best dev macro-F1, and the "
-                 "controls; percent",
+                 "test uses): per setting, each model's view of the best dev macro-F1, its two "
+                 "control tasks (fitted with its C), the controls, and the baselines; percent",
                  f"  {'setting':<10} {'probe':<32} {'view':<32} {'dev F1':>6}  "
                  f"{'macro-F1 [95% CI]':<19} {'accuracy [95% CI]':<19} selectivity [95% CI]"]
         for setting in SETTINGS:
             rows = lin[lin["setting"].astype(str) == setting]
             if rows.empty:
                 continue
-            for r in _best_rows(rows):
+            for r in _best_rows(rows[rows["probe_kind"].astype(str) != "baseline"]):
                 kind, control = str(r["probe_kind"]), str(r["control"])
                 name = (str(r["model"]) if kind == "linear" else
                         f"{_DISPLAY.get(control, control)}" + (f" ({r['model']})"
@@ -348,21 +407,48 @@ class AStitchResults(ProbeResults):
                 dev = (f"{100 * float(r['dev_macro_f1']):.1f}"
                        if pd.notna(r["dev_macro_f1"]) else "-")
                 sel = (_ci(r["selectivity"], r["sel_low"], r["sel_high"], pct=True,
-                           signed=True) if kind == "linear" else "")
+                           signed=True) + " (type)" if kind == "linear" else "")
                 f1 = _ci(r["macro_f1"], r["f1_low"], r["f1_high"], pct=True)
                 lines.append(f"  {setting:<10} {name:<32} {view_text(r):<32} "
                              f"{dev:>6}  {f1:<19} "
                              f"{_ci(r['accuracy'], r['acc_low'], r['acc_high'], pct=True):<19} "
                              f"{sel}".rstrip())
-                if kind == "linear" and pd.notna(r["control_f1"]):
-                    ctrl = _ci(r["control_f1"], r["control_low"], r["control_high"], pct=True)
-                    lines.append(f"  {setting:<10} {'  control task (same view)':<32} "
-                                 f"{'':<32} {'':>6}  {ctrl}")
+                if kind != "linear":
+                    continue
+                lines += _control_lines(setting, r, "")
+                amb = amb_at.get(_cell_key(r))
+                if amb is not None and int(amb["n"] or 0) > 0:
+                    f1 = _ci(amb["macro_f1"], amb["f1_low"], amb["f1_high"], pct=True)
+                    head = (f"  ambiguous: {int(amb['n'])} uses of "
+                            f"{int(amb['n_expressions'])} expr.")
+                    acc = _ci(amb["accuracy"], amb["acc_low"], amb["acc_high"], pct=True)
+                    lines.append(f"  {setting:<10} {head:<32} {'(the same fitted probe)':<32} "
+                                 f"{'':>6}  {f1:<19} {acc:<19} "
+                                 + _ci(amb["selectivity"], amb["sel_low"], amb["sel_high"],
+                                       pct=True, signed=True) + " (type)")
+                    lines += _control_lines(setting, amb, "  ")
+            for subset in SUBSETS:
+                base = _subset(self.linear[self.linear["lang"].astype(str) == lang], subset)
+                base = base[(base["setting"].astype(str) == setting)
+                            & (base["probe_kind"].astype(str) == "baseline")]
+                if base.empty:
+                    continue
+                shown = [f"{_BASELINE_TEXT.get(str(b['control']), str(b['control']))} "
+                         + _ci(b["macro_f1"], b["f1_low"], b["f1_high"], pct=True)
+                         for b in base.to_dict("records")]
+                lines.append(f"  {setting:<10} baselines, {subset} uses: " + "; ".join(shown))
         lines.append("  controls: majority (the training split's most frequent label), "
                      "expression-only (each expression's most frequent training label), static "
-                     "(the same probe on a static model's vectors), control task (Hewitt and "
-                     "Liang: random labels per expression; selectivity = task F1 - control "
-                     "task F1, in points)")
+                     "(the same probe on a static model's vectors); control tasks, each "
+                     "fitted with the probe's C: type (Hewitt and Liang: one random label per "
+                     "expression type), within (the training labels shuffled among each "
+                     "expression's uses, its idiomatic share kept: what the expression type "
+                     "alone teaches the probe; the mean over the draws); selectivity = task F1 "
+                     "- control F1, in points. Baselines: majority train, majority test (the "
+                     "best constant), chance (stratified at the training shares, the mean over "
+                     "seeded draws), type oracle (each expression's majority label in test: "
+                     "the most a reader of the expression type alone scores). Ambiguous: the "
+                     "test uses of the expressions with both labels in test")
         return lines
 
     def _excluded_lines(self) -> list[str]:
@@ -383,34 +469,73 @@ class AStitchResults(ProbeResults):
     def json_rows(self) -> list[dict]:
         """The headline rows as plain JSON values (NaN as null), what ``ncprobe run astitch
         --json`` prints: one per ``auroc`` row (``probe_kind`` ``paraphrase``, ``setting``
-        empty, its ``score``, ``auroc``) and one per ``linear`` row (``probe_kind`` ``linear``
-        or ``control``, ``split`` ``test``, its ``control``, ``macro_f1`` and ``accuracy``);
-        ``ci_low`` / ``ci_high`` the interval of the AUROC or of the macro-F1."""
+        empty, its ``score`` and ``subset``, ``auroc_within`` with ``auroc_within_low`` /
+        ``auroc_within_high``, the pooled ``auroc``) and one per ``linear`` row
+        (``probe_kind`` ``linear``, ``control`` or ``baseline``, ``split`` ``test``, its
+        ``subset``, ``all`` or ``ambiguous``, and ``control``, ``macro_f1`` and
+        ``accuracy``; a linear row its ``C`` and the ``auroc`` of its scores; a baseline row
+        its ``baseline``: ``majority_train``, ``majority_test``, ``chance``, ``type_oracle``);
+        after each linear row its two control tasks, ``probe_kind`` ``control`` with
+        ``control`` ``type`` or ``within`` (what it controls for), their ``macro_f1`` and
+        the ``selectivity`` against each; ``ci_low`` / ``ci_high`` the interval of the
+        AUROC or of the macro-F1."""
         out = []
         for r in self.auroc.to_dict("records"):
             out.append({"probe_kind": "paraphrase", "model": str(r["model"]),
                         "lang": str(r["lang"]), "split": str(r["split"]), "setting": "",
                         "level": str(r["level"]), "context": str(r["context"]),
                         "layer": _num(r["layer"]), "score": str(r["score"]),
+                        "subset": str(r["subset"]),
                         "n": _num(r["n"]), "n_expressions": _num(r["n_expressions"]),
+                        "n_within": _num(r["n_within"]),
+                        "auroc_within": _num(r["auroc_within"]),
+                        "auroc_within_low": _num(r["auroc_within_low"]),
+                        "auroc_within_high": _num(r["auroc_within_high"]),
                         "auroc": _num(r["auroc"]), "ci_low": _num(r["ci_low"]),
                         "ci_high": _num(r["ci_high"]), "n_unscored": _num(r["n_unscored"]),
                         "idiomatic_share": _num(r["idiomatic_share"])})
         for r in self.linear.to_dict("records"):
-            out.append({"probe_kind": str(r["probe_kind"]), "model": str(r["model"]),
-                        "lang": str(r["lang"]), "split": "test", "setting": str(r["setting"]),
-                        "level": str(r["level"]), "context": str(r["context"]),
-                        "layer": _num(r["layer"]), "control": str(r["control"]),
-                        "n": _num(r["n"]), "n_expressions": _num(r["n_expressions"]),
-                        "macro_f1": _num(r["macro_f1"]), "ci_low": _num(r["f1_low"]),
-                        "ci_high": _num(r["f1_high"]), "accuracy": _num(r["accuracy"]),
-                        "acc_low": _num(r["acc_low"]), "acc_high": _num(r["acc_high"]),
-                        "dev_macro_f1": _num(r["dev_macro_f1"]),
-                        "control_f1": _num(r["control_f1"]),
-                        "control_low": _num(r["control_low"]),
-                        "control_high": _num(r["control_high"]),
-                        "selectivity": _num(r["selectivity"]),
-                        "sel_low": _num(r["sel_low"]), "sel_high": _num(r["sel_high"])})
+            kind = str(r["probe_kind"])
+            row = {"probe_kind": kind, "model": str(r["model"]),
+                   "lang": str(r["lang"]), "split": "test", "setting": str(r["setting"]),
+                   "level": str(r["level"]), "context": str(r["context"]),
+                   "layer": _num(r["layer"]), "control": str(r["control"]),
+                   "subset": str(r.get("subset", "all")),
+                   "n": _num(r["n"]), "n_expressions": _num(r["n_expressions"]),
+                   "macro_f1": _num(r["macro_f1"]), "ci_low": _num(r["f1_low"]),
+                   "ci_high": _num(r["f1_high"]), "accuracy": _num(r["accuracy"]),
+                   "acc_low": _num(r["acc_low"]), "acc_high": _num(r["acc_high"]),
+                   "dev_macro_f1": _num(r["dev_macro_f1"]),
+                   "control_f1": _num(r["control_f1"]),
+                   "control_low": _num(r["control_low"]),
+                   "control_high": _num(r["control_high"]),
+                   "selectivity": _num(r["selectivity"]),
+                   "sel_low": _num(r["sel_low"]), "sel_high": _num(r["sel_high"])}
+            if kind == "baseline":
+                row.update(baseline=str(r["control"]), n_draws=_num(r.get("n_draws")))
+            if kind == "linear":
+                row.update(C=_num(r["C"]), auroc=_num(r.get("auroc")),
+                           auroc_low=_num(r.get("auroc_low")),
+                           auroc_high=_num(r.get("auroc_high")))
+            out.append(row)
+            if kind != "linear":
+                continue
+            # the two control tasks of the cell, each a row labelled by what it controls for
+            cell = {k: row[k] for k in ("model", "lang", "split", "setting", "level",
+                                        "context", "layer", "subset", "n", "n_expressions",
+                                        "C")}
+            for control, f1, lo, hi, sel, slo, shi in (
+                    ("type", "control_f1", "control_low", "control_high", "selectivity",
+                     "sel_low", "sel_high"),
+                    ("within", "within_f1", "within_low", "within_high", "within_sel",
+                     "wsel_low", "wsel_high")):
+                if _num(r.get(f1)) is None:
+                    continue
+                out.append({"probe_kind": "control", **cell, "control": control,
+                            "macro_f1": _num(r[f1]), "ci_low": _num(r[lo]),
+                            "ci_high": _num(r[hi]), "selectivity": _num(r[sel]),
+                            "sel_low": _num(r[slo]), "sel_high": _num(r[shi]),
+                            "n_draws": _num(r["n_draws"]) if control == "within" else None})
         return out
 
     # --- the report and the comparison ----------------------------------------------------------
@@ -444,12 +569,15 @@ class AStitchResults(ProbeResults):
         dev macro-F1 per language, setting and feature (``None``), the rows matching filters
         (a mapping, :func:`ncprobe.query.filter_rows`) or the cells of the given labels
         (:func:`ncprobe.astitch.stats.label`)."""
-        lin = self.linear
+        lin = _subset(self.linear)
+        lin = lin[lin["probe_kind"].astype(str) != "baseline"]
         if chosen is None:
             own = lin[lin["probe_kind"].astype(str) == "linear"]
             if own.empty:
-                raise UsageError(f"{side}: these results hold no linear-probe cell; name the "
-                                 f"cells to compare ({side}=[labels] or filters)")
+                raise UsageError(
+                    f"{SIDE_NAMES[side]}: these results hold no linear-probe cell of a model (only "
+                    f"controls and baselines); compare results written by `ncprobe run astitch "
+                    f"--model MODEL` (in Python, name the cells: compare(..., {side}=LABELS))")
             best: dict[tuple, dict] = {}
             for r in own.to_dict("records"):
                 at = tuple(str(r[k]) for k in ("model", "lang", "setting", "level", "context"))
@@ -611,6 +739,38 @@ def _model_ids(fingerprint: Any) -> list[str]:
                    if isinstance(v, Mapping) and isinstance(v.get("model"), str)})
 
 
+#: The baselines in words (the summary).
+_BASELINE_TEXT = {"majority_train": "majority (train)", "majority_test": "majority (test)",
+                  "chance": "chance (stratified)", "type_oracle": "type oracle"}
+
+
+def _cell_key(r: Mapping) -> tuple[str, ...]:
+    return tuple(str(r[k]) for k in PRED_KEYS)
+
+
+def _control_lines(setting: str, r: Mapping, indent: str) -> list[str]:
+    """The summary's lines of a linear row's two control tasks and the AUROC of its
+    scores."""
+    out = []
+    if pd.notna(r["auroc"]):
+        out.append(f"  {setting:<10} {indent + '  AUROC of its scores':<32} {'':<32} {'':>6}  "
+                   + _ci(r["auroc"], r["auroc_low"], r["auroc_high"], pct=False, digits=3))
+    for name, f1, lo, hi, sel, slo, shi in (
+            ("type control", "control_f1", "control_low", "control_high", "selectivity",
+             "sel_low", "sel_high"),
+            ("within control", "within_f1", "within_low", "within_high", "within_sel",
+             "wsel_low", "wsel_high")):
+        if pd.isna(r[f1]):
+            continue
+        what = name + (f" ({int(r['n_draws'])} draws)" if name.startswith("within")
+                       and pd.notna(r["n_draws"]) else "")
+        ctrl = _ci(r[f1], r[lo], r[hi], pct=True)
+        out.append(f"  {setting:<10} {indent + '  ' + what:<32} {'(its C)':<32} {'':>6}  "
+                   f"{ctrl:<19} {'':<19} "
+                   + _ci(r[sel], r[slo], r[shi], pct=True, signed=True))
+    return out
+
+
 def _best_rows(rows: pd.DataFrame) -> list[dict]:
     """The rows of one language and setting that the summary shows, in order: the majority
     and expression-only controls, the static model's view of the best dev macro-F1, then each
@@ -643,7 +803,7 @@ def _cell_notes(auroc: pd.DataFrame, fits: pd.DataFrame, model: str) -> list[str
     converge or met rows without a vector (its model's and the shared controls')."""
     notes = []
     undefined = auroc[(auroc["model"].astype(str) == model) & auroc["auroc"].isna()
-                      & (auroc["n"] > 0)]
+                      & (auroc["n"] > 0) & (auroc["subset"].astype(str) == "all")]
     if len(undefined):
         shown = "; ".join(f"{r['lang']} {r['split']} {view_text(r)} {r['score']}"
                           for r in undefined.head(5).to_dict("records"))
@@ -659,6 +819,19 @@ def _cell_notes(auroc: pd.DataFrame, fits: pd.DataFrame, model: str) -> list[str
                          + "; ".join(f"{r['lang']} {r['setting']} {label(r)}"
                                      for r in bad.head(5).to_dict("records"))
                          + (" ..." if len(bad) > 5 else ""))
+    if "extended" in mine.columns and len(mine):
+        ext = mine[mine["extended"].fillna("").astype(str) != ""]
+        if len(ext):
+            edge = ext[ext["edge"].fillna(False).astype(bool)] if "edge" in ext.columns \
+                else ext.iloc[:0]
+            notes.append(f"dev picked an end of the C grid in {len(ext)} of {len(mine)} "
+                         "linear fit(s); the grid was extended past it (C tried: "
+                         + "; ".join(f"{r['lang']} {r['setting']} {label(r)}: {r['extended']}"
+                                     for r in ext.head(5).to_dict("records"))
+                         + (" ..." if len(ext) > 5 else "") + ")"
+                         + (f"; {len(edge)} still chose an end after the extension (dev "
+                            "macro-F1 flat there)" if len(edge) else
+                            "; every choice now lies inside the grid"))
     if "no_vector" in mine.columns and len(mine):
         gaps = mine[mine["no_vector"].fillna(0).astype(int) > 0]
         if len(gaps):

@@ -23,6 +23,9 @@ Nothing is recomputed per resample in a Python loop:
   further: with ``A[e, f]`` the (tie-corrected) count of positive rows of expression ``e``
   above negative rows of expression ``f``, a resample's numerator is ``c A c`` for its draw
   counts ``c``: a ``(n_boot, k)`` by ``(k, k)`` product, whatever the number of rows.
+  :func:`within_auroc` takes the diagonal alone: the pairs inside each expression, summed
+  over the expressions with both labels (a resample's numerator and denominator are two
+  ``(n_boot, k')`` by ``(k',)`` products).
 
 :func:`paired_tests` compares two classifier cells on the same test rows: the macro-F1
 difference, its paired cluster-bootstrap interval (the same draws for both), and a two-sided
@@ -61,9 +64,9 @@ from ..stats import (
     subset_chunks,
 )
 
-__all__ = ["LEVEL", "TEST_COLUMNS", "cell_rows", "check_labels", "cluster_auroc",
-           "cluster_scores", "label", "macro_f1", "paired_tests", "selectivity",
-           "weighted_auroc"]
+__all__ = ["LEVEL", "SUBSETS", "TEST_COLUMNS", "ambiguous", "cell_rows", "check_labels",
+           "cluster_auroc", "cluster_scores", "draw_scores", "label", "macro_f1", "paired_tests",
+           "selectivity", "weighted_auroc", "within_auroc"]
 
 #: The coverage of every interval.
 LEVEL = 0.95
@@ -102,6 +105,31 @@ def check_labels(values: ArrayLike, what: str = "the labels") -> np.ndarray:
         raise UsageError(f"{what} must hold labels 0 (idiomatic) and 1 (not idiomatic) only, "
                          f"found {bad!r}")
     return array.astype(np.int64)
+
+
+#: The subsets every table is given for: every expression, and the ambiguous ones (both labels
+#: among the evaluated rows). On the ambiguous subset a type-only reader cannot be perfect.
+SUBSETS: tuple[str, ...] = ("all", "ambiguous")
+
+
+def ambiguous(expressions: ArrayLike | Sequence[str], labels: ArrayLike) -> np.ndarray:
+    """A boolean mask: True on each row whose expression has both labels among these rows.
+
+    The rows are the evaluated ones (one split of one language): an expression is ambiguous in
+    a split when that split holds at least one idiomatic and one literal use of it.
+    """
+    y = check_labels(labels)
+    expr = np.asarray(expressions, dtype=object).astype(str)
+    if len(expr) != len(y):
+        raise UsageError(f"expressions and labels differ in length: {len(expr)} and {len(y)} rows")
+    if not len(y):
+        return np.zeros(0, dtype=bool)
+    _, inv = np.unique(expr, return_inverse=True)
+    inv = inv.reshape(-1)
+    ones = np.bincount(inv, weights=y, minlength=int(inv.max()) + 1)
+    total = np.bincount(inv, minlength=int(inv.max()) + 1)
+    both = (ones > 0) & (ones < total)
+    return both[inv]
 
 
 def _prepare(y: ArrayLike, pred: ArrayLike, clusters: ArrayLike | Sequence[str]
@@ -245,6 +273,51 @@ def selectivity(y: ArrayLike, pred: ArrayLike, y_ctrl: ArrayLike, pred_ctrl: Arr
     return out
 
 
+def draw_scores(y: ArrayLike, preds: ArrayLike, clusters: ArrayLike | Sequence[str], *,
+                n_boot: int, seed: int, level: float = LEVEL, task: ArrayLike | None = None
+                ) -> dict[str, Any]:
+    """Macro-F1 averaged over draws of predictions (a control fitted once per draw, random
+    chance), with a cluster-bootstrap interval: each resample of the expressions scores every
+    draw on the same resampled rows and averages them.
+
+    Args:
+        y: the gold labels, one per row.
+        preds: ``(draws, rows)`` predictions (a ``(rows,)`` vector is one draw).
+        clusters: each row's expression.
+        n_boot, seed, level: as :func:`cluster_scores` (the same draws of the expressions).
+        task: the task's predictions of the same rows: the selectivity against the draws'
+            mean, with its interval from the same resamples.
+
+    Returns:
+        ``{"n_draws", "macro_f1", "f1_low", "f1_high"}``, and with ``task``
+        ``{"selectivity", "sel_low", "sel_high"}`` (task macro-F1 less the draws' mean).
+    """
+    _check_boot(n_boot, level)
+    p = np.asarray(preds)
+    p = p[None, :] if p.ndim == 1 else p
+    if p.ndim != 2 or not len(p):
+        raise UsageError(f"preds must be (draws, rows) with one draw or more, not {p.shape}")
+    g, _, inv, k = _prepare(y, p[0], clusters)
+    rows = [check_labels(d, "the predictions") for d in p]
+    if any(len(d) != len(g) for d in rows):
+        raise UsageError(f"each draw needs one prediction per row ({len(g)})")
+    out: dict[str, Any] = {"n_draws": len(rows),
+                           "macro_f1": float(np.mean([macro_f1(g, d) for d in rows]))
+                           if len(g) else _NAN, "f1_low": _NAN, "f1_high": _NAN}
+    if task is not None:
+        t = check_labels(task, "the task's predictions")
+        out.update(selectivity=macro_f1(g, t) - out["macro_f1"], sel_low=_NAN, sel_high=_NAN)
+    draws = _draws(k, n_boot, seed)
+    if draws is not None:
+        sums = np.stack([_confusion_sums(g, d, inv, k) for d in rows])       # (D, k, 6)
+        mean = _f1(np.einsum("bk,dkc->dbc", draws, sums)).mean(axis=0)      # (n_boot,)
+        out["f1_low"], out["f1_high"] = _interval(mean, level)
+        if task is not None:
+            diff = _f1(draws @ _confusion_sums(g, t, inv, k)) - mean
+            out["sel_low"], out["sel_high"] = _interval(diff, level)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # AUROC
 
@@ -368,6 +441,60 @@ def cluster_auroc(scores: ArrayLike, labels: ArrayLike, clusters: ArrayLike | Se
         auc = np.divide(num, den, out=np.full_like(num, _NAN), where=den > 0)
         out["ci_low"], out["ci_high"] = _interval(auc, level)
         out["boot_used"] = int(np.isfinite(auc).sum())
+    return out
+
+
+def within_auroc(scores: ArrayLike, labels: ArrayLike, clusters: ArrayLike | Sequence[str], *,
+                 n_boot: int, seed: int, level: float = LEVEL) -> dict[str, Any]:
+    """The AUROC **within expressions** (label 1 positive), with a cluster-bootstrap interval.
+
+    Only pairs of a literal and an idiomatic use *of the same expression* are compared, so a
+    score that merely ranks expressions against each other (their shares of literal uses
+    differ) earns nothing: the concordant pairs inside each expression (ties 1/2), summed over
+    the expressions that hold both labels, over the pairs inside them (pair-weighted: an
+    expression counts by its ``n_literal x n_idiomatic`` pairs). It is the diagonal of the
+    ``A[e, f]`` of :func:`cluster_auroc` over the diagonal's pair counts.
+
+    The interval resamples the expressions that hold both labels (the others hold no pair),
+    :func:`ncprobe.stats.resample_counts` over them in sorted order: the same draws on any rows
+    holding the same such expressions (the ``all`` and ``ambiguous`` subsets alike).
+
+    Args:
+        scores, labels, clusters, n_boot, seed, level: as :func:`cluster_auroc`.
+
+    Returns:
+        ``{"n_within", "auroc_within", "auroc_within_low", "auroc_within_high"}``: the
+        expressions with both labels, the AUROC (NaN where none has both) and its interval
+        (NaN without resamples).
+
+    Raises:
+        UsageError: as :func:`cluster_auroc`.
+    """
+    _check_boot(n_boot, level)
+    s, lab = _scored(scores, labels)
+    c = np.asarray(clusters, dtype=object)
+    if len(c) != len(s):
+        raise UsageError(f"{len(s)} scores but {len(c)} expressions")
+    out: dict[str, Any] = {"n_within": 0, "auroc_within": _NAN, "auroc_within_low": _NAN,
+                           "auroc_within_high": _NAN}
+    if not len(s):
+        return out
+    _, inv = np.unique(c.astype(str), return_inverse=True)
+    inv = inv.reshape(-1)
+    k = int(inv.max()) + 1
+    npos = np.bincount(inv, weights=lab.astype(np.float64), minlength=k)
+    pairs = npos * (np.bincount(inv, minlength=k) - npos)
+    both = pairs > 0
+    if not both.any():
+        return out
+    wins = np.diagonal(_pair_counts(s, lab, inv, k))[both]
+    pairs = pairs[both]
+    out["n_within"] = int(both.sum())
+    out["auroc_within"] = float(wins.sum() / pairs.sum())
+    draws = _draws(len(pairs), n_boot, seed)
+    if draws is not None:   # every drawn expression holds pairs: no resample is undefined
+        out["auroc_within_low"], out["auroc_within_high"] = _interval(
+            (draws @ wins) / (draws @ pairs), level)
     return out
 
 

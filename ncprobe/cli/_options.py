@@ -104,8 +104,12 @@ def config_from_args(args: argparse.Namespace, config: type | None = None):
     """The ``config`` (default :class:`RunConfig`) of the options parsed into ``args`` (the
     fields it has no option for at their defaults).
 
-    ``config`` checks the values: first each option given alone (the other fields at their
-    defaults), then all of them together.
+    ``config`` checks the values once, all together: a value is never judged against the
+    other fields' defaults when the command line gives them (``--model X --static Y`` is
+    checked as that pair). When ``config`` refuses them, the options blamed are those the
+    refusal depends on: each given option without which (at its default) the same refusal
+    does not happen: the option of a value out of its own domain, or the options a check of
+    several fields refused together.
 
     Raises:
         UsageError: a value ``config`` refuses; the message names its option (or the
@@ -115,14 +119,23 @@ def config_from_args(args: argparse.Namespace, config: type | None = None):
     fields = [f for f in dataclasses.fields(config) if hasattr(args, f.name)]
     values = {f.name: getattr(args, f.name) for f in fields}
     given = [f for f in fields if values[f.name] != field_default(f)]
-    for group in [[f] for f in given] + [given]:
+
+    def made(group: list[dataclasses.Field]) -> str | None:
+        """``config`` of the values of ``group``: ``None`` when it takes them, else why."""
         try:
-            made = config(**{f.name: values[f.name] for f in group})
+            config(**{f.name: values[f.name] for f in group})
         except ValueError as e:
-            named = ", ".join(_option(f) if values[f.name] is True
-                              else f"{_option(f)} {_shown(values[f.name])}" for f in group)
-            raise UsageError(f"{named}: {e}") from None
-    return made
+            return str(e)
+        return None
+
+    try:
+        return config(**{f.name: values[f.name] for f in given})
+    except ValueError as e:
+        why = str(e)
+    blamed = [f for f in given if made([g for g in given if g is not f]) != why] or given
+    named = ", ".join(_option(f) if values[f.name] is True
+                      else f"{_option(f)} {_shown(values[f.name])}" for f in blamed)
+    raise UsageError(f"{named}: {why}") from None
 
 
 def _shown(value) -> str:

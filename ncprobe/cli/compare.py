@@ -77,11 +77,56 @@ def run_compare(args: argparse.Namespace, config: type) -> int:
     if out is not None:  # refused before any work
         check_comparison_out(out, args.overwrite)
     from ..probes import get_probe
-    from ..results.store import probe_of_all
 
-    sides = [p for p in (args.results_a, args.results_b) if p]
-    probe = probe_of_all(sides, args.exclude, advice="compare results of one probe")
-    return get_probe(probe).compare_from_args(args, out)
+    return get_probe(probe_of_sides(args)).compare_from_args(args, out)
+
+
+def probe_of_sides(args: argparse.Namespace) -> str:
+    """The one probe whose results both sides of ``ncprobe compare`` hold (``ncimp`` when
+    none is found), the sides checked before anything is read, for every probe alike.
+
+    Raises:
+        UsageError: a results directory on both sides (the same directory, also through a
+            link or as ``DIR/.``: paths compared resolved) without ``--a``/``--b``: a run
+            compared with itself; the sides hold different probes' results (they cannot be
+            compared; no ``--exclude`` is offered that would leave a side without
+            results to compare); a side holds several probes' (the ``--exclude`` options
+            that keep one probe both sides hold).
+    """
+    from ..results.store import NCIMP_LAYOUT, mixed_probes_message, probe_of_all, results_by_probe
+
+    advice = "compare results of one probe"
+    if not args.results_b:
+        return probe_of_all([args.results_a], args.exclude, advice=advice)
+    names = (args.results_a, args.results_b)
+    sides = [results_by_probe([side], args.exclude) for side in names]
+    real = [{d.resolve(): d for dirs in side.values() for d in dirs} for side in sides]
+    twice = [str(d) for r, d in real[0].items() if r in real[1]]
+    if twice and not (args.select_a or args.select_b):
+        shown = ", ".join(twice[:6]) + (f" and {len(twice) - 6} more" if len(twice) > 6 else "")
+        raise UsageError(f"RESULTS_A ({names[0]}) and RESULTS_B ({names[1]}) hold the same "
+                         f"results directory ({shown}): a run compared with itself (every "
+                         "difference 0) tells nothing. Give two runs' directories (to compare "
+                         "two selections of one NCIMP run, give it once: RESULTS_A --a "
+                         "KEY=VALUE --b KEY=VALUE)")
+    held = [list(side) for side in sides]
+    if all(len(h) == 1 for h in held) and held[0] != held[1]:
+        raise UsageError(f"RESULTS_A ({names[0]}) holds results of the {held[0][0]!r} probe "
+                         f"and RESULTS_B ({names[1]}) of the {held[1][0]!r} probe: results of "
+                         "different probes cannot be compared; give two directories of one "
+                         "probe's results")
+    joined: dict = {}
+    for side in sides:
+        for probe, dirs in side.items():
+            joined.setdefault(probe, []).extend(dirs)
+    if len(joined) > 1:
+        common = set(held[0]) & set(held[1])
+        if not common:
+            raise UsageError(mixed_probes_message(
+                joined, "results of different probes cannot be compared, and no probe's "
+                "results are on both sides"))
+        raise UsageError(mixed_probes_message(joined, advice, keep=common))
+    return next(iter(joined)) if joined else NCIMP_LAYOUT.probe
 
 
 def compare_ncimp(args: argparse.Namespace, out) -> int:
@@ -108,7 +153,7 @@ def compare_ncimp(args: argparse.Namespace, out) -> int:
         print(f"test {k}/{total}: {cell}", file=sys.stderr, flush=True)
     df = compare(a, b, select_a=select_a, select_b=select_b, n_boot=args.n_boot,
                  seed=args.seed, correct=args.correct,
-                 progress=None if args.quiet else progress)
+                 progress=None if args.quiet else progress, options=True)
     shown = tables.comparison_table(df)
     how = CORRECTION_NAMES.get(args.correct, args.correct)
     bounds = bool(df["p_boot_bound"].any() or df["p_corrected_bound"].any())
@@ -139,7 +184,7 @@ def compare_probe_runs(args: argparse.Namespace, out: Path | None,
                        latex: Callable[[pd.DataFrame, str], str],
                        load: Mapping[str, Any] | None = None,
                        options: Mapping[str, Any] | None = None,
-                       latex_edited: bool = False) -> int:
+                       latex_edited: bool = False, config: type | None = None) -> int:
     """``ncprobe compare A B`` of two sides of a probe's results: each side's directories
     read and joined (``results_class.load_many``), the sides compared (its ``compare``, with
     ``--n-boot``, ``--seed`` and ``--correct``), the tests printed as Markdown (results read
@@ -158,11 +203,14 @@ def compare_probe_runs(args: argparse.Namespace, out: Path | None,
         markdown, latex: the tests table as Markdown, and as LaTeX under a caption.
         load, options: more keywords of ``load_many`` and of ``compare``.
         latex_edited: the LaTeX file says the edited results first too (comments).
+        config: the probe's options class: when given, the options in which the sides' runs
+            differ (a float16 run against a float32 one: the store dtype of each) are said
+            under the table (:func:`ncprobe.comparison.differing_options`).
 
     Raises:
         UsageError: ``--a``/``--b`` given (NCIMP's), or one side only.
     """
-    from ..comparison import write_comparison
+    from ..comparison import differing_options, write_comparison
 
     if args.select_a or args.select_b:
         raise UsageError(f"--a/--b select rows of NCIMP results; {what} are compared {how}")
@@ -176,6 +224,9 @@ def compare_probe_runs(args: argparse.Namespace, out: Path | None,
     edited = a.edited_lines() + b.edited_lines()
     # results read although edited: said first, where it cannot be missed
     text = "".join(f"{line}\n\n" for line in edited) + markdown(df)
+    if config is not None:  # which side is which: e.g. the store dtype of each
+        text += "".join(f"\n{line}\n" for line in [differing_options(a, b, config=config)]
+                        if line)
     print(text, end="" if text.endswith("\n") else "\n")
     if out is not None:
         said = "".join(f"% {line}\n" for line in edited) if latex_edited else ""

@@ -179,12 +179,48 @@ def add_report_parser(sub, config: type) -> argparse.ArgumentParser:
 def run_report(args: argparse.Namespace, config: type) -> int:
     from ..drawing import check_formats
     from ..probes import get_probe
-    from ..results.store import probe_of_all
+    from ..results.store import NCIMP_LAYOUT, results_by_probe
 
     formats = check_formats(args.format)  # before any results are read
-    probe = probe_of_all(args.results, args.exclude,
-                         advice="one report shows the results of one probe")
-    return get_probe(probe).report_from_args(args, formats)
+    by_probe = results_by_probe(args.results, args.exclude, require_match=True)
+    if len(by_probe) <= 1:
+        return get_probe(next(iter(by_probe), NCIMP_LAYOUT.probe)).report_from_args(args, formats)
+    return report_each_probe(args, formats, by_probe)
+
+
+def report_each_probe(args: argparse.Namespace, formats, by_probe: dict) -> int:
+    """``ncprobe report`` of results of several probes (``by_probe``: each probe's results
+    directories): each probe's report in the subdirectory of ``--out`` named by the probe,
+    given only the report options it takes, then an index ``README.md`` linking them. Every
+    directory is checked before any report is drawn."""
+    from pathlib import Path
+
+    from ..probes import probes
+    from ..report_files import check_index_dir, write_index
+
+    found = {p.name: p for p in probes(list(by_probe))}
+    own = list(dict.fromkeys(o for p in probes() for o in p.report_options))
+    given = [o for o in own if getattr(args, o, None) is not None
+             and not any(o in p.report_options for p in found.values())]
+    if given:
+        raise UsageError(f"{', '.join('--' + o for o in given)}: no report of these results "
+                         f"takes it (results of {', '.join(found)})")
+    out = Path(args.out)
+    check_index_dir(out, list(found), overwrite=args.overwrite)
+    if not args.quiet:
+        say(f"{args.out}: results of {len(found)} probes ({', '.join(found)}): one report "
+            "each, in its own directory")
+    for name, probe in found.items():
+        mine = {**vars(args), "results": [str(d) for d in by_probe[name]], "exclude": [],
+                "out": str(out / name)}
+        for option in own:
+            if option not in probe.report_options:
+                mine[option] = None
+        probe.report_from_args(argparse.Namespace(**mine), formats)
+    index = write_index(out, {name: [str(d) for d in by_probe[name]] for name in found},
+                        overwrite=args.overwrite)
+    print(f"index of the {len(found)} reports written to {index}")
+    return 0
 
 
 def report_ncimp(args: argparse.Namespace, formats) -> int:

@@ -43,10 +43,21 @@ Placing the expression (:func:`place_expression`), on the target sentence's whit
 3. otherwise the row is :class:`Unplaced`: kept, with a note naming its split and row, never
    dropped silently.
 
+Then the **punctuation is peeled** off the span (:func:`peel`): the leading non-alphanumeric
+characters of ``prefix`` (``lead``: a quote, a bracket) and the trailing ones of ``suffix``
+(``trail``: a comma, a full stop, a closing quote) become words of their own beside the span,
+so no span vector pools them and a splice keeps them in the sentence around the paraphrase:
+``mailing lists,`` is the span ``mailing lists`` (suffix ``s``) and the word ``,``; ``“efeitos
+especiais”,`` is ``“`` + ``efeitos especiais`` + ``”,``. What stays in the span's words is the
+inflection (``s``) and the characters joined to the expression without punctuation between
+(``ex-`` of ``ex-deputados``); internal hyphens and apostrophes stay. Only the span's first
+and last words are split; the other words of the sentence stay whitespace words. The rows
+whose span lost punctuation are counted in the notes, per split.
+
 The context span is the span shifted by the number of words of the context sentence before
-the target sentence's first occurrence in it at a word boundary (both whitespace-normalised).
-:func:`spliced` puts a paraphrase in the span (``prefix + phrase + suffix``), through
-:func:`ncprobe.data.splice.splice_phrase`.
+the target sentence's first occurrence in it at a word boundary (both whitespace-normalised;
+the context's span words peeled alike). :func:`spliced` puts a paraphrase in the span
+(``prefix + phrase + suffix``), through :func:`ncprobe.data.splice.splice_phrase`.
 """
 
 from __future__ import annotations
@@ -65,8 +76,8 @@ from .splice import splice_phrase
 
 __all__ = ["COLUMNS", "PARAPHRASE_COLUMNS", "ROOT", "AStitchData", "AStitchRecord",
            "Paraphrases", "Placement", "Unplaced", "astitch_counts", "counts_lines",
-           "load_astitch", "paraphrase_file", "place_expression", "split_file", "spliced",
-           "task_file"]
+           "load_astitch", "paraphrase_file", "peel", "place_expression", "split_file",
+           "spliced", "task_file"]
 
 #: The dataset's folder inside the data directory.
 ROOT = "H-TayyarMadabushi+AStitchInLanguageModels/Dataset"
@@ -115,14 +126,20 @@ class AStitchRecord:
         label: ``0`` idiomatic, ``1`` not idiomatic.
         expression: the file's ``sentence2`` as it is (lower case).
         tokens: the target sentence (the ``excluded`` file's ``sentence1``) split on
-            whitespace.
+            whitespace, the span's punctuation peeled off as words of their own
+            (:attr:`punctuation`, :func:`peel`).
         span: ``(start, end)``, the words of :attr:`tokens` that hold the expression.
-        context_tokens: the ``included`` file's ``sentence1`` split on whitespace.
+        context_tokens: the ``included`` file's ``sentence1`` split on whitespace, peeled
+            alike.
         context_span: the same words inside :attr:`context_tokens`.
         placed: ``verbatim`` or ``inflected`` (the module's inflection rule).
-        prefix: the characters of the first span word before the expression.
-        suffix: the characters of the last span word after the expression.
+        prefix: the characters of the first span word before the expression (its leading
+            punctuation peeled off).
+        suffix: the characters of the last span word after the expression (its trailing
+            punctuation peeled off: the inflection).
         file: the ``excluded`` file, inside the data directory.
+        punctuation: ``(lead, trail)``, the punctuation peeled off the span's first and last
+            words (``("", "")``: none).
     """
 
     lang: str
@@ -138,10 +155,12 @@ class AStitchRecord:
     prefix: str
     suffix: str
     file: str
+    punctuation: tuple[str, str] = ("", "")
 
     @property
     def span_text(self) -> str:
-        """The span's words as the sentence has them (``mailing lists,``)."""
+        """The span's words, the punctuation peeled off them left out (``mailing lists`` of
+        ``mailing lists,``)."""
         return " ".join(self.tokens[self.span[0]:self.span[1]])
 
 
@@ -230,26 +249,79 @@ def _check_split(name: str) -> None:
 
 @dataclass(frozen=True)
 class Placement:
-    """Where an expression is in a sentence: see :func:`place_expression`."""
+    """Where an expression is in a sentence's whitespace words: see :func:`place_expression`.
+
+    ``span`` counts whitespace words; ``lead`` and ``trail`` are the punctuation of its first
+    and last words that :func:`peel` makes words of their own, ``prefix`` and ``suffix`` what
+    else the span's words hold outside the expression.
+    """
 
     span: tuple[int, int]
     placed: str
     prefix: str
     suffix: str
+    lead: str = ""
+    trail: str = ""
 
 
 def place_expression(sentence: str, expression: str) -> Placement | None:
     """Place an expression in a sentence's whitespace words: verbatim, else by the inflection
-    rule (the module docstring states both), else ``None``.
+    rule (the module docstring states both), else ``None``; the span words' leading and
+    trailing punctuation apart from the rest of their prefix and suffix.
 
     >>> place_expression("Join our mailing lists, now", "mailing list")
-    Placement(span=(2, 4), placed='verbatim', prefix='', suffix='s,')
-    >>> place_expression("Os efeitos especiais: caros.", "efeito especial")
-    Placement(span=(1, 3), placed='inflected', prefix='', suffix=':')
+    Placement(span=(2, 4), placed='verbatim', prefix='', suffix='s', lead='', trail=',')
+    >>> place_expression('Os "efeitos especiais": caros.', "efeito especial")
+    Placement(span=(1, 3), placed='inflected', prefix='', suffix='', lead='"', trail='":')
     """
     words = list(_WORD.finditer(sentence))
     found = _verbatim(sentence, words, expression)
-    return found if found is not None else _inflected(words, expression)
+    found = found if found is not None else _inflected(words, expression)
+    if found is None:
+        return None
+    prefix, suffix = _strip_lead(found.prefix), _strip_trail(found.suffix)
+    return Placement(found.span, found.placed, prefix, suffix,
+                     found.prefix[:len(found.prefix) - len(prefix)], found.suffix[len(suffix):])
+
+
+def _strip_lead(text: str) -> str:
+    """``text`` without its leading non-alphanumeric characters."""
+    i = 0
+    while i < len(text) and not text[i].isalnum():
+        i += 1
+    return text[i:]
+
+
+def _strip_trail(text: str) -> str:
+    """``text`` without its trailing non-alphanumeric characters."""
+    j = len(text)
+    while j > 0 and not text[j - 1].isalnum():
+        j -= 1
+    return text[:j]
+
+
+def peel(tokens: tuple[str, ...], span: tuple[int, int], lead: str, trail: str
+         ) -> tuple[tuple[str, ...], tuple[int, int]]:
+    """The words with ``lead`` split off the front of the span's first word and ``trail`` off
+    the end of its last, each a word of its own outside the span (``""``: nothing split).
+
+    >>> peel(("a", '"fat', "cats,", "b"), (1, 3), '"', ",")
+    (('a', '"', 'fat', 'cats', ',', 'b'), (2, 4))
+    >>> peel(("(list)",), (0, 1), "(", ")")
+    (('(', 'list', ')'), (1, 2))
+    """
+    words = list(tokens)
+    a, b = span
+    if trail:
+        last = words[b - 1]
+        assert last.endswith(trail) and len(last) > len(trail), (last, trail)
+        words[b - 1:b] = [last[:-len(trail)], trail]
+    if lead:
+        first = words[a]
+        assert first.startswith(lead) and len(first) > len(lead), (first, lead)
+        words[a:a + 1] = [lead, first[len(lead):]]
+        a, b = a + 1, b + 1
+    return tuple(words), (a, b)
 
 
 def _verbatim(sentence: str, words: list[re.Match], expression: str) -> Placement | None:
@@ -551,12 +623,13 @@ def _aligned(ctx: LoadContext, lang: str, split: str, ex_rel: str, in_rel: str, 
             "(case-insensitive) nor by the inflection rule (parts that begin with its words' "
             "stems)"))
         return None
-    tokens = tuple(ex.sentence.split())
-    context_tokens = tuple(inc.sentence.split())
     a, b = place.span
-    return AStitchRecord(lang, split, r, ex.label, ex.expression, tokens, place.span,
-                         context_tokens, (a + shift, b + shift), place.placed, place.prefix,
-                         place.suffix, ex_rel)
+    tokens, span = peel(tuple(ex.sentence.split()), place.span, place.lead, place.trail)
+    context_tokens, context_span = peel(tuple(inc.sentence.split()), (a + shift, b + shift),
+                                        place.lead, place.trail)
+    return AStitchRecord(lang, split, r, ex.label, ex.expression, tokens, span,
+                         context_tokens, context_span, place.placed, place.prefix,
+                         place.suffix, ex_rel, (place.lead, place.trail))
 
 
 def _paraphrases(ctx: LoadContext, lang: str) -> dict[str, Paraphrases]:
@@ -611,6 +684,15 @@ def _placement_notes(lang: str, records: list[AStitchRecord],
              + (" (" + ", ".join(f"{s} {by_split[s]}" for s in SPLITS if by_split[s]) + ")"
                 if inflected else "")
              + f", {len(unplaced)} not placed"]
+    peeled = Counter(r.split for r in records if any(r.punctuation))
+    if peeled:
+        notes.append(f"AStitch {lang}: {sum(peeled.values())} of {len(records)} rows' span "
+                     "words lost their leading or trailing punctuation ("
+                     + ", ".join(f"{s} {peeled[s]} of "
+                                 f"{sum(r.split == s for r in records)}"
+                                 for s in SPLITS if peeled[s])
+                     + "): it is a word of its own beside the span, pooled into no span "
+                     "vector and kept around a spliced paraphrase")
     notes += [f"AStitch {lang} {u.split} row {u.row} ({u.file}): expression {u.expression!r} "
               "not placed in its sentence; the row is left out of the probes" for u in unplaced]
     return notes

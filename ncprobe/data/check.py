@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -11,7 +10,7 @@ from ..errors import DataError
 from ..probes import get_probe
 from ..probes import probes as registered
 from .reading import RESTORE
-from .sources import UpstreamFile, file_status, resolve_data_dir, upstream_files
+from .sources import UpstreamFile, file_status, not_a_file, resolve_data_dir, upstream_files
 
 
 def file_probe(f: UpstreamFile) -> str | None:
@@ -52,35 +51,14 @@ def file_problem(root: Path, f: UpstreamFile, status: str, *,
                 + RESTORE)
     if status == "unreadable":
         return "cannot be read (no read permission?); make it readable, or " + RESTORE
-    path = root / f.local_path
-    if status == "not-file":
-        kind = "a directory" if path.is_dir() else "a FIFO, a socket or a device"
-        return (f"is {kind}, not the pinned file; move it out of the way (ncprobe never deletes "
-                "it), then `ncprobe data download` fetches the file")
-    if status == "bad-link":
-        try:
-            os.stat(path)
-            why = "a symbolic link that leads to no file"
-        except FileNotFoundError:
-            why = f"a symbolic link to {_link_target(path)}, which does not exist"
-        except OSError:
-            why = "a symbolic-link loop"
-        return (f"is {why}; remove the link, or run `ncprobe data download`, which fetches the "
-                "file in its place")
+    if status in ("not-file", "bad-link"):
+        return not_a_file(root / f.local_path) or f"is no regular file ({status}); " + RESTORE
     if status == "missing" and (required or f.need == "required"):
         probe = file_probe(f)
         needed = (f" ({probe} needs it: `{_command(probe)}`)"
                   if f.need != "required" and probe is not None else "")
         return f"missing{needed}; run `ncprobe data download`"
     return None
-
-
-def _link_target(path: Path) -> str:
-    """Where the first link of ``path`` leads (as written in the link), for messages."""
-    try:
-        return repr(os.readlink(path))
-    except OSError:  # a folder of the path is the link
-        return "its target"
 
 
 def missing_extras(root: Path, statuses: dict[str, str]) -> list[str]:
@@ -163,10 +141,15 @@ def check(data_dir: str | Path | None = None,
         report.notes += notes
         report.tolerated += tolerated
     seen = {str(e) for e in report.errors}
+    missing = {path for path, status in report.files.items() if status == "missing"}
     for problem in found:
-        # a missing or unreadable file is already listed once, by its pin status
-        again = _relative(problem.file, root) in reported and problem.reason.startswith(
-            ("file not found", "cannot be read"))
+        # a missing or unreadable file is already listed once, by its pin status; a missing
+        # one its pin status does not require (an extra file of a probe not asked for) is a
+        # note of missing_extras, not an error of the probe that would read it
+        where = _relative(problem.file, root)
+        again = (where in reported or where in missing) and (problem.reason.startswith(
+            ("file not found", "cannot be read")) or (
+                where is not None and problem.reason == not_a_file(root / where)))
         if not again and str(problem) not in seen:
             seen.add(str(problem))
             report.errors.append(problem)

@@ -21,7 +21,7 @@ import pandas as pd
 
 from .._io import git_blob_sha1
 from ..errors import DataError, ErrorSink
-from .sources import upstream_files
+from .sources import not_a_file, upstream_files
 
 log = logging.getLogger(__name__)
 
@@ -268,8 +268,9 @@ class LoadContext:
                     "point --data-dir / $NCPROBE_DATA at the directory that holds the files "
                     "(an absolute path works from every directory)", file=rel)
                 return None
-            self.sink.error("file not found; run `ncprobe data download`, or point --data-dir / "
-                            "$NCPROBE_DATA at a directory that holds it", file=str(path))
+            self.sink.error(not_a_file(path) or "file not found; run `ncprobe data download`, "
+                            "or point --data-dir / $NCPROBE_DATA at a directory that holds it",
+                            file=str(path))
             return None
         try:
             data = path.read_bytes()

@@ -42,8 +42,8 @@ from .stimuli import NATURALISTIC, NounCompound, Stimuli, Stimulus
 
 __all__ = ["KEYS", "LETTERS", "OPTION_CLASSES", "PROMPT_FILES", "RESULTS_DIR",
            "UNANSWERED", "NccData", "NccItem", "PublishedSystem", "compound_span",
-           "load_ncc", "ncc_counts", "ncc_stimuli", "prediction_files", "prediction_letter",
-           "same_sentence"]
+           "load_ncc", "ncc_counts", "ncc_stimuli", "pinned_systems", "prediction_files",
+           "prediction_letter", "same_sentence"]
 
 _ROOT = "jacklanda+SemanticQA/semantic_qa"
 #: The folder of the prediction files, inside the data directory.
@@ -182,6 +182,15 @@ def prediction_files() -> list[str]:
     start = RESULTS_DIR + "/" + _PREFIX
     return [f.local_path for f in upstream_files()
             if f.local_path.startswith(start) and f.local_path.endswith(".json")]
+
+
+def pinned_systems() -> list[str]:
+    """The systems of the pinned prediction files, each once, in the pins' order: a file's
+    model name without a trailing ``-Instruct`` (SemanticQA names DeepSeek-R1 and GPT-5's
+    3- and 5-shot files ``DeepSeek-R1-Instruct``, ``gpt-5-Instruct``: the same systems, as
+    the paper's Table 3 lists them; Kimi-K2 is ``Kimi-K2-Instruct`` in every file)."""
+    names = (_setting_system(rel) for rel in prediction_files())
+    return list(dict.fromkeys(name[1].removesuffix("-Instruct") for name in names if name))
 
 
 def _setting_system(rel: str) -> tuple[str, str] | None:

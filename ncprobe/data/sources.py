@@ -169,6 +169,39 @@ def file_status(data_dir: Path, f: UpstreamFile) -> str:
     return "verified" if git_blob_sha1(data) == f.git_blob_sha1 else "mismatch"
 
 
+def not_a_file(path: Path) -> str | None:
+    """What is wrong with ``path``, where a pinned file should be, when something other than
+    a readable regular file is there (a directory, a FIFO, a socket or a device; a symbolic
+    link to nothing, or a loop), and what to do; ``None`` when a regular file, or nothing,
+    is there. The one message of ``data check`` and of every probe's reading."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not os.path.islink(path):
+            return None
+        why = f"a symbolic link to {_link_target(path)}, which does not exist"
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            return None
+        why = "a symbolic-link loop"
+    else:
+        if stat.S_ISREG(st.st_mode):
+            return None
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO, a socket or a device"
+        return (f"is {kind}, not the pinned file; move it out of the way (ncprobe never deletes "
+                "it), then `ncprobe data download` fetches the file")
+    return (f"is {why}; remove the link, or run `ncprobe data download`, which fetches the "
+            "file in its place")
+
+
+def _link_target(path: Path) -> str:
+    """Where the first link of ``path`` leads (as written in the link), for messages."""
+    try:
+        return repr(os.readlink(path))
+    except OSError:  # a folder of the path is the link
+        return "its target"
+
+
 @dataclass
 class DownloadReport:
     fetched: list[str]

@@ -410,8 +410,22 @@ def config_sizes(get) -> tuple[int, int, bool]:
     n_layers = int(get("num_hidden_layers", "n_layer", "n_layers", "num_layers") or 0)
     dim = int(get("hidden_size", "n_embd", "dim", "d_model") or 0)
     causal = bool(get("is_decoder")) or any(
-        str(a).endswith("ForCausalLM") for a in (get("architectures") or []))
+        is_causal_lm_class(a) for a in (get("architectures") or []))
     return n_layers, dim, causal
+
+
+#: How the class of a model saved with its language-model head ends: ``LlamaForCausalLM``,
+#: ``GPT2LMHeadModel``, ``XLNetLMHeadModel``, ``XLMWithLMHeadModel`` ... (the text-only names of
+#: transformers' ``AutoModelForCausalLM`` mapping; not every one ends with ``ForCausalLM``:
+#: GPT-2's, the first causal LM a user tries, does not). Read from the name, without importing
+#: transformers: a cached rerun imports no model library.
+CAUSAL_LM_SUFFIXES: tuple[str, ...] = ("ForCausalLM", "LMHeadModel", "WithLMHead")
+
+
+def is_causal_lm_class(name: str) -> bool:
+    """Whether an ``architectures`` entry names a class with a language-model head
+    (:data:`CAUSAL_LM_SUFFIXES`)."""
+    return str(name).endswith(CAUSAL_LM_SUFFIXES)
 
 
 def config_shape(get, layers) -> tuple[int, int, bool, tuple[tuple[int, ...], ...]]:

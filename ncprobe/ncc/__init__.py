@@ -3,14 +3,17 @@
 classes, against what published systems and a local language model *say*, item by item.
 
 Parts: :mod:`.classify` (the single-measure cut-point classifier, the all-measure logistic
-regression, repeated stratified cross-validation), :mod:`.stats` (accuracy and macro-F1
-with bootstrap intervals, per-class scores, confusion counts, paired tests with McNemar's exact
-p corrected as one family), :mod:`.results` (:class:`~ncprobe.ncc.results.NccResults`: the
+regression, repeated stratified cross-validation, the nested selection), :mod:`.stats`
+(accuracy and macro-F1 with bootstrap intervals, per-class scores, confusion counts, the
+baselines, paired tests with McNemar's exact p corrected within families fixed by the
+question, by max-T by default), :mod:`.results` (:class:`~ncprobe.ncc.results.NccResults`: the
 tables, the results directory, the summary, the per-item agreement, two runs compared) and
 :mod:`.report` (the comparison table, the tests, the figures of :mod:`ncprobe.plots.ncc`).
 """
 
 from __future__ import annotations
+
+from typing import Literal, get_args
 
 #: The task's classes, from the least to the most compositional: Non-compositional, Partly
 #: compositional, Compositional (the option texts of SemanticQA's NCC items).
@@ -20,15 +23,43 @@ NCC_CLASSES: tuple[str, ...] = ("NC", "PC", "C")
 #: ``unanswered`` (a prediction with no letter A-D). Only a class can be right.
 ANSWERS: tuple[str, ...] = NCC_CLASSES + ("none", "unanswered")
 
-#: The kinds of system row, in the order the summary, the tables and the figures show them: a
-#: published prediction file, the gold ceiling (the classifiers on the human score), a
-#: model's representation classified, a local model's own answers.
-KINDS: tuple[str, ...] = ("published", "ceiling", "representation", "behaviour")
+#: The kinds of system row, in the order the summary, the tables and the figures show them:
+#: what a rule that reads no item scores (``baseline``), a published prediction file (or a
+#: result the paper prints without a file), the gold ceiling (the classifiers on the human
+#: score), a model's representation classified, the nested selection among a model's
+#: classifiers (``selected``), a local model's own answers.
+KINDS: tuple[str, ...] = ("baseline", "published", "ceiling", "representation", "selected",
+                          "behaviour")
 
-#: Reference accuracies (fractions) that the protocol states beside the systems: the paper's
-#: human accuracy (3 annotators on 100 sampled items; no item-level file), chance with four
-#: options, and the majority class (NC: 95 of the 241 items).
+#: The paper's human accuracy (3 annotators on 100 sampled items; no item-level file): a
+#: reference line, never a row.
 HUMAN_ACCURACY = 0.710
-CHANCE_ACCURACY = 0.25
-MAJORITY_ACCURACY = 95 / 241
 
+#: Results the paper prints without a prediction file (Table 12): models *fine-tuned* on
+#: SemanticQA, shown as published rows without items, interval or test: (system, setting,
+#: accuracy as a fraction).
+PAPER_ROWS: tuple[tuple[str, str, float], ...] = (
+    ("BERT-base", "fine-tuned (paper)", 0.536),
+    ("BERT-large", "fine-tuned (paper)", 0.515),
+)
+
+
+#: The multiple-comparison corrections of the NCC tests: ``maxt`` (the default: Westfall &
+#: Young's step-down max-T over joint item permutations, :func:`ncprobe.ncc.stats.maxt_adjusted`)
+#: and those of :func:`ncprobe.stats.correct`.
+NccCorrection = Literal["maxt", "holm", "fdr_bh", "none"]
+NCC_CORRECTIONS: tuple[str, ...] = get_args(NccCorrection)
+
+
+def check_ncc_correction(method: str) -> str:
+    """``method`` when it is one of :data:`NCC_CORRECTIONS`.
+
+    Raises:
+        UsageError: another; the message names the known ones.
+    """
+    if method not in NCC_CORRECTIONS:
+        from ..errors import UsageError
+
+        raise UsageError(f"unknown multiple-comparison correction {method!r} for NCC; choose "
+                         "from " + ", ".join(NCC_CORRECTIONS))
+    return method

@@ -426,14 +426,16 @@ def causal_encoder(model: str, device: str | None, dtype: str | None):
     enc = load_encoder(model, "en", layers=[-1], device=device, dtype=dtype)
     if not enc.causal:
         raise ModelUnavailableError(_no_head(model, "an encoder without a language-model "
-                                             "head (its config names no *ForCausalLM)"))
+                                             "head (its config names no causal-LM class, "
+                                             "such as *ForCausalLM or GPT2LMHeadModel)"))
     return enc
 
 
 def _no_head(model: str, kind: str) -> str:
     return (f"{model} cannot answer the items: it is {kind}, and answering needs a causal "
             "language model's next-token probabilities. Pass a causal LM (a LLaMA, Mistral, "
-            "Qwen or GPT-2 model: a hub id or a directory saved with its *ForCausalLM head), "
+            "Qwen or GPT-2 model: a hub id or a directory saved with its language-model "
+            "head, e.g. LlamaForCausalLM or GPT2LMHeadModel), "
             "or leave out --behaviour")
 
 

@@ -28,7 +28,11 @@ cross-validated over items.
 * :func:`cross_validated`: stratified ``k``-fold cross-validation (``StratifiedKFold(k,
   shuffle=True, random_state=seed + r)``) repeated for ``r = 0 .. R-1``; every item is
   predicted once per repeat by a classifier that never saw it, and its prediction is the modal
-  one over the ``R`` repeats (:func:`modal`).
+  one over the ``R`` repeats (:func:`modal`); :func:`repeated` keeps each repeat's
+  predictions (the accuracy's spread over the repeats).
+* :func:`nested_selected`: the choice of the best classifier (view, level, measure), made
+  inside each outer training fold by an inner cross-validation and scored on the outer test
+  fold: the accuracy of the selection procedure, never of a row chosen on its test items.
 
 Items with a NaN (or infinite) feature are refused, not dropped: which items a row is scored on
 is the caller's decision, made explicitly and reported.
@@ -236,7 +240,8 @@ def cross_validated(features: ArrayLike, gold: Sequence[str] | ArrayLike, kind: 
         classes: the classes, from the least to the most compositional.
 
     Returns:
-        ``(n,)`` object array: each item's predicted class (:func:`modal` over the repeats).
+        ``(n,)`` object array: each item's predicted class (:func:`modal` over the repeats of
+        :func:`repeated`).
 
     Raises:
         ValueError: an unknown ``kind``, several measures for ``single``, a feature that is
@@ -245,12 +250,131 @@ def cross_validated(features: ArrayLike, gold: Sequence[str] | ArrayLike, kind: 
             items: scikit-learn's ``StratifiedKFold`` only warns, up to the number of items;
             :func:`ncprobe.ncc.probe.run_ncc` refuses such ``folds`` before any work.)
     """
-    if kind not in KINDS:
-        raise ValueError(f"unknown classifier kind {kind!r}: use one of {', '.join(KINDS)}")
+    return modal(repeated(features, gold, kind, folds=folds, repeats=repeats, seed=seed, C=C,
+                          max_iter=max_iter, classes=classes))
+
+
+def repeated(features: ArrayLike, gold: Sequence[str] | ArrayLike, kind: Kind, *,
+             folds: int = FOLDS, repeats: int = REPEATS, seed: int = 0, C: float = C_REG,
+             max_iter: int = MAX_ITER, classes: Sequence[str] = NCC_CLASSES) -> np.ndarray:
+    """``(R, n)`` object array: repeat ``r``'s cross-validated prediction of item ``i`` (the
+    arguments and errors of :func:`cross_validated`)."""
+    _check_cv(folds, repeats)
+    ordered = _check_classes(classes)
+    matrix = _matrix(features, kind)
+    codes = _gold_codes(gold, ordered, matrix.shape[0])
+    from sklearn.model_selection import StratifiedKFold
+    from threadpoolctl import threadpool_limits
+
+    fitter = _Fitter(C, max_iter)
+    predicted = np.empty((repeats, matrix.shape[0]), dtype=np.int64)
+    # one BLAS thread (threadpoolctl comes with scikit-learn): a fit on a few hundred items is
+    # over before threads pay off (20x slower with them on a busy 2-core machine), and the
+    # order of the sums, hence the last bits of the fit, no longer depends on the core count
+    with threadpool_limits(limits=1, user_api="blas"):
+        for r in range(repeats):
+            split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed + r)
+            for train, test in split.split(matrix, codes):
+                predicted[r, test] = fitter(kind, matrix[train], codes[train], matrix[test])
+    fitter.warn()
+    return np.array(ordered, dtype=object)[predicted]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One classifier the nested selection may choose: its name (the row's label), its
+    features ``(n, p)`` (the items in the order of the gold classes) and its kind."""
+
+    name: str
+    features: np.ndarray
+    kind: Kind
+
+
+@dataclass(frozen=True)
+class Nested:
+    """What :func:`nested_selected` returns.
+
+    Attributes:
+        predictions: ``(R, n)`` object array, repeat ``r``'s outer-fold prediction of item
+            ``i`` by the classifier chosen on that fold's training items.
+        chosen: the name of the candidate chosen in each outer fold, repeat by repeat.
+    """
+
+    predictions: np.ndarray
+    chosen: tuple[str, ...]
+
+    def counts(self) -> dict[str, int]:
+        """How often each candidate was chosen, most often first (ties: first chosen)."""
+        from collections import Counter
+
+        return dict(Counter(self.chosen).most_common())
+
+
+def nested_selected(candidates: Sequence[Candidate], gold: Sequence[str] | ArrayLike, *,
+                    folds: int = FOLDS, repeats: int = REPEATS, seed: int = 0,
+                    C: float = C_REG, max_iter: int = MAX_ITER,
+                    classes: Sequence[str] = NCC_CLASSES) -> Nested:
+    """The selection procedure, cross-validated: nested cross-validation.
+
+    For repeat ``r`` (``r < R``), the items are split as :func:`repeated` splits them
+    (``StratifiedKFold(folds, shuffle=True, random_state=seed + r)``). In each outer fold,
+    every candidate is scored by an inner stratified ``folds``-fold cross-validation of the
+    outer training items only (``random_state=seed + r``, one repeat): its inner accuracy;
+    the most accurate candidate (ties: the first in ``candidates``) is fitted on all the outer
+    training items and predicts the outer test items. The test items never take part in the
+    choice, so the accuracy of these predictions is that of the procedure "choose the best
+    view, level and measure, then classify", not of a row chosen on the items it is scored
+    on.
+
+    Raises:
+        ValueError: no candidate, candidates of other lengths, or what :func:`repeated`
+            refuses.
+    """
+    _check_cv(folds, repeats)
+    if not candidates:
+        raise ValueError("nested_selected needs at least one candidate")
+    ordered = _check_classes(classes)
+    matrices = [_matrix(c.features, c.kind) for c in candidates]
+    n = matrices[0].shape[0]
+    if any(m.shape[0] != n for m in matrices):
+        raise ValueError("the candidates' features hold different numbers of items")
+    codes = _gold_codes(gold, ordered, n)
+    from sklearn.model_selection import StratifiedKFold
+    from threadpoolctl import threadpool_limits
+
+    fitter = _Fitter(C, max_iter)
+    predicted = np.empty((repeats, n), dtype=np.int64)
+    chosen = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for r in range(repeats):
+            outer = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed + r)
+            for train, test in outer.split(matrices[0], codes):
+                inner = list(StratifiedKFold(n_splits=folds, shuffle=True,
+                                             random_state=seed + r).split(train, codes[train]))
+                scores = []
+                for cand, matrix in zip(candidates, matrices, strict=True):
+                    x, y = matrix[train], codes[train]
+                    right = sum(int((fitter(cand.kind, x[fit], y[fit], x[held]) == y[held])
+                                    .sum()) for fit, held in inner)
+                    scores.append(right)
+                best = int(np.argmax(scores))                        # the first of the best
+                chosen.append(candidates[best].name)
+                predicted[r, test] = fitter(candidates[best].kind, matrices[best][train],
+                                            codes[train], matrices[best][test])
+    fitter.warn()
+    return Nested(np.array(ordered, dtype=object)[predicted], tuple(chosen))
+
+
+def _check_cv(folds: int, repeats: int) -> None:
     if folds < 2 or repeats < 1:
         raise ValueError(f"cross-validation needs folds >= 2 and repeats >= 1, got "
                          f"folds={folds}, repeats={repeats}")
-    ordered = _check_classes(classes)
+
+
+def _matrix(features: ArrayLike, kind: str) -> np.ndarray:
+    """The features as an ``(n, p)`` float matrix, checked for ``kind``."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown classifier kind {kind!r}: use one of {', '.join(KINDS)}")
     matrix = np.asarray(features, dtype=np.float64)
     if matrix.ndim == 1:
         matrix = matrix[:, None]
@@ -264,37 +388,45 @@ def cross_validated(features: ArrayLike, gold: Sequence[str] | ArrayLike, kind: 
     if bad:
         raise ValueError(f"{bad} of {n} items have a NaN or infinite feature: drop or handle "
                          f"those items before cross-validating")
-    codes = _codes(gold, ordered, "gold")
+    return matrix
+
+
+def _gold_codes(gold: Sequence[str] | ArrayLike, classes: Sequence[str], n: int) -> np.ndarray:
+    codes = _codes(gold, classes, "gold")
     if len(codes) != n:
         raise ValueError(f"features hold {n} items but gold {len(codes)}")
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.model_selection import StratifiedKFold
-    from threadpoolctl import threadpool_limits
+    return codes
 
-    predicted = np.empty((repeats, n), dtype=np.int64)
-    stopped = fits = 0
-    # one BLAS thread (threadpoolctl comes with scikit-learn): a fit on a few hundred items is
-    # over before threads pay off (20x slower with them on a busy 2-core machine), and the
-    # order of the sums, hence the last bits of the fit, no longer depends on the core count
-    with threadpool_limits(limits=1, user_api="blas"):
-        for r in range(repeats):
-            split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed + r)
-            for train, test in split.split(matrix, codes):
-                if kind == "single":
-                    low, high, rising, _ = _fit_cuts(matrix[train, 0], codes[train])
-                    predicted[r, test] = _predict_codes(matrix[test, 0], low, high, rising)
-                    continue
-                model = logistic(C, max_iter)
-                with warnings.catch_warnings():
-                    # counted below and warned once for the whole cross-validation
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    model.fit(matrix[train], codes[train])
-                fits += 1
-                stopped += int(np.max(model[-1].n_iter_) >= max_iter)
-                predicted[r, test] = model.predict(matrix[test])
-    if stopped:
-        warnings.warn(f"{stopped} of {fits} logistic-regression fits stopped at "
-                      f"max_iter={max_iter} before converging; their predictions are the last "
-                      f"iterate's (raise max_iter, or check the features for near-duplicates)",
-                      ConvergenceWarning, stacklevel=2)
-    return np.array(ordered, dtype=object)[modal(predicted)]
+
+class _Fitter:
+    """Fits a classifier of a kind on training items and predicts test items (class codes);
+    counts the logistic fits that stopped at ``max_iter``, warned once (:meth:`warn`)."""
+
+    def __init__(self, C: float, max_iter: int) -> None:
+        self.C, self.max_iter = C, max_iter
+        self.stopped = self.fits = 0
+
+    def __call__(self, kind: str, x_train: np.ndarray, y_train: np.ndarray,
+                 x_test: np.ndarray) -> np.ndarray:
+        if kind == "single":
+            low, high, rising, _ = _fit_cuts(x_train[:, 0], y_train)
+            return _predict_codes(x_test[:, 0], low, high, rising)
+        from sklearn.exceptions import ConvergenceWarning
+
+        model = logistic(self.C, self.max_iter)
+        with warnings.catch_warnings():
+            # counted here and warned once for the whole cross-validation
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(x_train, y_train)
+        self.fits += 1
+        self.stopped += int(np.max(model[-1].n_iter_) >= self.max_iter)
+        return model.predict(x_test)
+
+    def warn(self) -> None:
+        if self.stopped:
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.warn(f"{self.stopped} of {self.fits} logistic-regression fits stopped at "
+                          f"max_iter={self.max_iter} before converging; their predictions are "
+                          "the last iterate's (raise max_iter, or check the features for "
+                          "near-duplicates)", ConvergenceWarning, stacklevel=3)

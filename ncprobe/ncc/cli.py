@@ -29,7 +29,7 @@ def run_ncc_from_args(args: argparse.Namespace, config: type) -> int:
 
 def compare_ncc(args: argparse.Namespace, out: Path | None) -> int:
     """``ncprobe compare A B`` of NCC results: every classifier of A against every one of B
-    on the same items (paired bootstrap, exact McNemar, corrected as one family)."""
+    on the same items (paired bootstrap, exact McNemar, corrected as one family of its own)."""
     from ..cli.compare import compare_probe_runs
     from .report import tests_latex, tests_markdown
     from .results import NccResults

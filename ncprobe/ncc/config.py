@@ -17,8 +17,8 @@ from typing import Sequence
 from .._io import safe_name
 from ..config import check_counts, check_models, device_field, document_fields, dtype_field
 from ..errors import UsageError
-from ..schema import Correction, Dtype
-from ..significance import check_correction
+from ..schema import Dtype
+from . import NccCorrection, check_ncc_correction
 
 __all__ = ["DEFAULT_MODELS", "NccConfig", "run_dir"]
 
@@ -56,15 +56,19 @@ class NccConfig:
     repeats: int = field(default=5, metadata={
         "metavar": "R", "type": "positive_int",
         "help": "cross-validation repeats, seeds seed..seed+R-1; an item's prediction is the "
-                "modal one over the repeats (default %(default)s)"})
+                "modal one over the repeats, and each row's accuracy in each repeat gives its "
+                "mean and range (default %(default)s)"})
     n_boot: int = field(default=1000, metadata={
         "metavar": "N", "type": "count",
         "help": "item resamples of the intervals and the paired tests (default %(default)s)"})
     seed: int = field(default=0, metadata={
         "metavar": "S", "type": "count", "help": "seed (default %(default)s)"})
-    correction: Correction = field(default="holm", metadata={
+    correction: NccCorrection = field(default="maxt", metadata={
         "option": "--correct",
-        "help": "multiple-comparison correction of the tests, one family (default holm)"})
+        "help": "multiple-comparison correction of the tests within each family (a model's "
+                "classifiers vs the systems; the gold ceiling vs the systems): maxt "
+                "(Westfall-Young step-down max-T over joint item permutations, default), "
+                "holm, fdr_bh or none"})
     regularisation: float = field(default=1.0, metadata={
         "metavar": "C",
         "help": "inverse regularisation strength C of the all-measure logistic regression, "
@@ -87,7 +91,7 @@ class NccConfig:
                 or c <= 0:
             raise UsageError(f"regularisation={c!r} (--regularisation): give a finite number "
                              "> 0")
-        check_correction(self.correction)
+        check_ncc_correction(self.correction)
 
 
 def run_dir(config: NccConfig, results_dir: str | Path = "results") -> Path:

@@ -15,7 +15,7 @@ import pandas as pd
 from ..config import config_of, takes_config
 from ..errors import DataError, UsageError
 from .config import NccConfig
-from .stats import KEYS
+from .stats import KEYS, label
 
 __all__ = ["run_ncc"]
 
@@ -77,6 +77,8 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
     items = data.items
     rows = [_published_rows(system, items) for system in data.systems]
     meta = []
+    per_repeat: list[dict] = []        # each classifier row's accuracy in each CV repeat
+    selection_notes: list[str] = []    # what each nested selection chose
     for k, model in enumerate(cfg.models, start=1):
         step = f"model {k}/{len(cfg.models)} ({model})"
         say(f"{step}: NCIMP's measures on each item's sentence")
@@ -85,16 +87,21 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
         say(f"{step}: classifying {len(items)} items, {len(views)} view(s) x level, "
             f"{cfg.folds} folds x {cfg.repeats} repeats")
         left_out: list[str] = []
+        candidates: list = []
         for layer, level in views:
             features = _features(res, layer, level, items, item_of_nc)
             rows += _classified(model, "representation", layer, level, features, items, cfg,
-                                left_out)
+                                left_out, candidates, per_repeat)
+        say(f"{step}: nested cross-validation of the choice among {len(candidates)} "
+            "classifiers")
+        rows.append(_selected(model, "selected", candidates, items, cfg, per_repeat,
+                              selection_notes))
         run = {"config": runs[model], "fingerprint": res.meta[0].get("fingerprint"),
                "data_sources": {**dict(data.sources), **dict(res.meta[0]["data_sources"])},
                "modified_data": {**dict(data.modified),
                                  **dict(res.meta[0].get("modified_data") or {})},
                "notes": [*data.notes, *stim_notes, *res.meta[0].get("notes", []),
-                         *left_out]}
+                         *left_out, selection_notes[-1]]}
         if cfg.behaviour:
             say(f"{step}: answering the items (zero-shot, letter log-probabilities)")
             answers = _answers(model, data, cfg, cache, cache_dir, progress)
@@ -104,14 +111,21 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
     say("the gold ceiling: the same classifiers on the human compositionality score")
     ceiling = pd.DataFrame({"gold": [stim.ncs[("en", it.nc)].comp for it in items]})
     left_out = []
-    rows += _classified(CEILING, "ceiling", "", "", ceiling, items, cfg, left_out)
+    candidates = []
+    rows += _classified(CEILING, "ceiling", "", "", ceiling, items, cfg, left_out, candidates,
+                        per_repeat)
     if left_out:  # the ceiling's rows belong to no model: said where the run is read
         raise DataError("; ".join(left_out) + ": every item needs its gold score")
+    rows.append(_selected(CEILING, "ceiling", candidates, items, cfg, per_repeat,
+                          selection_notes))
+    for run in meta:  # the same in every run: the ceiling is shared
+        run["notes"].append(selection_notes[-1])
     items_table = pd.concat(rows, ignore_index=True)
     say(f"scoring: accuracy and macro-F1 with intervals ({cfg.n_boot} resamples), the "
         "paired tests")
     res_ncc = NccResults.from_items(items_table, meta, n_boot=cfg.n_boot, seed=cfg.seed,
-                                    correction=cfg.correction)
+                                    correction=cfg.correction,
+                                    repeats=pd.DataFrame(per_repeat))
     if out is not None:
         res_ncc.to_parquet(out, overwrite=overwrite)
     return res_ncc
@@ -185,13 +199,15 @@ def _features(res, layer: str, level: str, items, item_of_nc: dict) -> pd.DataFr
 
 
 def _classified(system: str, kind: str, layer: str, level: str, features: pd.DataFrame,
-                items, cfg: NccConfig, left_out: list[str]) -> list[pd.DataFrame]:
+                items, cfg: NccConfig, left_out: list[str], candidates: list,
+                per_repeat: list[dict]) -> list[pd.DataFrame]:
     """The items rows of each classifier of one feature table: one measure by two cut points
-    (each column), and all columns by logistic regression (the columns without a gap)."""
-    from .classify import cross_validated
+    (each column), and all columns by logistic regression (the columns without a gap). Each
+    classifier is added to ``candidates`` (the nested selection's), its accuracy in each
+    repeat to ``per_repeat``."""
+    from .classify import Candidate
 
     out = []
-    gold = [it.gold for it in items]
     finite = {c: np.isfinite(features[c].to_numpy(float)) for c in features.columns}
     usable = [c for c in features.columns if finite[c].all()]
     for c in features.columns:  # never dropped in silence: the run's notes say which and why
@@ -199,16 +215,60 @@ def _classified(system: str, kind: str, layer: str, level: str, features: pd.Dat
             left_out.append(f"{system} {layer} {level} {c}: not classified, "
                             f"{int((~finite[c]).sum())} of {len(items)} items have no finite "
                             "value (also left out of the all-measure classifier)")
-    for col in usable:
-        pred = cross_validated(features[[col]].to_numpy(float), gold, "single",
-                               folds=cfg.folds, repeats=cfg.repeats, seed=cfg.seed)
-        out.append(_item_rows((system, kind, "single", layer, level, str(col)), items, pred))
+    classifiers = [("single", str(col), [col]) for col in usable]
     if usable:
-        pred = cross_validated(features[usable].to_numpy(float), gold, "all",
-                               folds=cfg.folds, repeats=cfg.repeats, seed=cfg.seed,
-                               C=cfg.regularisation)
-        out.append(_item_rows((system, kind, "all", layer, level, "all"), items, pred))
+        classifiers.append(("all", "all", usable))
+    for setting, measure, columns in classifiers:
+        key = (system, kind, setting, layer, level, measure)
+        matrix = features[columns].to_numpy(float)
+        out.append(_cross_validated(key, matrix, setting, items, cfg, per_repeat))
+        candidates.append(Candidate(label(dict(zip(KEYS, key, strict=True))), matrix,
+                                    setting))  # type: ignore[arg-type]
     return out
+
+
+def _cross_validated(key: tuple[str, ...], matrix: np.ndarray, setting: str, items,
+                     cfg: NccConfig, per_repeat: list[dict]) -> pd.DataFrame:
+    """The items rows of one classifier: its modal prediction over the repeats; its
+    accuracy in each repeat added to ``per_repeat``."""
+    from .classify import modal, repeated
+
+    table = repeated(matrix, [it.gold for it in items], setting,  # type: ignore[arg-type]
+                     folds=cfg.folds, repeats=cfg.repeats, seed=cfg.seed,
+                     C=cfg.regularisation)
+    _add_repeats(key, table, items, per_repeat)
+    return _item_rows(key, items, modal(table))
+
+
+def _add_repeats(key: tuple[str, ...], table: np.ndarray, items, per_repeat: list[dict]
+                 ) -> None:
+    gold = np.array([it.gold for it in items], dtype=object)
+    for r, predicted in enumerate(table):
+        per_repeat.append({**dict(zip(KEYS, key, strict=True)), "repeat": r,
+                           "accuracy": float((predicted == gold).mean())})
+
+
+def _selected(system: str, kind: str, candidates: list, items, cfg: NccConfig,
+              per_repeat: list[dict], notes: list[str]) -> pd.DataFrame:
+    """The items rows of the nested selection among ``candidates`` (setting ``nested``); what
+    it chose, said in ``notes``."""
+    from .classify import modal, nested_selected
+
+    if not candidates:  # every measure left out (the notes say why): nothing to choose
+        notes.append(f"{system} nested: no classifier to choose among, no nested selection")
+        return _item_rows((system, kind, "nested", "", "", ""), [], [])
+    nested = nested_selected(candidates, [it.gold for it in items], folds=cfg.folds,
+                             repeats=cfg.repeats, seed=cfg.seed, C=cfg.regularisation)
+    key = (system, kind, "nested", "", "", "")
+    _add_repeats(key, nested.predictions, items, per_repeat)
+    counts = nested.counts()
+    chose = ", ".join(f"{name} {k}" for name, k in list(counts.items())[:5])
+    more = f" and {len(counts) - 5} other(s)" if len(counts) > 5 else ""
+    notes.append(f"{system} nested: the classifier chosen by inner {cfg.folds}-fold "
+                 f"cross-validation on each outer training fold among {len(candidates)} "
+                 f"({cfg.folds} outer folds x {cfg.repeats} repeats): {chose}{more} (times "
+                 "chosen)")
+    return _item_rows(key, items, modal(nested.predictions))
 
 
 def _answers(model: str, data, cfg: NccConfig, cache: bool, cache_dir, progress: bool):

@@ -2,9 +2,10 @@
 system gets right, the figures and an index.
 
 * :func:`accuracy_table` (and :func:`accuracy_markdown`, :func:`accuracy_latex`): every system
-  row's accuracy and macro-F1 in percent with their 95% bootstrap intervals, ``n`` and the
-  F1 of each class, the rows in the order of :data:`ncprobe.ncc.KINDS` (published, ceiling,
-  representation, behaviour);
+  row's accuracy and macro-F1 in percent with their 95% bootstrap intervals, the accuracy
+  over the CV repeats, ``n`` and the F1 of each class, the rows in the order of
+  :data:`ncprobe.ncc.KINDS` (baseline, published, ceiling, representation, selected,
+  behaviour);
 * :func:`tests_table` (:func:`tests_markdown`, :func:`tests_latex`): every paired test, with
   its McNemar p, the corrected p and the family it was corrected in;
 * :func:`items_table` (:func:`items_markdown`, :func:`items_latex`): the items every system
@@ -38,8 +39,8 @@ from ..report_files import (
     write_probe_report,
 )
 from ..significance import STARS_NOTE, corrected_text, families_of, finite, p_text, stars
-from . import CHANCE_ACCURACY, HUMAN_ACCURACY, KINDS, MAJORITY_ACCURACY, NCC_CLASSES
-from .stats import KEYS
+from . import HUMAN_ACCURACY, KINDS, NCC_CLASSES
+from .stats import KEYS, MAXT_NAME
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -67,7 +68,8 @@ CONFUSION_PANELS = 16
 #: ... and never more panels than this.
 MAX_CONFUSION_PANELS = 24
 
-_ACCURACY = (*KEYS, "n", "accuracy", "ci_low", "ci_high", "macro_f1", "f1_low", "f1_high")
+_ACCURACY = (*KEYS, "n", "accuracy", "ci_low", "ci_high", "macro_f1", "f1_low", "f1_high",
+             "repeat_mean", "repeat_min", "repeat_max")
 _PER_CLASS = (*KEYS, "cls", "f1")
 _TESTS = ("a", "b", "kind_a", "kind_b", "n", "accuracy_a", "accuracy_b", "diff", "diff_low",
           "diff_high", "a_only", "b_only", "p", "p_corrected", "correction", "family",
@@ -101,8 +103,9 @@ def _signed(x: Any) -> str:
 
 
 def in_kind_order(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows of an NCC table in the order of :data:`ncprobe.ncc.KINDS` (published,
-    ceiling, representation, behaviour), each kind's rows in their order; a fresh index."""
+    """The rows of an NCC table in the order of :data:`ncprobe.ncc.KINDS` (baseline,
+    published, ceiling, representation, selected, behaviour), each kind's rows in their
+    order; a fresh index."""
     rank = df["kind"].astype(str).map({k: i for i, k in enumerate(KINDS)}).fillna(len(KINDS))
     return df.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
 
@@ -118,10 +121,12 @@ def _key(row: Mapping) -> tuple[str, ...]:
 def accuracy_table(accuracy: pd.DataFrame, per_class: pd.DataFrame | None = None
                    ) -> pd.DataFrame:
     """Every system row for display, in :func:`in_kind_order`: its key columns (``kind``,
-    ``system``, ``setting``, ``layer``, ``level``, ``measure``), ``n`` (items scored),
-    ``accuracy (%)`` and ``macro-F1 (%)`` with their 95% bootstrap intervals over items
-    (``66.8 [60.9, 72.6]``; none where not computed), and, with ``per_class``, each class's
-    F1 in percent (``F1 NC`` ...). ``df.attrs["note"]`` says what the cells are.
+    ``system``, ``setting``, ``layer``, ``level``, ``measure``), ``n`` (items scored; blank
+    for a row without items), ``accuracy (%)`` and ``macro-F1 (%)`` with their 95% bootstrap
+    intervals over items (``66.8 [60.9, 72.6]``; none where not computed), ``CV repeats
+    (%)`` (a classifier's accuracy over the cross-validation repeats: mean [least,
+    greatest]), and, with ``per_class``, each class's F1 in percent (``F1 NC`` ...).
+    ``df.attrs["note"]`` says what the cells are.
 
     Raises:
         UsageError: a table without the columns.
@@ -134,11 +139,14 @@ def accuracy_table(accuracy: pd.DataFrame, per_class: pd.DataFrame | None = None
     shown = pd.DataFrame({
         "kind": accuracy["kind"].astype(str),
         **{k: accuracy[k].astype(str) for k in KEYS if k != "kind"},
-        "n": [str(int(n)) if finite(n) else "" for n in accuracy["n"]],
+        "n": [str(int(n)) if finite(n) and int(n) else "" for n in accuracy["n"]],
         "accuracy (%)": [_with_interval(*v) for v in zip(
             accuracy["accuracy"], accuracy["ci_low"], accuracy["ci_high"], strict=True)],
         "macro-F1 (%)": [_with_interval(*v) for v in zip(
             accuracy["macro_f1"], accuracy["f1_low"], accuracy["f1_high"], strict=True)],
+        "CV repeats (%)": [_with_interval(*v) for v in zip(
+            accuracy["repeat_mean"], accuracy["repeat_min"], accuracy["repeat_max"],
+            strict=True)],
     }, dtype=object)
     if per_class is not None:
         keys = [_key(r) for r in accuracy.to_dict("records")]
@@ -148,9 +156,13 @@ def accuracy_table(accuracy: pd.DataFrame, per_class: pd.DataFrame | None = None
     shown.attrs["note"] = (
         "percent, 1 decimal"
         + ("; [95% percentile bootstrap interval over items]" if has_ci else "")
-        + "; n: items scored (a prediction file holds only the items its system answered); "
-        f"reference accuracies: human {100 * HUMAN_ACCURACY:.1f} (paper, 100 sampled items), "
-        f"majority class {100 * MAJORITY_ACCURACY:.1f}, chance {100 * CHANCE_ACCURACY:.1f}")
+        + "; CV repeats: the accuracy's mean over the cross-validation repeats [least, "
+        "greatest] (classifier rows); n: items scored (a prediction file holds only the items "
+        "its system answered; none for a result the paper prints without a file); baseline "
+        "rows: each task's rule that reads no item (3-way: the classifiers' three classes; "
+        "4-option: the prompted systems' four options), expected accuracy and macro-F1 from "
+        f"the expected counts; reference: human {100 * HUMAN_ACCURACY:.1f} (paper, 100 "
+        "sampled items)")
     return shown
 
 
@@ -182,7 +194,8 @@ def _tests_note(tests: pd.DataFrame) -> str:
     return ("A and B on the items both hold (n: the items of B's file); A - B in percentage "
             "points with its 95% paired bootstrap interval over items; A only / B only: the "
             "discordant items; p: exact McNemar test (two-sided binomial test of A only "
-            f"against A only + B only); p corrected: {corrected_text(tests)}; sig.: "
+            "against A only + B only); p corrected: "
+            f"{corrected_text(tests).replace('maxt (maxt)', MAXT_NAME + ' (maxt)')}; sig.: "
             f"{STARS_NOTE} (corrected p)")
 
 
@@ -307,6 +320,9 @@ def confusion_rows(accuracy: pd.DataFrame, limit: int = CONFUSION_PANELS
     published system's best setting, a model's best classifier and layer view; ties: the
     first in the table), at most :data:`MAX_CONFUSION_PANELS`."""
     ordered = in_kind_order(accuracy)
+    # the rows that answered items: not the baselines, nor the paper's rows without a file
+    ordered = ordered[(ordered["kind"].astype(str) != "baseline")
+                      & (ordered["n"].astype(int) > 0)].reset_index(drop=True)
     if len(ordered) <= limit:
         return [_key(r) for r in ordered.to_dict("records")]
     best: dict[tuple[str, str], dict] = {}
@@ -370,11 +386,13 @@ _FIGURE_TEXT = {
     "accuracy": "accuracy of every system row with its 95% bootstrap interval over items: "
                 "the published systems by setting, the local models' answers, the gold "
                 "ceiling, each model's representation classifiers (a layered model's "
-                "all-measure classifier per layer view and level); lines: human {human}% "
-                "(paper), majority class {majority}%, chance {chance}%.",
+                "all-measure classifier per layer view and level) and its nested selection "
+                "(a diamond); lines: each panel's own task's baselines (3-way for the "
+                "classifiers: uniform, stratified, majority; 4-option for the prompted "
+                "systems: four options, majority) and human {human}% (paper).",
     "layers": "each layered model's representation classifiers against the layer view, one "
               "panel per model and level: the all-measure classifier with its 95% interval "
-              "as a band, each single measure a line.",
+              "as a band, each single measure a line; lines: the 3-way baselines.",
     "confusion": "confusion matrices, gold class against answer, one panel per {panels}.",
     "agreement": "items x systems, right or wrong, the items sorted by how many systems get "
                  "them right (fewest first); the items every system misses and those only "
@@ -387,8 +405,14 @@ def _figure_text(kind: str, n_rows: int, n_shown: int) -> str:
               f"system: its most accurate row ({n_shown} of the {n_rows} rows; the others in "
               "the tables)")
     return _FIGURE_TEXT[kind].format(
-        human=f"{100 * HUMAN_ACCURACY:.1f}", majority=f"{100 * MAJORITY_ACCURACY:.1f}",
-        chance=f"{100 * CHANCE_ACCURACY:.0f}", panels=panels, systems=_ITEMS_NOTE)
+        human=f"{100 * HUMAN_ACCURACY:.1f}", panels=panels, systems=_ITEMS_NOTE)
+
+
+def _baseline_text(accuracy: pd.DataFrame) -> list[str]:
+    """Each baseline row in words: ``uniform 3-way 33.3%``."""
+    rows = accuracy[accuracy["kind"].astype(str) == "baseline"]
+    return [f"{r['system']} {r['setting']} {_pct(r['accuracy'])}% (macro-F1 "
+            f"{_pct(r['macro_f1'])}%)" for r in rows.to_dict("records")] or ["none recorded"]
 
 
 def _index(meta: Mapping[str, Any], tables: Mapping[str, pd.DataFrame], n_items: int,
@@ -417,11 +441,13 @@ def _index(meta: Mapping[str, Any], tables: Mapping[str, pd.DataFrame], n_items:
               "- `table_ncc_items.md`, `table_ncc_items.tex`: the items every system misses "
               "and those only the representation gets right."]
     lines += figure_lines(figures, lambda kind: _figure_text(kind, len(accuracy), shown))
-    lines += ["", "## Reference accuracies\n",
+    lines += ["", "## Reference accuracies and what is compared\n",
               f"Human {100 * HUMAN_ACCURACY:.1f}% (the paper: 3 annotators on 100 sampled "
-              "items; no item-level file, so no test against it); majority class "
-              f"{100 * MAJORITY_ACCURACY:.1f}% (NC, 95 of the 241 items); chance "
-              f"{100 * CHANCE_ACCURACY:.0f}% (four options)."]
+              "items; no item-level file, so no test against it). Chance and the majority "
+              "class are the baseline rows of the comparison table, each task's own: "
+              + "; ".join(_baseline_text(accuracy)) + "."]
+    for line in meta.get("reading", []):
+        lines += ["", str(line)]
     n_boot = meta.get("n_boot")
     if isinstance(n_boot, int) and not isinstance(n_boot, bool):
         lines += ["", (f"Intervals: 95% percentile bootstrap over items, {n_boot} resamples."

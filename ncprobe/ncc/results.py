@@ -5,7 +5,10 @@ A *system row* is one way of answering the 241 items, named by its key columns
 (:data:`ncprobe.ncc.stats.KEYS`: ``system``, ``kind``, ``setting``, ``layer``, ``level``,
 ``measure``; its label, :func:`ncprobe.ncc.stats.label`, joins the non-empty ones): a
 published prediction file (kind ``published``), the gold ceiling (``ceiling``), a model's
-representation classified (``representation``), a local model's own answers (``behaviour``).
+representation classified (``representation``), the nested selection among a model's
+classifiers (``selected``), a local model's own answers (``behaviour``); the accuracy table
+also holds what a rule that reads no item scores (``baseline``) and the paper's results
+without a file (``published``, ``n`` 0).
 An :class:`NccResults` holds five tables (fractions, not percent):
 
 * ``items``: one row per system row x item it answered: the keys, ``item`` (the item id),
@@ -13,13 +16,15 @@ An :class:`NccResults` holds five tables (fractions, not percent):
   ``correct``;
 * ``accuracy``: one row per system row: ``n`` (items scored), ``accuracy`` and ``macro_f1``
   with their 95% bootstrap intervals over items (``ci_low``, ``ci_high``, ``f1_low``,
-  ``f1_high``);
+  ``f1_high``), and for a classifier row its accuracy's mean, least and greatest over the
+  cross-validation repeats (``repeat_mean``, ``repeat_min``, ``repeat_max``);
 * ``per_class``: per system row and class (``cls``): ``n`` (gold items), ``precision``,
   ``recall``, ``f1``;
-* ``tests``: every classifier row (representation, ceiling) against every system row
-  (published, behaviour) on the items both hold: accuracy difference with its paired bootstrap
-  interval, the discordant items, McNemar's exact p, corrected across one family per run
-  (:func:`family_name`);
+* ``tests``: every classifier row (representation, selected, ceiling) against every system
+  row (published, behaviour) on the items both hold: accuracy difference with its paired
+  bootstrap interval, the discordant items, McNemar's exact p, corrected within its family,
+  fixed by the question (:func:`ncprobe.ncc.stats.family_of`: a model's classifiers against
+  the systems, the ceiling against the systems), by max-T by default;
 * ``confusion``: per system row, ``gold`` x ``predicted`` counts.
 
 Its directory is an ncprobe results directory (:mod:`ncprobe.results.store`: parquet tables
@@ -35,7 +40,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -44,11 +49,19 @@ from ..errors import UsageError
 from ..probes.base import ProbeResults, check_model_runs, refuse_pooling
 from ..query import filter_rows
 from ..results import store
-from ..significance import ALPHA, CORRECTION_NAMES, check_correction, p_text
-from . import CHANCE_ACCURACY, HUMAN_ACCURACY, KINDS, MAJORITY_ACCURACY, NCC_CLASSES
+from ..significance import CORRECTION_NAMES, p_text
+from . import HUMAN_ACCURACY, KINDS, NCC_CLASSES, PAPER_ROWS, check_ncc_correction
 from .report import LABEL as REPORT_LABEL
 from .report import in_kind_order
-from .stats import KEYS, N_BOOT, TESTS_COLUMNS, label
+from .stats import (
+    CEILING_FAMILY,
+    KEYS,
+    MAXT_NAME,
+    N_BOOT,
+    TESTS_COLUMNS,
+    family_name,
+    label,
+)
 
 __all__ = ["LAYOUT", "NCC_COLUMNS", "NCC_TABLES", "NccResults", "family_name"]
 
@@ -57,7 +70,8 @@ NCC_TABLES = ("items", "accuracy", "per_class", "tests", "confusion")
 #: The columns of each table, in order.
 NCC_COLUMNS = {
     "items": (*KEYS, "item", "nc", "gold", "predicted", "correct"),
-    "accuracy": (*KEYS, "n", "accuracy", "ci_low", "ci_high", "macro_f1", "f1_low", "f1_high"),
+    "accuracy": (*KEYS, "n", "accuracy", "ci_low", "ci_high", "macro_f1", "f1_low", "f1_high",
+                 "repeat_mean", "repeat_min", "repeat_max"),
     "per_class": (*KEYS, "cls", "n", "precision", "recall", "f1"),
     "tests": TESTS_COLUMNS,
     "confusion": (*KEYS, "gold", "predicted", "count"),
@@ -66,7 +80,8 @@ NCC_COLUMNS = {
 NCC_NUMERIC = frozenset({
     "correct", "n", "accuracy", "ci_low", "ci_high", "macro_f1", "f1_low", "f1_high",
     "precision", "recall", "f1", "accuracy_a", "accuracy_b", "diff", "diff_low", "diff_high",
-    "a_only", "b_only", "p", "p_corrected", "significant", "family_size", "count"})
+    "a_only", "b_only", "p", "p_corrected", "significant", "family_size", "count",
+    "repeat_mean", "repeat_min", "repeat_max"})
 #: The results directory layout of the probe (registered with the results store).
 LAYOUT = store.register_layout(store.Layout(
     "ncc", NCC_TABLES, NCC_COLUMNS, NCC_NUMERIC, run_keys=("model",),
@@ -75,14 +90,9 @@ LAYOUT = store.register_layout(store.Layout(
 #: The kinds of row that answer the items themselves (what systems *say*) ...
 SAID = ("published", "behaviour")
 #: ... and the rows that are the same in every run of the same data and options.
-SHARED = ("published", "ceiling")
+SHARED = ("baseline", "published", "ceiling")
 #: The options that decide the shared rows (the classifiers' folds and seeds: the ceiling).
 _SHARED_OPTIONS = ("folds", "repeats", "seed", "n_boot", "regularisation", "correction")
-
-
-def family_name(models: Iterable[str]) -> str:
-    """The family of a run's own tests: ``classifiers vs systems: <models>``."""
-    return f"classifiers vs systems: {', '.join(models)}"
 
 
 @dataclass
@@ -120,10 +130,19 @@ class NccResults(ProbeResults):
 
     @classmethod
     def from_items(cls, items: pd.DataFrame, meta: list[dict], *, n_boot: int = N_BOOT,
-                   seed: int = 0, correction: str = "holm") -> "NccResults":
+                   seed: int = 0, correction: str = "maxt",
+                   repeats: pd.DataFrame | None = None) -> "NccResults":
         """The results of an ``items`` table (one row per system row x item): accuracy and
         macro-F1 with intervals, per-class scores, confusion counts and the paired tests
-        (:mod:`ncprobe.ncc.stats`), the tests one family named after the runs' models.
+        (:mod:`ncprobe.ncc.stats`), each test corrected within its family
+        (:func:`ncprobe.ncc.stats.family_of`).
+
+        The accuracy table also holds the ``baseline`` rows
+        (:func:`ncprobe.ncc.stats.baseline_table`, from the items' gold classes) and the
+        paper's results without a file (:data:`ncprobe.ncc.PAPER_ROWS`: published rows with
+        ``n`` 0, no interval); ``repeats`` (the key columns, ``repeat``, ``accuracy``: each
+        classifier row's accuracy in each cross-validation repeat) gives ``repeat_mean``,
+        ``repeat_min`` and ``repeat_max`` (NaN for the rows it lacks).
 
         Raises:
             UsageError: an items table without the columns, with an unknown kind, or with an
@@ -131,15 +150,14 @@ class NccResults(ProbeResults):
         """
         from .stats import accuracy_table, confusion_table, per_class_table, tests_table
 
-        method = check_correction(correction)
+        method = check_ncc_correction(correction)
         items = items.reset_index(drop=True)
-        models = [str(m["config"]["model"]) for m in meta]
         try:
+            accuracy = accuracy_table(items, n_boot=n_boot, seed=seed)
             return cls(items=items,
-                       accuracy=accuracy_table(items, n_boot=n_boot, seed=seed),
+                       accuracy=_with_references(_with_repeats(accuracy, repeats), items),
                        per_class=per_class_table(items),
-                       tests=tests_table(items, family=family_name(models), n_boot=n_boot,
-                                         seed=seed, correction=method),
+                       tests=tests_table(items, n_boot=n_boot, seed=seed, correction=method),
                        confusion=confusion_table(items), meta=list(meta))
         except ValueError as e:
             raise UsageError(f"items: {e}") from None
@@ -165,7 +183,8 @@ class NccResults(ProbeResults):
                 the key columns, ``n``, accuracy and macro-F1 with their intervals, then
                 ``precision_<cls>``, ``recall_<cls>`` and ``f1_<cls>`` for each class (NC,
                 PC, C). ``item``: one row per item (sorted by id: ``item``, ``nc``, ``gold``),
-                one column per system row (its label), True where it is right, False where
+                one column per system row that holds items (its label; not the baseline
+                rows or the paper's rows without a file), True where it is right, False where
                 wrong, missing where the row lacks the item (a prediction file that did not
                 answer it).
 
@@ -186,7 +205,9 @@ class NccResults(ProbeResults):
             return out.reset_index(drop=True)
         if by == "item":
             items = self.items.assign(_row=[label(r) for r in self.items.to_dict("records")])
-            rows = [label(r) for r in self.accuracy.to_dict("records")]
+            held = set(items["_row"])
+            rows = [lab for lab in (label(r) for r in self.accuracy.to_dict("records"))
+                    if lab in held]
             base = (items[["item", "nc", "gold"]].drop_duplicates("item")
                     .sort_values("item", kind="stable").reset_index(drop=True))
             right = items.pivot(index="item", columns="_row", values="correct")
@@ -198,14 +219,16 @@ class NccResults(ProbeResults):
 
     def agreement_systems(self) -> dict[str, str]:
         """The system rows of :meth:`agreement` (label -> kind), in the order of
-        :data:`ncprobe.ncc.KINDS`: every published and behaviour row, and each model's most
-        accurate representation row and the gold ceiling's most accurate row (ties: the
-        first in the table)."""
+        :data:`ncprobe.ncc.KINDS`: every published and behaviour row that holds items, and
+        each model's most accurate representation row and the gold ceiling's most accurate
+        row (ties: the first in the table)."""
         out: dict[str, str] = {}
         ordered = in_kind_order(self.accuracy)
         best: dict[tuple[str, str], tuple[float, str]] = {}
         for row in ordered.to_dict("records"):
             kind = str(row["kind"])
+            if kind not in (*SAID, "representation", "ceiling") or int(row["n"]) == 0:
+                continue
             if kind in SAID:
                 out[label(row)] = kind
                 continue
@@ -248,29 +271,36 @@ class NccResults(ProbeResults):
     # --- what is printed ------------------------------------------------------------------------
 
     def summary(self) -> str:
-        """The accuracy rows as text: published first, then the ceiling, the representation
-        and the behaviour rows; accuracy and macro-F1 in percent with their intervals and
-        ``n``; the best representation classifier (and the ceiling) against the best
-        published system; the reference accuracies; the notes."""
+        """The accuracy rows as text: the baselines first, then the published rows, the
+        ceiling, the representation, the nested selection and the behaviour rows; accuracy
+        and macro-F1 in percent with their intervals, the mean and range of the accuracy over
+        the cross-validation repeats, and ``n``; what is compared with what; each model's
+        nested selection, the most accurate representation row (descriptive) and the ceiling
+        against the best published system; the notes."""
         acc = in_kind_order(self.accuracy)
         labels = [label(r) for r in acc.to_dict("records")]
         n_boot = self.option("n_boot", None)
         intervals = (f"95% bootstrap intervals over items ({n_boot} resamples) in brackets"
                      if isinstance(n_boot, int) and n_boot > 0 else "no intervals (n_boot 0)")
         lines = [f"SemanticQA NCC: {self.items['item'].nunique()} items, {len(acc)} system "
-                 f"rows; accuracy and macro-F1 in percent, {intervals}"]
+                 f"rows; accuracy and macro-F1 in percent, {intervals}; CV repeats: the "
+                 "accuracy's mean over the cross-validation repeats [least, greatest]"]
         if self.edited_lines():
             lines[:0] = [*self.edited_lines(), ""]
         width = min(max([len(s) for s in labels] + [10]), 56)
-        head = f"{'kind':<14} {'system row':<{width}} {'n':>4} {'accuracy':>21} {'macro-F1':>21}"
+        head = (f"{'kind':<14} {'system row':<{width}} {'n':>4} {'accuracy':>21} "
+                f"{'macro-F1':>21} {'CV repeats':>21}")
         lines += ["", head, "-" * len(head)]
         for row, name in zip(acc.to_dict("records"), labels, strict=True):
-            lines.append(f"{row['kind']:<14} {name:<{width}} {int(row['n']):>4} "
+            n = str(int(row["n"])) if int(row["n"]) else "-"
+            lines.append(f"{row['kind']:<14} {name:<{width}} {n:>4} "
                          f"{_cell(row, 'accuracy', 'ci_low', 'ci_high'):>21} "
-                         f"{_cell(row, 'macro_f1', 'f1_low', 'f1_high'):>21}")
+                         f"{_cell(row, 'macro_f1', 'f1_low', 'f1_high'):>21} "
+                         f"{_cell(row, 'repeat_mean', 'repeat_min', 'repeat_max'):>21}")
         lines += ["", f"Reference: human {100 * HUMAN_ACCURACY:.1f} (paper; 100 sampled items, "
-                  f"no item-level file), majority class {100 * MAJORITY_ACCURACY:.1f} (NC, "
-                  f"95/241), chance {100 * CHANCE_ACCURACY:.1f} (four options)"]
+                  "no item-level file). The baseline rows are each task's: 3-way for the "
+                  "classifiers (three classes), 4-option for the published and local models "
+                  "(four options, the 4th never right).", *self.reading()]
         headline = self._headline()
         if headline:
             lines += ["", *headline]
@@ -278,24 +308,57 @@ class NccResults(ProbeResults):
             lines += ["", "Notes:"] + [f"  {n}" for n in self.notes]
         return "\n".join(lines)
 
-    def _best(self, kind: str) -> dict | None:
-        """The most accurate row of a kind (the first on ties), or None."""
+    def reading(self) -> list[str]:
+        """What the rows compare, in words (the summary and the report's index say it)."""
+        n_items = int(self.items["item"].nunique())
+        folds = self.option("folds", None)
+        trained = (f"about {round(n_items * (folds - 1) / folds)} gold labels per fold "
+                   f"({folds}-fold cross-validation)" if isinstance(folds, int) and folds > 1
+                   else "the gold labels of the training folds")
+        return [
+            f"The classifiers (representation, selected, ceiling) are trained on {trained}; "
+            "the published systems and the local models' answers are prompted, never "
+            "trained on these labels; the paper's fine-tuned BERT rows (no file: no interval, "
+            "no test) are the trained systems it reports.",
+            "The most accurate row of a kind is chosen on the items it is scored on "
+            "(descriptive, optimistic); a model's `selected` row (setting nested) chooses its "
+            "classifier inside the training folds (nested cross-validation): the number to "
+            "quote.",
+        ]
+
+    def _best(self, kind: str, system: str | None = None) -> dict | None:
+        """The most accurate row of a kind (of one system), the first on ties, or None."""
         rows = self.accuracy[(self.accuracy["kind"].astype(str) == kind)
-                             & self.accuracy["accuracy"].notna()]
+                             & self.accuracy["accuracy"].notna()
+                             & (self.accuracy["n"].astype(int) > 0)]
+        if system is not None:
+            rows = rows[rows["system"].astype(str) == system]
         if rows.empty:
             return None
         return rows.loc[rows["accuracy"].astype(float).idxmax()].to_dict()
 
     def _headline(self) -> list[str]:
-        """The best classifier of each kind against the best published system: its test."""
+        """Each model's nested selection, the most accurate representation row (chosen on
+        the test items: descriptive) and the gold ceiling against the best published
+        system: their tests."""
         best = self._best("published")
         if best is None:
             return []
+        acc = self.accuracy
+        chosen: list[tuple[str, dict | None]] = []
+        for system in dict.fromkeys(acc.loc[acc["kind"].astype(str) == "selected", "system"]
+                                    .astype(str)):
+            chosen.append((f"{system} nested selection (chosen inside the training folds)",
+                           self._best("selected", system)))
+        chosen.append(("most accurate representation row (chosen on the items it is scored "
+                       "on: descriptive)", self._best("representation")))
+        ceiling = acc[(acc["kind"].astype(str) == "ceiling")
+                      & (acc["setting"].astype(str) == "nested")]
+        chosen.append(("gold ceiling, nested selection", ceiling.iloc[0].to_dict()
+                       if len(ceiling) else self._best("ceiling")))
         lines = []
         b = label(best)
-        for kind, what in (("representation", "best representation classifier"),
-                           ("ceiling", "gold ceiling (best)")):
-            row = self._best(kind)
+        for what, row in chosen:
             if row is None:
                 continue
             a = label(row)
@@ -308,14 +371,14 @@ class NccResults(ProbeResults):
             t = test.iloc[0]
             ci = (f" [{100 * t['diff_low']:+.1f}, {100 * t['diff_high']:+.1f}]"
                   if pd.notna(t["diff_low"]) and pd.notna(t["diff_high"]) else "")
-            how = CORRECTION_NAMES.get(str(t["correction"]), str(t["correction"]))
             lines.append(
                 f"{what} {a} vs best published system {b}, on the {int(t['n'])} items of its "
                 f"file: {100 * t['accuracy_a']:.1f} vs {100 * t['accuracy_b']:.1f}, "
                 f"{100 * t['diff']:+.1f} points{ci}; items right only by the classifier "
                 f"{int(t['a_only'])}, only by the system {int(t['b_only'])}; McNemar p "
-                f"{p_text(t['p'])}, {how} p {p_text(t['p_corrected'])} (family "
-                f"{t['family']}, {int(t['family_size'])} tests)")
+                f"{p_text(t['p'])}, {correction_name(str(t['correction']))} p "
+                f"{p_text(t['p_corrected'])} (family {t['family']}, "
+                f"{int(t['family_size'])} tests)")
         return lines
 
     def json_rows(self) -> list[dict]:
@@ -336,7 +399,8 @@ class NccResults(ProbeResults):
         shared = self.shared_config()
         return {"probe": LAYOUT.probe, "models": models, "config": shared,
                 "notes": self.notes, "n_boot": shared.get("n_boot"),
-                "agreement": self.agreement_systems(), "edited": self.edited_lines()}
+                "agreement": self.agreement_systems(), "edited": self.edited_lines(),
+                "reading": self.reading()}
 
     def report(self, out_dir: str | Path, *, formats: Sequence[str] = ("png", "pdf"),
                dpi: int = 200, overwrite: bool = False,
@@ -408,8 +472,7 @@ class NccResults(ProbeResults):
             UsageError: no other NCC results, results of different items or data, or a row
                 that is not there.
         """
-        from ..stats import correct as correct_p_values
-        from .stats import paired_test
+        from .stats import correct_families, paired_test
 
         if not isinstance(other, NccResults):
             raise UsageError("NCC results are compared with other NCC results (the classifiers "
@@ -420,8 +483,9 @@ class NccResults(ProbeResults):
         rows_a, rows_b = self._rows(a, "a"), other._rows(b, "b")
         n_boot = self.option("n_boot", N_BOOT) if n_boot is None else n_boot
         seed = self.option("seed", 0) if seed is None else seed
-        correction = check_correction(correction or self.option("correction", "holm"))
-        out = []
+        correction = check_ncc_correction(correction or self.option("correction", "holm"))
+        ids = sorted(set(self.items["item"].astype(str)))
+        out, diffs = [], []
         right_b = other._correct(rows_b)
         for ra, ca in zip(rows_a, self._correct(rows_a), strict=True):
             for rb, cb in zip(rows_b, right_b, strict=True):
@@ -429,15 +493,14 @@ class NccResults(ProbeResults):
                 test = paired_test(ca[both].to_numpy(bool), cb[both].to_numpy(bool),
                                    int(n_boot), int(seed))
                 out.append({"a": label(ra), "b": label(rb), "kind_a": str(ra["kind"]),
-                            "kind_b": str(rb["kind"]), **test})
+                            "kind_b": str(rb["kind"]), **test,
+                            "family": f"classifiers across runs: {names[0]} vs {names[1]}"})
+                d = (ca[both].astype(int) - cb[both].astype(int)).reindex(ids, fill_value=0)
+                diffs.append(d.to_numpy(np.int8))
         df = pd.DataFrame(out, columns=[c for c in TESTS_COLUMNS if c not in (
-            "p_corrected", "significant", "correction", "family", "family_size")])
-        p = df["p"].to_numpy(np.float64)
-        df["p_corrected"] = correct_p_values(p, correction)
-        df["significant"] = np.nan_to_num(df["p_corrected"].to_numpy(float), nan=np.inf) <= ALPHA
-        df["correction"] = correction
-        df["family"] = f"classifiers across runs: {names[0]} vs {names[1]}"
-        df["family_size"] = int((~np.isnan(p)).sum())
+            "p_corrected", "significant", "correction", "family_size")])
+        df = correct_families(df, np.array(diffs, dtype=np.int8).reshape(len(out), len(ids)),
+                              correction, seed=int(seed))
         return df.astype({"n": np.int64, "a_only": np.int64, "b_only": np.int64,
                           "significant": bool, "family_size": np.int64})
 
@@ -454,9 +517,10 @@ class NccResults(ProbeResults):
     @classmethod
     def concat(cls, results: Sequence["NccResults"], names: Sequence[str] | None = None
                ) -> "NccResults":
-        """Several results as one. The published rows and the gold ceiling, the same in every
-        run of the same data and options, are kept once; every model's rows are stacked
-        after them; each run's tests stay as they are (one family per run).
+        """Several results as one. The published, baseline and gold-ceiling rows (and the
+        ceiling's tests against the published systems), the same in every run of the same
+        data and options, are kept once; every model's rows are stacked after them; every
+        other test stays as it is (its family is fixed by the question, never by the run).
 
         Raises:
             UsageError: a model in two results (never pooled), results of different items or
@@ -475,15 +539,51 @@ class NccResults(ProbeResults):
         for table in NCC_TABLES:
             parts = [first.tables[table]]
             for res, name in zip(results[1:], names[1:], strict=True):
-                if table != "tests":
-                    _check_shared(first, res, table, names[0], name)
-                    df = res.tables[table]
-                    parts.append(df[~df["kind"].astype(str).isin(SHARED)])
-                else:
-                    parts.append(res.tables[table])
+                _check_shared(first, res, table, names[0], name)
+                df = res.tables[table]
+                parts.append(df[~_shared_rows(df, table)])
             frames[table] = pd.concat(parts, ignore_index=True)
         return cls(**frames, meta=[m for r in results for m in r.meta])
 
+
+
+def _with_repeats(accuracy: pd.DataFrame, repeats: pd.DataFrame | None) -> pd.DataFrame:
+    """The accuracy table with each row's mean, least and greatest accuracy over the
+    cross-validation repeats (NaN where ``repeats`` has none)."""
+    out = accuracy.copy()
+    for col in ("repeat_mean", "repeat_min", "repeat_max"):
+        out[col] = np.nan
+    if repeats is None or repeats.empty:
+        return out
+    spread = repeats.groupby(list(KEYS), sort=False)["accuracy"].agg(["mean", "min", "max"])
+    keys = pd.MultiIndex.from_frame(out[list(KEYS)].astype(str))
+    spread.index = pd.MultiIndex.from_tuples([tuple(map(str, k)) for k in spread.index],
+                                             names=list(KEYS))
+    found = spread.reindex(keys)
+    for col, agg in (("repeat_mean", "mean"), ("repeat_min", "min"), ("repeat_max", "max")):
+        out[col] = found[agg].to_numpy(np.float64)
+    return out
+
+
+def _with_references(accuracy: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """The accuracy table with the baseline rows (from the items' gold classes) and the
+    paper's rows without a file (:data:`ncprobe.ncc.PAPER_ROWS`) after its own rows."""
+    from .stats import baseline_table
+
+    if items.empty:
+        return accuracy
+    gold = items.drop_duplicates("item")["gold"].astype(str).to_numpy(object)
+    paper = pd.DataFrame([{"system": system, "kind": "published", "setting": setting,
+                           "layer": "", "level": "", "measure": "", "n": 0,
+                           "accuracy": value} for system, setting, value in PAPER_ROWS])
+    extra = pd.concat([baseline_table(gold), paper], ignore_index=True)
+    extra = extra.reindex(columns=accuracy.columns)
+    return pd.concat([accuracy, extra], ignore_index=True).astype({"n": np.int64})
+
+
+def correction_name(method: str) -> str:
+    """A correction in words (``maxt``: :data:`~ncprobe.ncc.stats.MAXT_NAME`)."""
+    return MAXT_NAME if method == "maxt" else CORRECTION_NAMES.get(method, method)
 
 
 def _held_models(tables: Mapping[str, pd.DataFrame]) -> list[str]:
@@ -502,12 +602,21 @@ def _cell(row: Mapping, value: str, lo: str, hi: str) -> str:
     return f"{text} [{100 * row[lo]:.1f}, {100 * row[hi]:.1f}]"
 
 
+def _shared_rows(df: pd.DataFrame, table: str) -> np.ndarray:
+    """The rows of a table that are the same in every run of the same data and options: the
+    published, baseline and ceiling rows; of the tests, the ceiling's against the published
+    systems (its own family, fixed by the question)."""
+    if table == "tests":
+        return (df["family"].astype(str) == CEILING_FAMILY).to_numpy(bool)
+    return df["kind"].astype(str).isin(SHARED).to_numpy(bool)
+
+
 def _check_shared(first: NccResults, other: NccResults, table: str, name_a: str,
                   name_b: str) -> None:
     """Refuse to join results whose published or ceiling rows of ``table`` differ."""
     def shared(res: NccResults) -> pd.DataFrame:
         df = res.tables[table]
-        return df[df["kind"].astype(str).isin(SHARED)].reset_index(drop=True)
+        return df[_shared_rows(df, table)].reset_index(drop=True)
 
     try:  # equal values; a table read from parquet and one computed may differ in dtype
         pd.testing.assert_frame_equal(shared(first), shared(other), check_dtype=False)

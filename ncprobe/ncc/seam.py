@@ -29,8 +29,15 @@ class NccProbe(Probe):
     name = "ncc"
     asks = ("Does what a model's representation encodes tell a compound's compositionality "
             "class in its sentence as well as what language models answer, item by item?")
-    data = ("SemanticQA NCC: 241 English NCIMP compounds in sentences, eleven systems' "
-            "predictions in 26 files (MIT)")
+    @property
+    def data(self) -> str:  # type: ignore[override]  # counted from the pins, never written
+        """What the probe reads, its systems and files counted from the pinned files."""
+        from ..data.semanticqa import pinned_systems, prediction_files
+
+        return (f"SemanticQA NCC: 241 English NCIMP compounds in sentences, "
+                f"{len(pinned_systems())} systems' predictions in {len(prediction_files())} "
+                "files (MIT)")
+
     help = "SemanticQA NCC: a representation's classes beside the published systems' answers"
     description = (
         "Classify the 241 items of SemanticQA's noun-compound compositionality task (NC, PC, "

@@ -23,10 +23,18 @@ computed on the same resamples (common random numbers).
 * :func:`accuracy_table`, :func:`per_class_table`, :func:`confusion_table`,
   :func:`tests_table`: the tables of the NCC results from the ``items`` table (one row per
   system row x item, keyed by :data:`KEYS`). :func:`tests_table` compares every classifier
-  row (``representation``, ``ceiling``) with every system row (``published``, ``behaviour``)
-  on the items both hold (a system is compared on the items its file answered only), and
-  corrects every p-value of the table as one family (:func:`ncprobe.stats.correct`, Holm by
-  default).
+  row (``representation``, ``selected``, ``ceiling``) with every system row (``published``,
+  ``behaviour``) on the items both hold (a system is compared on the items its file answered
+  only), and corrects the p-values family by family, the families fixed by the question
+  (:func:`family_of`), so that a test's corrected p never depends on which other models
+  shared the run.
+* :func:`maxt_adjusted`: the correction by default, Westfall & Young's step-down max-T over
+  joint item permutations: the paired null of every test of a family at once, each item's two
+  answers swapped (or not) together in every test, so the strong dependence between the tests
+  (the same items, the same systems) is kept, where Holm assumes the worst case.
+* :func:`baseline_table`: the rows ``kind`` ``baseline``: what a rule that reads no item
+  scores on these items' gold classes (uniform, stratified, majority over the three classes;
+  uniform over the four options of the published prompts).
 """
 
 from __future__ import annotations
@@ -39,20 +47,29 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..schema import Correction
 from ..significance import ALPHA
 from ..stats import correct as correct_p_values
 from ..stats import one_blas_thread, resample_counts
-from . import NCC_CLASSES
+from . import NCC_CLASSES, check_ncc_correction
 
 #: The columns that name a row of the NCC tables (a system, or a classifier of one model).
 KEYS: tuple[str, ...] = ("system", "kind", "setting", "layer", "level", "measure")
 #: The rows that classify from a representation or the gold score (the ``a`` of a test) ...
-CLASSIFIER_KINDS: tuple[str, ...] = ("representation", "ceiling")
+CLASSIFIER_KINDS: tuple[str, ...] = ("representation", "selected", "ceiling")
 #: ... and the rows that answer the question (the ``b`` of a test).
 SYSTEM_KINDS: tuple[str, ...] = ("published", "behaviour")
+#: Rows of the accuracy table only, never of the items table: what a rule that reads no item
+#: scores (:func:`baseline_table`).
+BASELINE = "baseline"
 N_BOOT = 1000
 LEVEL = 0.95
+
+#: The joint item permutations of ``maxt`` (the identity among them: the smallest p is
+#: 1 / 10,000).
+PERMUTATIONS = 10_000
+#: How ``maxt`` is named in the tables' notes and the summary.
+MAXT_NAME = (f"max-T corrected (Westfall-Young step-down over {PERMUTATIONS:,} joint item "
+             "permutations of the paired answers, McNemar z)")
 
 TESTS_COLUMNS: tuple[str, ...] = (
     "a", "b", "kind_a", "kind_b", "n", "accuracy_a", "accuracy_b", "diff", "diff_low",
@@ -312,24 +329,140 @@ def _per_row(items: pd.DataFrame,
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(KEYS))
 
 
-def tests_table(items: pd.DataFrame, *, family: str, n_boot: int = N_BOOT, seed: int = 0,
-                correction: Correction = "holm", level: float = LEVEL) -> pd.DataFrame:
+def family_name(models: Sequence[str]) -> str:
+    """The family of a model's classifiers against the published systems (and its own
+    answers): ``classifiers vs systems: <model>``."""
+    return f"classifiers vs systems: {', '.join(models)}"
+
+
+#: The family of the gold ceiling against the published systems.
+CEILING_FAMILY = "gold ceiling vs systems"
+
+
+def family_of(kind_a: str, system_a: str, kind_b: str, system_b: str) -> str:
+    """The family of the test of classifier row ``a`` against system row ``b``, fixed by the
+    question, never by what else ran:
+
+    * a model's classifiers (representation, selected) against the published systems and
+      that model's own answers: ``classifiers vs systems: <model>`` (:func:`family_name`);
+    * the gold ceiling against the published systems: ``gold ceiling vs systems``;
+    * a model's classifiers against *another* model's answers:
+      ``classifiers vs systems: <model> vs <other>'s answers``; the ceiling against a model's
+      answers: ``gold ceiling vs <model>'s answers``.
+    """
+    ceiling = kind_a == "ceiling"
+    if kind_b == "published" or (not ceiling and system_a == system_b):
+        return CEILING_FAMILY if ceiling else family_name([system_a])
+    return (f"gold ceiling vs {system_b}'s answers" if ceiling
+            else f"{family_name([system_a])} vs {system_b}'s answers")
+
+
+def maxt_adjusted(diffs: ArrayLike, signs: ArrayLike) -> np.ndarray:
+    """Westfall & Young's step-down max-T adjusted p-values of ``m`` paired tests.
+
+    Test ``j``'s statistic is McNemar's ``z``: ``|sum_i d_ij| / sqrt(#{i: d_ij != 0})`` (0
+    where no item is discordant), ``d_ij`` = a right - b right on item ``i`` (-1, 0, 1; 0 for
+    an item the test does not hold). Under the paired null each item's two answers may be
+    swapped, which flips the sign of its ``d``; a row of ``signs`` swaps the same items in
+    every test at once. With the tests ranked by their observed statistic (largest first,
+    ties in the given order), the adjusted p of the test ranked ``k`` is the share of rows
+    whose largest statistic among the tests ranked ``k`` or later reaches its observed one,
+    then made non-decreasing along the ranks (Westfall & Young 1993, algorithm 2.8).
+
+    Args:
+        diffs: ``(m, n)``, each test's ``d`` per item.
+        signs: ``(B, n)`` of +1 and -1, the swaps: every one of the ``2^n`` for the exact
+            test, or the identity and ``B - 1`` random ones (:func:`item_swaps`).
+
+    Returns:
+        ``(m,)`` adjusted p-values, in the order of ``diffs``.
+    """
+    d = np.asarray(diffs, dtype=np.float64)
+    flips = np.asarray(signs, dtype=np.float64)
+    if d.ndim != 2 or flips.ndim != 2 or flips.shape[1] != d.shape[1] or not len(flips):
+        raise ValueError(f"maxt_adjusted needs diffs (m, n) and signs (B, n), got "
+                         f"{d.shape} and {flips.shape}")
+    m = d.shape[0]
+    if not m:
+        return np.empty(0)
+    discordant = (d != 0).sum(axis=1)
+    scale = np.where(discordant > 0, 1.0 / np.sqrt(np.maximum(discordant, 1)), 0.0)
+    observed = np.abs(d.sum(axis=1)) * scale
+    order = np.argsort(-observed, kind="stable")
+    ranked, ranked_scale = d[order].T, scale[order]
+    # a maximum equal to the observed statistic of another test counts as reaching it
+    reach = observed[order] * (1.0 - 1e-12)
+    hits = np.zeros(m)
+    for start in range(0, len(flips), 512):  # a block of swaps at a time: bounded memory
+        t = np.abs(flips[start:start + 512] @ ranked) * ranked_scale          # (b, m)
+        successive = np.maximum.accumulate(t[:, ::-1], axis=1)[:, ::-1]
+        hits += (successive >= reach).sum(axis=0)
+    adjusted = np.maximum.accumulate(hits / len(flips))
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
+def item_swaps(n: int, permutations: int = PERMUTATIONS, seed: int = 0) -> np.ndarray:
+    """``(permutations, n)`` signs: the identity (no item swapped) first, then
+    ``permutations - 1`` draws of each item swapped or not with probability one half
+    (``numpy.random.default_rng(seed)``): the same swaps for the same ``n`` and seed."""
+    rng = np.random.default_rng(seed)
+    drawn = rng.integers(0, 2, size=(max(permutations - 1, 0), n), dtype=np.int8) * 2 - 1
+    return np.vstack([np.ones((1, n), dtype=np.int8), drawn])
+
+
+def correct_families(tests: pd.DataFrame, diffs: np.ndarray, correction: str, *,
+                     seed: int = 0, permutations: int = PERMUTATIONS) -> pd.DataFrame:
+    """``tests`` (columns ``p`` and ``family``; row ``j``'s paired differences per item in
+    ``diffs[j]``) with ``p_corrected``, ``significant``, ``correction`` and ``family_size``
+    added: each family corrected on its own, by :func:`maxt_adjusted` over
+    :func:`item_swaps` (``maxt``) or :func:`ncprobe.stats.correct`. A test without items
+    (p NaN) is no part of its family and stays NaN."""
+    method = check_ncc_correction(correction)
+    out = tests.copy()
+    p = out["p"].to_numpy(np.float64)
+    corrected = np.full(len(out), np.nan)
+    sizes = np.zeros(len(out), dtype=np.int64)
+    families = out["family"].astype(str).to_numpy()
+    swaps = (item_swaps(diffs.shape[1], permutations, seed)
+             if method == "maxt" and len(out) else None)
+    for name in dict.fromkeys(families):
+        at = np.flatnonzero(families == name)
+        ok = at[~np.isnan(p[at])]
+        sizes[at] = len(ok)
+        if swaps is not None:
+            corrected[ok] = maxt_adjusted(diffs[ok], swaps)
+        else:
+            corrected[at] = correct_p_values(p[at], method)  # type: ignore[arg-type]
+    out["p_corrected"] = corrected
+    out["significant"] = np.nan_to_num(corrected, nan=np.inf) <= ALPHA
+    out["correction"] = method
+    out["family_size"] = sizes
+    return out[list(TESTS_COLUMNS)]
+
+
+def tests_table(items: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0,
+                correction: str = "maxt", level: float = LEVEL,
+                permutations: int = PERMUTATIONS) -> pd.DataFrame:
     """The ``tests`` table: every classifier row against every system row, on the same items.
 
     Args:
         items: the ``items`` table (at least :data:`KEYS`, ``item``, ``correct``; one line per
             row x item the row answered).
-        family: the family's name (``"classifiers vs systems: <models>"``).
-        n_boot, seed, level: the paired bootstrap (:func:`paired_test`).
-        correction: ``holm``, ``fdr_bh`` or ``none``, across every test of the table.
+        n_boot, seed, level: the paired bootstrap (:func:`paired_test`); ``seed`` also draws
+            the permutations of ``maxt``.
+        correction: ``maxt`` (default), ``holm``, ``fdr_bh`` or ``none``, within each family
+            of :func:`family_of` (:func:`correct_families`).
+        permutations: the joint item permutations of ``maxt``.
 
     Returns:
         :data:`TESTS_COLUMNS`, one row per classifier row (``a``, in order of first
         appearance) x system row (``b``). ``n`` counts the items both rows hold (for a
         classifier that scores every item, the items in b's file); the items enter the
         bootstrap sorted by item id, so pairs on the same items share their resamples.
-        ``family_size`` counts the tests with a p-value (``n > 0``); ``significant`` is
-        ``p_corrected <= 0.05``.
+        ``family_size`` counts the tests of the row's family with a p-value (``n > 0``);
+        ``significant`` is ``p_corrected <= 0.05``.
 
     Raises:
         ValueError: a missing column, an unknown kind, or an item twice in a row.
@@ -346,24 +479,64 @@ def tests_table(items: pd.DataFrame, *, family: str, n_boot: int = N_BOOT, seed:
         held[number, column[at]] = True
         right[number, column[at]] = correct[at]
     names = [label(row) for row in keys.to_dict("records")]
-    kinds = keys["kind"].tolist()
-    rows = []
+    kinds = keys["kind"].astype(str).tolist()
+    systems = keys["system"].astype(str).tolist()
+    rows, diffs = [], []
     with one_blas_thread():
         for a in (i for i, k in enumerate(kinds) if k in CLASSIFIER_KINDS):
             for b in (i for i, k in enumerate(kinds) if k in SYSTEM_KINDS):
                 both = held[a] & held[b]
                 test = _paired(right[a, both], right[b, both], n_boot, seed, level)
                 rows.append({"a": names[a], "b": names[b], "kind_a": kinds[a],
-                             "kind_b": kinds[b], **test})
+                             "kind_b": kinds[b], **test,
+                             "family": family_of(kinds[a], systems[a], kinds[b], systems[b])})
+                diffs.append(np.where(both, right[a].astype(np.int8) - right[b], 0))
     out = pd.DataFrame(rows, columns=[c for c in TESTS_COLUMNS if c not in (
-        "p_corrected", "significant", "correction", "family", "family_size")])
-    p = out["p"].to_numpy(np.float64)
-    corrected = correct_p_values(p, correction)
-    out["p_corrected"] = corrected
-    out["significant"] = np.nan_to_num(corrected, nan=np.inf) <= ALPHA
-    out["correction"] = correction
-    out["family"] = family
-    out["family_size"] = int((~np.isnan(p)).sum())
+        "p_corrected", "significant", "correction", "family_size")])
+    out = correct_families(out, np.array(diffs, dtype=np.int8).reshape(len(rows), len(ids)),
+                           correction, seed=seed, permutations=permutations)
     return out.astype({"n": np.int64, "a_only": np.int64, "b_only": np.int64,
                        "significant": bool, "family_size": np.int64})
 
+
+# ---------------------------------------------------------------------------------------------
+# the baselines
+
+
+#: The baseline rows: (system, setting, what it is). ``3-way``: the classifiers' task (three
+#: classes); ``4-option``: the published prompts' (four options, the 4th never right).
+BASELINES: tuple[tuple[str, str, str], ...] = (
+    ("uniform", "3-way", "each class with probability 1/3"),
+    ("stratified", "3-way", "each class with its share of the gold classes"),
+    ("majority", "3-way", "always the most frequent gold class"),
+    ("four_options", "4-option", "each of the four options with probability 1/4"),
+)
+
+
+def baseline_table(gold: Sequence[str] | ArrayLike, classes: Sequence[str] = NCC_CLASSES
+                   ) -> pd.DataFrame:
+    """The ``baseline`` rows of the accuracy table: what each rule of :data:`BASELINES` scores
+    on ``gold`` (its expected accuracy, and its macro-F1 from the expected counts: class
+    ``c`` predicted ``q_c n`` times, ``p_c q_c n`` of them right, F1 ``2 p_c q_c / (p_c +
+    q_c)``), ``n`` the items, no interval (a rule, not a sample of answers).
+
+    The majority class is the first of the most frequent (in ``classes``' order)."""
+    g = np.asarray(gold, dtype=object).ravel()
+    n = len(g)
+    share = np.array([(g == c).sum() for c in classes], dtype=np.float64) / max(n, 1)
+    k = len(classes)
+    majority = np.zeros(k)
+    majority[int(np.argmax(share))] = 1.0
+    predicted = {"uniform": np.full(k, 1.0 / k), "stratified": share, "majority": majority,
+                 "four_options": np.full(k, 1.0 / (k + 1))}
+    rows = []
+    for system, setting, _ in BASELINES:
+        q = predicted[system]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f1 = np.where(share + q > 0, 2.0 * share * q / (share + q), 0.0)
+        rows.append({"system": system, "kind": BASELINE, "setting": setting, "layer": "",
+                     "level": "", "measure": "", "n": n,
+                     "accuracy": float(share @ q) if n else _NAN, "ci_low": _NAN,
+                     "ci_high": _NAN, "macro_f1": float(f1.mean()) if n else _NAN,
+                     "f1_low": _NAN, "f1_high": _NAN})
+    return pd.DataFrame(rows).astype({"n": np.int64})

@@ -34,7 +34,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
-from ..astitch import CONTROLS, IDIOMATIC, LITERAL, SCORES, SETTINGS, SPLITS
+from ..astitch import IDIOMATIC, LITERAL, SCORES, SETTINGS, SPLITS
+from ..astitch.stats import SUBSETS
 from ..errors import NoData
 from ..query import check_table
 from ._style import add_legend, count_range, declutter, new_figure, style, suptitle
@@ -55,23 +56,29 @@ FEATURE_STYLES: dict[tuple[str, str], tuple[str, LineStyleType]] = {
 #: Colour and line style of each control drawn as a horizontal line.
 CONTROL_STYLES: dict[str, tuple[str, LineStyleType]] = {
     "majority": ("#555555", ":"), "expression": ("#c2571a", "--"), "static": ("#7b3294", "-."),
+    "majority_test": ("#999999", (0, (6, 2))), "chance": ("#bbbbbb", "-"),
+    "type_oracle": ("#b2182b", "-"),
 }
 #: The colour of each label's uses in :func:`plot_expressions`.
 LABEL_COLOURS = {IDIOMATIC: "#c2571a", LITERAL: "#2b5d9b"}
-_CONTROL_TEXT = {"majority": "majority", "expression": "expression-only",
-                 "static": "static model (its best dev view)"}
+_CONTROL_TEXT = {"majority": "majority (train)", "expression": "expression-only",
+                 "static": "static model (its best dev view)",
+                 "majority_test": "majority (test)", "chance": "chance (stratified)",
+                 "type_oracle": "type oracle (each expression's test majority)"}
 _LABEL_TEXT = {IDIOMATIC: "idiomatic uses (0)", LITERAL: "literal uses (1)"}
 _PANEL = (2.5, 2.1)    # inches per panel of the layer figures
 _EXPR_ROW = 0.17       # inches per expression of the expression figure
 _INTERVAL = "95% cluster bootstrap interval over expressions"
 
-_AUROC = ("model", "lang", "split", "layer", "level", "context", "score", "n", "n_expressions",
-          "auroc", "ci_low", "ci_high")
+_AUROC = ("model", "lang", "split", "layer", "level", "context", "score", "subset", "n",
+          "n_expressions", "auroc_within", "auroc_within_low", "auroc_within_high", "auroc",
+          "ci_low", "ci_high")
 _LINEAR = ("model", "lang", "setting", "layer", "level", "context", "probe_kind", "control",
            "dev_macro_f1", "n", "macro_f1", "f1_low", "f1_high", "control_f1", "selectivity",
            "sel_low", "sel_high")
-_EXPR = ("lang", "model", "layer", "level", "context", "chosen_on", "auroc", "auroc_low",
-         "auroc_high", "expression", "label", "n", "mean", "mean_low", "mean_high")
+_EXPR = ("lang", "model", "layer", "level", "context", "chosen_on", "auroc_within",
+         "auroc_within_low", "auroc_within_high", "auroc", "auroc_low", "auroc_high", "expression",
+         "label", "n", "mean", "mean_low", "mean_high")
 
 
 def _text(x: Any) -> str:
@@ -164,18 +171,22 @@ def _finish_axes(axes, views: dict[int, list[str]], ylabel: str, percent: bool) 
                 ax.yaxis.set_major_formatter(PercentFormatter(xmax=100, decimals=0))
             if i == nrows - 1:
                 ax.set_xlabel("layer view")
-            if j == 0:
-                ax.set_ylabel(ylabel)
+    # one label for the figure's y-axes: a label per row of panels is longer than a panel
+    # is tall, and labels of neighbouring rows overlapped (and the outer ones were clipped)
+    axes[0, 0].figure.supylabel(ylabel, fontsize=8)
 
 
 def plot_auroc_layers(auroc: pd.DataFrame) -> Figure:
     """The paraphrase probe's AUROC against the layer view.
 
-    One panel per language, model and score (rows: contrast, then literal) and split
-    (columns, in the order of :data:`~ncprobe.astitch.SPLITS`); one line per level and
-    context (the span darker, the sentence blue; with the surrounding sentences dashed),
-    its 95% cluster bootstrap interval over expressions as a band (an error bar for a model
-    of one view); chance (0.5) dashed grey. Each panel says its ``n`` (scored uses).
+    One panel per language, model, score (contrast, then literal) and subset (all
+    expressions, then the ambiguous ones) (rows) and split (columns, in the order of
+    :data:`~ncprobe.astitch.SPLITS`); one line per level and context (the span darker, the
+    sentence blue; with the surrounding sentences dashed): the within-expression AUROC (the
+    headline) with its 95% cluster bootstrap interval over expressions as a band (an error
+    bar for a model of one view), the pooled AUROC as a thin faint line with a cross at each
+    view (a cross alone for a model of one view) in the same colour;
+    chance (0.5) dashed grey. Each panel says its ``n`` (scored uses).
 
     Args:
         auroc: the ``auroc`` table of AStitch results.
@@ -188,45 +199,95 @@ def plot_auroc_layers(auroc: pd.DataFrame) -> Figure:
     if auroc.empty:
         raise NoData("no paraphrase cell with an AUROC (every cell's scored rows hold one "
                      "label, or none)")
-    rows = [(lang, model, score) for lang in _langs(auroc)
+    rows = [(lang, model, score, subset) for lang in _langs(auroc)
             for model in dict.fromkeys(_in(auroc, lang=lang)["model"].astype(str))
             for score in _ordered(_in(auroc, lang=lang, model=model)["score"].astype(str)
-                                  .tolist(), SCORES)]
+                                  .tolist(), SCORES)
+            for subset in _ordered(_in(auroc, lang=lang, model=model, score=score)["subset"]
+                                   .astype(str).tolist(), SUBSETS)]
     splits = _ordered(auroc["split"].astype(str).tolist(), SPLITS)
     features = _features(auroc)
     with style():
         fig, axes = _grid(len(rows), len(splits))
         views: dict[int, list[str]] = {}
         for i, j, ax, cell in _filled(axes, auroc, [{"lang": lang, "model": model,
-                                                     "score": score}
-                                                    for lang, model, score in rows],
+                                                     "score": score, "subset": subset}
+                                                    for lang, model, score, subset in rows],
                                       [{"split": split} for split in splits], views):
             for line, colour, ls in _feature_lines(cell, features):
-                _line(ax, [views[i].index(str(v)) for v in line["layer"]],
-                      line["auroc"].to_numpy(), line["ci_low"].to_numpy(),
-                      line["ci_high"].to_numpy(), colour=colour, ls=ls)
-            lang, model, score = rows[i]
+                x = [views[i].index(str(v)) for v in line["layer"]]
+                # a cross at each view: drawn even for a model of one view (no line then)
+                ax.plot(x, line["auroc"].to_numpy(dtype=float), color=colour, linestyle=ls,
+                        linewidth=0.7, alpha=0.55, marker="x", markersize=3.5, zorder=2)
+                _line(ax, x, line["auroc_within"].to_numpy(), line["auroc_within_low"].to_numpy(),
+                      line["auroc_within_high"].to_numpy(), colour=colour, ls=ls)
+            lang, model, score, subset = rows[i]
             ax.axhline(0.5, color="#777777", linestyle="--", linewidth=0.9, zorder=0)
-            ax.set_title(f"{lang.upper()} {model}, {score}\n{splits[j]} "
+            ax.set_title(f"{lang.upper()} {model}, {score}, {subset}\n{splits[j]} "
                          f"(n = {count_range(cell['n']) or '?'})", fontsize=7)
-        _finish_axes(axes, views, "AUROC (line), 95% interval (band)", percent=False)
+        _finish_axes(axes, views, "within AUROC (line), 95% interval (band)", percent=False)
         handles = _feature_handles(features, _INTERVAL) + [
+            Line2D([], [], color="#555555", linewidth=0.7, alpha=0.55, marker="x",
+                   markersize=3.5, label="pooled AUROC (faint, crosses)"),
             Line2D([], [], color="#777777", linestyle="--", linewidth=0.9,
                    label="chance (0.5)")]
         add_legend(fig, handles, ncols=min(len(handles), 3))
         suptitle(fig, "AStitch paraphrase probe: AUROC of literal (1) against idiomatic (0) "
-                 "uses by layer view",
+                 "uses by layer view, within expressions (pooled faint)",
                  f"n = {count_range(auroc['n']) or '?'} scored uses per cell; "
                  f"{count_range(auroc['n_expressions']) or '?'} expressions")
         declutter(fig)
     return fig
 
 
-def _panels(linear: pd.DataFrame) -> tuple[list[tuple[str, str]], list[str]]:
+def _panels(linear: pd.DataFrame) -> tuple[list[tuple[str, ...]], list[str]]:
+    """The rows of the linear figures, ``(lang, model, subset)`` (every subset of each
+    model that holds test uses, all expressions first), and the settings (columns)."""
     own = linear[linear["probe_kind"].astype(str) == "linear"]
-    rows = [(lang, model) for lang in _langs(own)
-            for model in dict.fromkeys(_in(own, lang=lang)["model"].astype(str))]
+    subsets = (_ordered(own["subset"].astype(str).tolist(), SUBSETS)
+               if "subset" in own.columns else [])
+    rows = [(lang, model, *([subset] if subsets else [])) for lang in _langs(own)
+            for model in dict.fromkeys(_in(own, lang=lang)["model"].astype(str))
+            for subset in (subsets or [""])
+            if not subsets or (_in(own, lang=lang, model=model, subset=subset)["n"]
+                               .fillna(0).astype(float) > 0).any()]
     return rows, _ordered(own["setting"].astype(str).tolist(), list(SETTINGS))
+
+
+def _linear_specs(rows: list[tuple[str, ...]]) -> list[dict[str, str]]:
+    return [dict(zip(("lang", "model", "subset"), row, strict=False)) for row in rows]
+
+
+def _row_title(row: tuple[str, ...]) -> str:
+    lang, model = row[0], row[1]
+    subset = f", {row[2]} expressions" if len(row) > 2 else ""
+    return f"{lang.upper()} {model}{subset}"
+
+
+def _control_line(ax, x: list[int], y: np.ndarray, *, colour: str, ls: LineStyleType,
+                  marker: str) -> None:
+    """A control task's F1 against the layer views: a thin line with a marker at each view
+    (one view: the marker alone, never a line of zero length)."""
+    ax.plot(x, y, color=colour, linestyle=ls, linewidth=0.9, marker=marker, markersize=3.5,
+            zorder=2)
+
+
+def _hlines(ax, lines: list[tuple[str, float, float, float]]) -> None:
+    """Horizontal lines ``(key, value, low, high)`` (percent) in their styles, with their
+    intervals as light bands. Lines of the same value are drawn dashed in turn, each
+    dash at its own offset, so that one never hides another."""
+    groups: dict[float, list[tuple[str, float, float, float]]] = {}
+    for line in lines:
+        groups.setdefault(round(line[1], 6), []).append(line)
+    for same in groups.values():
+        m = len(same)
+        for k, (key, value, lo, hi) in enumerate(same):
+            colour, ls = CONTROL_STYLES[key]
+            style: LineStyleType = ls if m == 1 else (3.0 * k, (3.0, 3.0 * (m - 1)))
+            ax.axhline(value, color=colour, linestyle=style, linewidth=1.2 if m > 1 else 1.0,
+                       zorder=2)
+            if np.isfinite(lo) and np.isfinite(hi):
+                ax.axhspan(lo, hi, color=colour, alpha=0.08, linewidth=0, zorder=0)
 
 
 def _row_specs(rows: list[tuple[str, str]]) -> list[dict[str, str]]:
@@ -281,12 +342,15 @@ def _best_static(rows: pd.DataFrame) -> pd.Series | None:
 def plot_linear_layers(linear: pd.DataFrame) -> Figure:
     """The linear probe's test macro-F1 against the layer view, with its controls.
 
-    One panel per language and model (rows) and setting (columns: zero-, one-, few-shot);
-    one line per feature (level and context) with its 95% cluster bootstrap interval over
-    expressions as a band; the control task's F1 on the same feature dotted in its colour,
-    its interval a fainter band (the selectivity's: :func:`plot_selectivity`); the majority and
-    expression-only baselines and the static model's cell of the best dev macro-F1 as
-    horizontal lines, their intervals as light bands.
+    One panel per language, model and subset (rows: all expressions, then the ambiguous
+    ones) and setting (columns: zero-, one-, few-shot); one line per feature (level and
+    context) with its 95% cluster bootstrap interval over expressions as a band; the type
+    control's F1 on the same feature dotted in its colour (crosses at each view), its
+    interval a fainter band, and the within-expression control's dash-dotted (plus signs)
+    (the selectivities: :func:`plot_selectivity`); the majority and expression-only controls,
+    the static model's cell of the best dev macro-F1, and the baselines (the test majority,
+    stratified chance) and the type oracle as horizontal lines, their intervals as light
+    bands (lines of one value dashed in turn, none hidden). One y-axis label for the figure.
 
     Args:
         linear: the ``linear`` table of AStitch results.
@@ -301,64 +365,76 @@ def plot_linear_layers(linear: pd.DataFrame) -> Figure:
     own = linear[linear["probe_kind"].astype(str) == "linear"]
     features = _features(own)
     drawn: dict[str, str] = {}
+    has_within = False
     with style():
         fig, axes = _grid(len(rows), len(settings))
         views: dict[int, list[str]] = {}
-        for i, j, ax, cell in _filled(axes, own, _row_specs(rows), _setting_specs(settings),
+        for i, j, ax, cell in _filled(axes, own, _linear_specs(rows), _setting_specs(settings),
                                       views):
-            (lang, model), setting = rows[i], settings[j]
+            row, setting = rows[i], settings[j]
             for line, colour, ls in _feature_lines(cell, features):
                 x = [views[i].index(str(v)) for v in line["layer"]]
                 _line(ax, x, line["macro_f1"].to_numpy(), line["f1_low"].to_numpy(),
                       line["f1_high"].to_numpy(), colour=colour, ls=ls, scale=100.0)
-                ax.plot(x, line["control_f1"].to_numpy(dtype=float) * 100, color=colour,
-                        linestyle=":", linewidth=0.9, zorder=2)
-                if "control_low" in line.columns:  # its interval: a fainter band
+                _control_line(ax, x, line["control_f1"].to_numpy(dtype=float) * 100,
+                              colour=colour, ls=":", marker="x")
+                if "control_low" in line.columns and len(x) > 1:  # a fainter band
                     ax.fill_between(x, line["control_low"].to_numpy(dtype=float) * 100,
                                     line["control_high"].to_numpy(dtype=float) * 100,
                                     color=colour, alpha=0.06, linewidth=0, zorder=1)
-            controls = _in(linear, lang=lang, setting=setting)
+                if "within_f1" in line.columns and line["within_f1"].notna().any():
+                    has_within = True
+                    _control_line(ax, x, line["within_f1"].to_numpy(dtype=float) * 100,
+                                  colour=colour, ls="-.", marker="+")
+            where = dict(zip(("lang", "model", "subset"), row, strict=False))
+            controls = _in(linear, lang=where["lang"], setting=setting,
+                           **({"subset": where["subset"]} if "subset" in where else {}))
             shown = [r for r in controls.to_dict("records")
-                     if str(r["probe_kind"]) == "control"
-                     and str(r["control"]) in ("majority", "expression")]
+                     if (str(r["probe_kind"]) == "control"
+                         and str(r["control"]) in ("majority", "expression"))
+                     or (str(r["probe_kind"]) == "baseline"
+                         and str(r["control"]) in CONTROL_STYLES)]
             static = _best_static(controls)
             if static is not None:
                 shown.append(static.to_dict())
+            lines = []
             for r in shown:
                 control = str(r["control"])
-                colour, ls = CONTROL_STYLES[control]
-                ax.axhline(100 * float(r["macro_f1"]), color=colour, linestyle=ls,
-                           linewidth=1.0, zorder=2)
-                if pd.notna(r["f1_low"]) and pd.notna(r["f1_high"]):
-                    ax.axhspan(100 * float(r["f1_low"]), 100 * float(r["f1_high"]),
-                               color=colour, alpha=0.08, linewidth=0, zorder=0)
+                lines.append((control, 100 * float(r["macro_f1"]),
+                              100 * float(r["f1_low"]), 100 * float(r["f1_high"])))
                 drawn[control] = (_CONTROL_TEXT[control] + (f": {r['model']}, "
                                   f"{r['level']}, context {r['context']}"
                                   if control == "static" else ""))
-            ax.set_title(f"{lang.upper()} {model}\n{setting} "
+            _hlines(ax, lines)
+            ax.set_title(f"{_row_title(row)}\n{setting} "
                          f"(n = {count_range(cell['n']) or '?'} test uses)", fontsize=7)
         _finish_axes(axes, views, "test macro-F1 (line), 95% interval (band)", percent=True)
         handles = _feature_handles(features, _INTERVAL)
-        handles += [Line2D([], [], color="#444444", linestyle=":", linewidth=0.9,
-                           label="control task F1, same feature (dotted, its colour; faint "
-                                 "band: its interval)")]
+        handles += [Line2D([], [], color="#444444", linestyle=":", linewidth=0.9, marker="x",
+                           markersize=3.5, label="type control F1, same feature (its colour; "
+                                                 "faint band: its interval)")]
+        if has_within:
+            handles += [Line2D([], [], color="#444444", linestyle="-.", linewidth=0.9,
+                               marker="+", markersize=3.5,
+                               label="within-expression control F1, same feature")]
         handles += [Line2D([], [], color=CONTROL_STYLES[c][0], linestyle=CONTROL_STYLES[c][1],
                            linewidth=1.0, label=f"{drawn[c]} (light band: its interval)")
-                    for c in CONTROLS if c in drawn]
+                    for c in CONTROL_STYLES if c in drawn]
         add_legend(fig, handles, ncols=min(len(handles), 2))
-        suptitle(fig, "AStitch linear probe: test macro-F1 by layer view, with the controls",
-                 f"n = {count_range(own['n']) or '?'} test uses per cell")
+        suptitle(fig, "AStitch linear probe: test macro-F1 by layer view, with the controls "
+                 "and baselines", f"n = {count_range(own['n']) or '?'} test uses per cell")
         declutter(fig)
     return fig
 
 
 def plot_selectivity(linear: pd.DataFrame) -> Figure:
-    """Selectivity against the layer view: the linear probe's macro-F1 less the control
-    task's (Hewitt and Liang 2019), in points.
+    """Selectivity against the layer view: the linear probe's macro-F1 less the type
+    control's (Hewitt and Liang 2019), solid, and less the within-expression control's,
+    dash-dotted, in points.
 
-    One panel per language and model (rows) and setting (columns); one line per feature with
-    its 95% cluster bootstrap interval over expressions as a band (the task and the control
-    task resampled together); 0 (no better than the control task) marked.
+    One panel per language, model and subset (rows) and setting (columns); one line per
+    feature and control with its 95% cluster bootstrap interval over expressions as a band
+    (the task and the control resampled together); 0 (no better than the control) marked.
 
     Raises:
         UsageError: a table without the columns. NoData: no linear cell with a selectivity.
@@ -370,29 +446,50 @@ def plot_selectivity(linear: pd.DataFrame) -> Figure:
     if not rows:
         raise NoData("no linear-probe cell with a selectivity")
     features = _features(linear)
+    has_within = "within_sel" in linear.columns and linear["within_sel"].notna().any()
     with style():
         fig, axes = _grid(len(rows), len(settings))
         views: dict[int, list[str]] = {}
-        for i, j, ax, cell in _filled(axes, linear, _row_specs(rows), _setting_specs(settings),
-                                      views):
-            (lang, model), setting = rows[i], settings[j]
+        for i, j, ax, cell in _filled(axes, linear, _linear_specs(rows),
+                                      _setting_specs(settings), views):
+            row, setting = rows[i], settings[j]
             for line, colour, ls in _feature_lines(cell, features):
-                _line(ax, [views[i].index(str(v)) for v in line["layer"]],
-                      line["selectivity"].to_numpy(), line["sel_low"].to_numpy(),
+                x = [views[i].index(str(v)) for v in line["layer"]]
+                _line(ax, x, line["selectivity"].to_numpy(), line["sel_low"].to_numpy(),
                       line["sel_high"].to_numpy(), colour=colour, ls=ls, scale=100.0)
+                if has_within:
+                    _line(ax, x, line["within_sel"].to_numpy(), line["wsel_low"].to_numpy(),
+                          line["wsel_high"].to_numpy(), colour=colour, ls="-.", scale=100.0,
+                          lw=1.0)
             ax.axhline(0.0, color="#777777", linestyle="--", linewidth=0.9, zorder=0)
-            ax.set_title(f"{lang.upper()} {model}\n{setting} "
+            ax.set_title(f"{_row_title(row)}\n{setting} "
                          f"(n = {count_range(cell['n']) or '?'} test uses)", fontsize=7)
         _finish_axes(axes, views, "selectivity, points (line), 95% interval (band)",
                      percent=False)
-        handles = _feature_handles(features, _INTERVAL) + [
-            Line2D([], [], color="#777777", linestyle="--", linewidth=0.9,
-                   label="0: no better than the control task")]
+        handles = _feature_handles(features, _INTERVAL)
+        if has_within:
+            handles += [Line2D([], [], color="#444444", linestyle="-", linewidth=1.4,
+                               label="against the type control (solid)"),
+                        Line2D([], [], color="#444444", linestyle="-.", linewidth=1.0,
+                               label="against the within-expression control (dash-dot)")]
+        handles += [Line2D([], [], color="#777777", linestyle="--", linewidth=0.9,
+                           label="0: no better than the control")]
         add_legend(fig, handles, ncols=min(len(handles), 3))
-        suptitle(fig, "AStitch linear probe: selectivity (macro-F1 less the control task's) "
-                 "by layer view", f"n = {count_range(linear['n']) or '?'} test uses per cell")
+        suptitle(fig, "AStitch linear probe: selectivity (macro-F1 less each control's) by "
+                 "layer view", f"n = {count_range(linear['n']) or '?'} test uses per cell")
         declutter(fig)
     return fig
+
+
+def _auc_text(what: str, value: Any, lo: Any, hi: Any) -> str:
+    """``<what> 0.623 [0.551, 0.702]`` (no brackets without an interval; ``no <what>``
+    without a value)."""
+    if pd.isna(value):
+        return f"no {what}"
+    text = f"{what} {float(value):.3f}"
+    if pd.notna(lo) and pd.notna(hi):
+        text += f" [{float(lo):.3f}, {float(hi):.3f}]"
+    return text
 
 
 def plot_expressions(per_expression: pd.DataFrame) -> Figure:
@@ -403,7 +500,8 @@ def plot_expressions(per_expression: pd.DataFrame) -> Figure:
     score over its idiomatic uses and over its literal uses as two dots joined by a line,
     each with its 95% t interval as a bar (none for one use); 0 marked. An expression whose
     literal dot lies right of its idiomatic one is separated the right way. The panel's title
-    names the view (chosen on dev) and its AUROC on test with its interval.
+    names the view (chosen on dev) and its within-expression and pooled AUROCs on test with
+    their intervals.
 
     Args:
         per_expression: :func:`ncprobe.astitch.report.per_expression`.
@@ -450,14 +548,14 @@ def plot_expressions(per_expression: pd.DataFrame) -> Figure:
             ax.set_ylim(len(expressions) - 0.5, -0.5)
             ax.grid(False, axis="y")
             first = part.iloc[0]
-            auc = (f"test AUROC {float(first['auroc']):.3f}"
-                   + (f" [{float(first['auroc_low']):.3f}, {float(first['auroc_high']):.3f}]"
-                      if pd.notna(first["auroc_low"]) and pd.notna(first["auroc_high"])
-                      else "") if pd.notna(first["auroc"]) else "no test AUROC")
+            within = _auc_text("test AUROC within", first["auroc_within"],
+                               first["auroc_within_low"], first["auroc_within_high"])
+            pooled = _auc_text("pooled", first["auroc"], first["auroc_low"],
+                               first["auroc_high"])
             ax.set_title(f"{lang.upper()} {model}: layer {_text(first['layer'])}, "
                          f"{first['level']}, context {first['context']}\n(chosen on "
-                         f"{first['chosen_on']}); {auc}; n = {int(part['n'].sum())} uses",
-                         fontsize=7)
+                         f"{first['chosen_on']}); n = {int(part['n'].sum())} uses\n{within}"
+                         f"\n{pooled}", fontsize=7)
             ax.set_xlabel("mean contrast score (dot), 95% t interval (bar)")
         handles: list = [Line2D([], [], color=c, marker="o", linestyle="", markersize=4,
                           label=_LABEL_TEXT[lab]) for lab, c in LABEL_COLOURS.items()]

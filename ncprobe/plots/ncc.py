@@ -8,8 +8,8 @@ computed here.
 
 * :func:`plot_accuracy`: every system row's accuracy with its 95% bootstrap interval, a
   panel per group (the published systems by setting, the local models' answers, the gold
-  ceiling, each model's representation), and the human, majority-class and chance
-  accuracies as lines;
+  ceiling, each model's representation with its nested selection), and each panel's own
+  task's baselines as lines (3-way for the classifiers, 4-option for the prompted systems);
 * :func:`plot_layers`: a layered model's classifiers against the layer view;
 * :func:`plot_confusion`: one confusion matrix per system row given (small multiples);
 * :func:`plot_agreement`: items x systems, right or wrong, the items sorted by how many
@@ -35,7 +35,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
 from ..errors import NoData, UsageError
-from ..ncc import ANSWERS, CHANCE_ACCURACY, HUMAN_ACCURACY, KINDS, MAJORITY_ACCURACY, NCC_CLASSES
+from ..ncc import ANSWERS, HUMAN_ACCURACY, KINDS, NCC_CLASSES
 from ..ncc.stats import KEYS, label
 from ..query import check_table
 from ..schema import LEVELS
@@ -44,23 +44,30 @@ from ._style import add_legend, count_range, math_label, new_figure, style, supt
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.typing import LineStyleType
 
-__all__ = ["KIND_COLOURS", "LEVEL_COLOURS", "REFERENCE_LINES", "plot_accuracy",
+__all__ = ["KIND_COLOURS", "LEVEL_COLOURS", "REFERENCE_STYLES", "plot_accuracy",
            "plot_agreement", "plot_confusion", "plot_layers"]
 
 #: Colour of each kind of system row (the published systems take :data:`SETTING_COLOURS`).
-KIND_COLOURS = dict(zip(KINDS, ("#4d4d4d", "#111111", "#1b7837", "#7b3294"), strict=True))
+KIND_COLOURS = dict(zip(KINDS, ("#999999", "#4d4d4d", "#111111", "#1b7837", "#d95f02",
+                               "#7b3294"), strict=True))
 #: Colour of a representation row by level (NC level darker, sentence level lighter).
 LEVEL_COLOURS = dict(zip(LEVELS, ("#7fbf7b", "#1b7837"), strict=True))
 #: Colours of the published settings, in the order they first appear (0-shot, 3-shot ...):
 #: none of them a colour of a kind or a level.
 SETTING_COLOURS = ("#2b5d9b", "#c2571a", "#b8860b", "#e7298a", "#17a2b8", "#7f7f7f",
                    "#a6761d", "#1f3a5f")
-#: The reference accuracies drawn as lines: (fraction, label, line style, colour).
-REFERENCE_LINES: tuple[tuple[float, str, LineStyleType, str], ...] = (
-    (HUMAN_ACCURACY, f"human {100 * HUMAN_ACCURACY:.1f}% (paper)", "-", "#b2182b"),
-    (MAJORITY_ACCURACY, f"majority class {100 * MAJORITY_ACCURACY:.1f}%", "--", "#555555"),
-    (CHANCE_ACCURACY, f"chance {100 * CHANCE_ACCURACY:.0f}%", ":", "#555555"),
-)
+#: How each reference line is drawn: (line style, colour) of the human accuracy and of each
+#: baseline row's system. A panel draws its own task's lines (:func:`reference_lines`).
+REFERENCE_STYLES: dict[str, tuple[LineStyleType, str]] = {
+    "human": ("-", "#b2182b"), "uniform": (":", "#555555"), "stratified": ("-.", "#555555"),
+    "majority": ("--", "#555555"), "four_options": (":", "#8c510a")}
+#: The baselines of each task: the classifiers' (three classes) and the prompted systems'
+#: (four options; the majority class is an answer there too).
+TASK_BASELINES = {"3-way": ("uniform", "stratified", "majority"),
+                  "4-option": ("four_options", "majority")}
+#: The task of the rows of each kind of panel.
+PANEL_TASK = {"published": "4-option", "behaviour": "4-option", "ceiling": "3-way",
+              "representation": "3-way"}
 #: Colours of the agreement matrix: wrong, right (an item a system did not answer is left
 #: light grey).
 AGREEMENT_COLOURS = ("#f4a582", "#4393c3")
@@ -81,13 +88,30 @@ def _percent_axis(axis) -> None:
     axis.set_major_formatter(PercentFormatter(xmax=100, decimals=0))
 
 
-def _reference_handles() -> list:
-    return [Line2D([], [], color=colour, linestyle=ls, linewidth=1.0, label=text)
-            for _, text, ls, colour in REFERENCE_LINES]
+def reference_lines(accuracy: pd.DataFrame, task: str) -> list[tuple[float, str, str]]:
+    """The lines of a panel of ``task`` (``3-way``, ``4-option``): (fraction, label, style
+    key of :data:`REFERENCE_STYLES`), read from the accuracy table's baseline rows (none
+    when the table has none), and the paper's human accuracy for the prompted systems."""
+    base = accuracy[accuracy["kind"].astype(str) == "baseline"]
+    value = {str(s): float(a) for s, a in zip(base["system"], base["accuracy"], strict=True)}
+    # the majority class is one line of both tasks: labelled once
+    out = [(value[s], f"majority class {100 * value[s]:.1f}%" if s == "majority" else
+            f"{s.replace('_', ' ')} {100 * value[s]:.1f}% ({task})", s)
+           for s in TASK_BASELINES[task] if s in value]
+    if task == "4-option":
+        out.append((HUMAN_ACCURACY, f"human {100 * HUMAN_ACCURACY:.1f}% (paper)", "human"))
+    return out
 
 
-def _draw_references(ax, *, vertical: bool) -> None:
-    for value, _, ls, colour in REFERENCE_LINES:
+def _reference_handles(lines: Sequence[tuple[float, str, str]]) -> list:
+    seen = dict.fromkeys((text, key) for _, text, key in lines)
+    return [Line2D([], [], color=REFERENCE_STYLES[key][1], linestyle=REFERENCE_STYLES[key][0],
+                   linewidth=1.0, label=text) for text, key in seen]
+
+
+def _draw_references(ax, lines: Sequence[tuple[float, str, str]], *, vertical: bool) -> None:
+    for value, _, key in lines:
+        ls, colour = REFERENCE_STYLES[key]
         line = ax.axvline if vertical else ax.axhline
         line(100 * value, color=colour, linestyle=ls, linewidth=1.0, zorder=1)
 
@@ -112,14 +136,17 @@ def _groups(accuracy: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
         if len(rows):
             out.append((title, k, rows))
     represented = accuracy[kind == "representation"]
+    selected = accuracy[kind == "selected"]
     for model in dict.fromkeys(represented["system"].astype(str)):
         rows = represented[represented["system"].astype(str) == model]
+        chosen = selected[selected["system"].astype(str) == model]
+        nested = "nested selection and " if len(chosen) else ""
         if len(_layer_views(rows)) > 1:
             rows = rows[rows["setting"].astype(str) == "all"]
-            title = f"{model}: all-measure classifier per layer view"
+            title = f"{model}: {nested}all-measure classifier per layer view"
         else:
-            title = f"{model}: representation"
-        out.append((title, "representation", rows))
+            title = f"{model}: {nested}representation"
+        out.append((title, "representation", pd.concat([chosen, rows])))
     return [(t, k, r) for t, k, r in out if len(r)]
 
 
@@ -127,6 +154,8 @@ def _row_text(row: Mapping, kind: str, layered: bool) -> str:
     """A row's label in its panel (the panel's title names what its rows share)."""
     if kind == "published":
         return f"{row['system']}, {row['setting']}"
+    if str(row["setting"]) == "nested":
+        return "nested selection (chosen in the training folds)"
     if kind == "representation":
         what = (math_label(str(row["measure"])) if str(row["setting"]) == "single"
                 else "all measures")
@@ -143,7 +172,9 @@ def _colours(rows: pd.DataFrame, kind: str, settings: list[str]) -> list[str]:
         return [SETTING_COLOURS[settings.index(str(s)) % len(SETTING_COLOURS)]
                 for s in rows["setting"]]
     if kind == "representation":
-        return [LEVEL_COLOURS.get(str(lv), KIND_COLOURS[kind]) for lv in rows["level"]]
+        return [KIND_COLOURS["selected"] if str(k) == "selected"
+                else LEVEL_COLOURS.get(str(lv), KIND_COLOURS[kind])
+                for k, lv in zip(rows["kind"], rows["level"], strict=True)]
     return [KIND_COLOURS[kind]] * len(rows)
 
 
@@ -155,9 +186,12 @@ def plot_accuracy(accuracy: pd.DataFrame) -> Figure:
     and coloured by setting (0-shot, 3-shot ...); the local models' own answers; the gold
     ceiling; and one panel per model's representation, coloured by level (its every
     classifier for a model of one layer view; for a layered model its all-measure classifier
-    per layer view and level, the single measures being :func:`plot_layers`'). Lines: the
-    paper's human accuracy (71.0%), the majority class (39.4%) and chance (25%). Each panel's
-    title says its ``n`` (items scored: a prediction file may hold fewer).
+    per layer view and level, the single measures being :func:`plot_layers`'), its nested
+    selection first (a diamond). Lines: each panel's own task's baselines
+    (:func:`reference_lines`: 3-way for the classifiers, uniform, stratified and majority;
+    4-option for the published and local models, four options and majority, with the paper's
+    human accuracy). Each panel's title says its ``n`` (items scored: a prediction file may
+    hold fewer; a result the paper prints without a file holds none).
 
     Args:
         accuracy: the ``accuracy`` table of NCC results (fractions).
@@ -177,9 +211,11 @@ def plot_accuracy(accuracy: pd.DataFrame) -> Figure:
                          layout="constrained")
         axes = fig.subplots(len(groups), 1, sharex=True, squeeze=False,
                             gridspec_kw={"height_ratios": heights})[:, 0]
+        drawn: list[tuple[float, str, str]] = []
         for ax, (title, kind, rows) in zip(axes, groups, strict=True):
-            layered = kind == "representation" and len(_layer_views(
-                accuracy[accuracy["system"].astype(str) == str(rows["system"].iloc[0])])) > 1
+            layered = kind == "representation" and len(_layer_views(accuracy[
+                (accuracy["system"].astype(str) == str(rows["system"].iloc[0]))
+                & (accuracy["kind"].astype(str) == "representation")])) > 1
             y = np.arange(len(rows))
             value = rows["accuracy"].to_numpy(dtype=float) * 100
             lo = rows["ci_low"].to_numpy(dtype=float) * 100
@@ -189,28 +225,38 @@ def plot_accuracy(accuracy: pd.DataFrame) -> Figure:
             if has.any():
                 ax.hlines(y[has], lo[has], hi[has], colors=np.array(colours)[has],
                           linewidth=1.2, zorder=2)
-            ax.scatter(value, y, s=16, c=colours, edgecolors="#222222", linewidths=0.4,
-                       zorder=3)
-            _draw_references(ax, vertical=True)
+            nested = (rows["setting"].astype(str) == "nested").to_numpy()
+            for mark, size, which in (("o", 16, ~nested), ("D", 30, nested)):
+                if which.any():
+                    ax.scatter(value[which], y[which], s=size, marker=mark,
+                               c=np.array(colours)[which], edgecolors="#222222",
+                               linewidths=0.4, zorder=3)
+            lines = reference_lines(accuracy, PANEL_TASK[kind])
+            drawn += lines
+            _draw_references(ax, lines, vertical=True)
             ax.set_yticks(y, [_row_text(r, kind, layered) for r in rows.to_dict("records")])
             ax.set_ylim(len(rows) - 0.5, -0.5)
             ax.grid(False, axis="y")
-            n = count_range(rows["n"])
+            n = count_range(rows.loc[rows["n"].astype(int) > 0, "n"])
             ax.set_title(f"{title} (n = {n or '?'} items)", loc="left")
         axes[-1].set_xlim(-1, 101)  # a dot at 0% or 100% drawn whole
         _percent_axis(axes[-1].xaxis)
         axes[-1].set_xlabel("accuracy (dot) and its 95% bootstrap interval over items (line)")
-        handles = _reference_handles() + [
+        handles = _reference_handles(drawn) + [
             Patch(color=SETTING_COLOURS[i % len(SETTING_COLOURS)], label=s)
             for i, s in enumerate(settings)]
         levels = set(accuracy.loc[accuracy["kind"].astype(str) == "representation", "level"]
                      .astype(str))
         handles += [Patch(color=LEVEL_COLOURS[lv], label=f"representation, level {lv}")
                     for lv in LEVELS if lv in levels]
+        if (accuracy["setting"].astype(str) == "nested").any():
+            handles.append(Line2D([], [], marker="D", linestyle="", color=KIND_COLOURS[
+                "selected"], label="nested selection (chosen in the training folds)"))
         add_legend(fig, handles, ncols=min(len(handles), 4))
+        shown = pd.concat([rows for _, _, rows in groups])
         suptitle(fig, "SemanticQA NCC: accuracy of every system row",
-                 f"n = {count_range(accuracy['n']) or '?'} items per row; "
-                 f"{len(accuracy)} rows")
+                 f"n = {count_range(shown.loc[shown['n'].astype(int) > 0, 'n']) or '?'} "
+                 f"items per row; {len(shown)} rows")
     return fig
 
 
@@ -220,7 +266,7 @@ def plot_layers(accuracy: pd.DataFrame) -> Figure:
     One panel per model with several layer views and level (NC, sentence), the layer views
     on x in the table's order; one line per classifier: the all-measure classifier bold,
     with its 95% bootstrap interval as a band, each single measure a thin line (its interval
-    in the tables). Lines: the human, majority-class and chance accuracies.
+    in the tables). Lines: the 3-way baselines (uniform, stratified, majority).
 
     Raises:
         UsageError: a table without the columns. NoData: no model with several layer views.
@@ -238,6 +284,7 @@ def plot_layers(accuracy: pd.DataFrame) -> Figure:
                                            & (rows["setting"].astype(str) == "single"),
                                            "measure"].astype(str)))
     cmap = [f"C{i % 10}" for i in range(len(measures))]
+    three_way = reference_lines(accuracy, "3-way")
     ncols = min(len(panels), 2)
     nrows = -(-len(panels) // ncols)
     with style():
@@ -266,7 +313,7 @@ def plot_layers(accuracy: pd.DataFrame) -> Figure:
                                 color="#111111", alpha=0.12, linewidth=0, zorder=1)
                 ax.plot(x, every["accuracy"].to_numpy(dtype=float) * 100, color="#111111",
                         linewidth=2.0, marker="o", markersize=3.5, zorder=3)
-            _draw_references(ax, vertical=False)
+            _draw_references(ax, three_way, vertical=False)
             ax.set_xticks(range(len(views)), views)
             ax.set_ylim(0, 100)
             _percent_axis(ax.yaxis)
@@ -276,7 +323,8 @@ def plot_layers(accuracy: pd.DataFrame) -> Figure:
                           label="all measures (band: 95% interval)")]
         handles += [Line2D([], [], color=cmap[j], linewidth=0.8, label=math_label(m))
                     for j, m in enumerate(measures)]
-        add_legend(fig, handles + _reference_handles(), ncols=min(len(handles) + 3, 5))
+        add_legend(fig, handles + _reference_handles(three_way),
+                   ncols=min(len(handles) + 3, 5))
         suptitle(fig, "SemanticQA NCC: the representation classifiers by layer view",
                  f"n = {count_range(rows['n']) or '?'} items per classifier")
     return fig

@@ -25,7 +25,8 @@ from ..errors import UsageError
 if TYPE_CHECKING:
     from .base import Probe, ProbeResults
 
-__all__ = ["PROBES", "get_probe", "probe_names", "probes", "results_class", "run"]
+__all__ = ["PROBES", "get_probe", "probe_names", "probe_of_config", "probes", "results_class",
+           "run"]
 
 #: The probes by name: ``module:class``, imported only when used. In the order
 #: ``ncprobe probes`` lists them and ``data info`` shows their data.
@@ -74,6 +75,15 @@ def probes(names: Iterable[str] | str | None = None) -> list["Probe"]:
         raise UsageError(f"unknown probe {', '.join(map(repr, bad or wanted))}; the probes are "
                          f"{', '.join(PROBES)}")
     return [get_probe(n) for n in PROBES if n in wanted]
+
+
+def probe_of_config(config: Any) -> str | None:
+    """The name of the probe whose run options ``config`` holds (an instance of its
+    :meth:`~ncprobe.probes.base.Probe.config_class`, or of a subclass), or ``None``."""
+    for name in PROBES:
+        if isinstance(config, get_probe(name).config_class()):
+            return name
+    return None
 
 
 def results_class(name: str) -> type["ProbeResults"]:

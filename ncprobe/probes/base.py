@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound="ProbeResults")
 
 
+#: How each side of a probe's ``compare`` is named to a user: the command line's RESULTS_A and
+#: RESULTS_B, with the Python keyword (``a``, ``b``) that names it in ``compare(...)``.
+SIDE_NAMES = {"a": "RESULTS_A (a)", "b": "RESULTS_B (b)"}
+
+
 def common_option(runs: Iterable[Mapping], key: str, default: Any) -> Any:
     """The runs' common value of a config option (``default`` when they differ or lack it):
     ``runs`` are run metadata, each with its ``config``."""
@@ -277,6 +282,10 @@ class Probe(ABC):
     help: ClassVar[str]
     #: What ``ncprobe run NAME --help`` (and its shorthand's) says it does.
     description: ClassVar[str]
+    #: The options of ``ncprobe report`` (their ``dest``) that only this probe's report
+    #: takes; a report of a folder holding several probes' results gives each probe's
+    #: report only its own.
+    report_options: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def results_class(self) -> type[ProbeResults]:

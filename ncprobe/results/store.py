@@ -179,43 +179,57 @@ def probe_of(path: str | Path) -> str:
     return probe
 
 
-def probe_of_all(paths, exclude: Iterable[str | os.PathLike] = (), *, advice: str) -> str:
+def results_by_probe(paths, exclude: Iterable[str | os.PathLike] = (), *,
+                     require_match: bool = False) -> dict[str, list[Path]]:
+    """Every results directory at or below ``paths`` (less those at or below ``exclude``; one
+    may leave out nothing unless ``require_match``: :func:`drop_excluded`), by the probe whose
+    results it holds, in the order found."""
+    found = find_results(paths)
+    if exclude:
+        found = drop_excluded(found, exclude, require_match=require_match)
+    by_probe: dict[str, list[Path]] = {}
+    for d in found:
+        by_probe.setdefault(probe_of(d), []).append(d)
+    return by_probe
+
+
+def probe_of_all(paths, exclude: Iterable[str | os.PathLike] = (), *, advice: str,
+                 keep: Iterable[str] | None = None) -> str:
     """The one probe whose results every results directory at or below ``paths`` (less
     ``exclude``) holds: ``ncimp`` when none is found.
 
     Raises:
         UsageError: directories of different probes: the message names each probe's
             directories, says ``advice`` (why they cannot go together), and gives the
-            ``--exclude`` options that leave out each probe's directories.
+            ``--exclude`` options that leave out each probe's directories (those of the
+            probes in ``keep`` only, when given: what leaving the others out could use).
     """
-    found = find_results(paths)
-    if exclude:
-        found = drop_excluded(found, exclude, require_match=False)
-    by_probe: dict[str, list[Path]] = {}
-    for d in found:
-        by_probe.setdefault(probe_of(d), []).append(d)
+    by_probe = results_by_probe(paths, exclude)
     if len(by_probe) > 1:
-        raise UsageError(_mixed_probes_message(by_probe, advice))
+        raise UsageError(mixed_probes_message(by_probe, advice, keep))
     return next(iter(by_probe)) if by_probe else NCIMP_LAYOUT.probe
 
 
-def _mixed_probes_message(by_probe: Mapping[str, list[Path]], advice: str) -> str:
+def mixed_probes_message(by_probe: Mapping[str, list[Path]], advice: str,
+                         keep: Iterable[str] | None = None) -> str:
     """The refusal of results of several probes read together: each probe's directories,
-    then, per probe, the ``--exclude`` options that keep only its results."""
+    ``advice``, then, per probe (of ``keep``, when given), the ``--exclude`` options that keep
+    only its results."""
     def shown(dirs: list[Path], limit: int = 6) -> str:
         more = f" and {len(dirs) - limit} more" if len(dirs) > limit else ""
         return ", ".join(map(str, dirs[:limit])) + more
 
     held = "; ".join(f"{probe}: {shown(dirs)}" for probe, dirs in sorted(by_probe.items()))
-    keep = []
-    for probe in sorted(by_probe):
+    kept = sorted(by_probe) if keep is None else sorted(set(keep) & set(by_probe))
+    hints = []
+    for probe in kept:
         others = [d for p, dirs in sorted(by_probe.items()) if p != probe for d in dirs]
-        keep.append(f"for the {probe} results alone, add "
-                    + " ".join(f"--exclude {d}" for d in others[:6])
-                    + (f" (and the {len(others) - 6} other directories listed)"
-                       if len(others) > 6 else ""))
-    return (f"these directories hold results of different probes ({held}): {advice}. Leave "
-            f"one probe's directories out: {'; '.join(keep)}")
+        hints.append(f"for the {probe} results alone, add "
+                     + " ".join(f"--exclude {d}" for d in others[:6])
+                     + (f" (and the {len(others) - 6} other directories listed)"
+                        if len(others) > 6 else ""))
+    return (f"these directories hold results of different probes ({held}): {advice}"
+            + (f". Leave one probe's directories out: {'; '.join(hints)}" if hints else ""))
 
 
 def table_entries(frames: Frames, layout: Layout = NCIMP_LAYOUT) -> dict[str, dict]:
@@ -263,7 +277,8 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
     parent.mkdir(parents=True, exist_ok=True)
     with dir_lock(parent):  # no swap of another writer halfway through meanwhile
         tidy_leftovers(parent, target.name)
-    check_target(target, meta, overwrite=overwrite)  # early: before any writing
+    # early: before any writing
+    check_target(target, meta, overwrite=overwrite, probe=layout.probe)
     runs = _stored_meta(meta)
     tables = table_entries(frames, layout)
     rid = _run_id(tables, runs, layout)
@@ -289,7 +304,7 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
             fh.flush()
             os.fsync(fh.fileno())
         with dir_lock(parent):  # the check and the swap as one step among ncprobe writers
-            check_target(target, meta, overwrite=overwrite)
+            check_target(target, meta, overwrite=overwrite, probe=layout.probe)
             if os.path.lexists(target):
                 aside = parent / aside_name(target.name)
                 os.rename(target, aside)
@@ -643,7 +658,7 @@ def data_read(runs: Iterable[Mapping]) -> tuple[dict[str, str], set[str]]:
 
 
 def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool = False,
-                 option: str = "--out") -> None:
+                 option: str = "--out", probe: str | None = None) -> None:
     """Refuse to write a run into ``path`` when that would replace something it must not.
 
     Args:
@@ -653,12 +668,15 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
         overwrite: allow replacing a results directory of a different run.
         option: the command's option that chose ``path`` (``--results-dir`` for reproduce,
             whose run directories are named below it), named in the messages.
+        probe: the probe whose results are about to be written (``None``: the default
+            probe's, :data:`NCIMP_LAYOUT`).
 
     Raises:
         UsageError: ``path`` is inside a results directory
             (:func:`~ncprobe.owned.enclosing_results`: it would change that one), is not an
-            ncprobe results directory (never replaced), or holds a different run and
-            ``overwrite`` is false.
+            ncprobe results directory (never replaced), holds another probe's results
+            (never replaced, even with ``overwrite``: the message names that probe), or
+            holds a different run and ``overwrite`` is false.
     """
     above = enclosing_results(path)
     if above is not None:
@@ -677,6 +695,7 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
     if kind == "foreign":
         raise UsageError(f"{path} is not an ncprobe results directory ({why}); ncprobe never "
                          f"replaces it, even with --overwrite: choose another {option}")
+    refuse_other_probe(path, runs, probe or NCIMP_LAYOUT.probe, option)
     new = run_identity(meta)
     old = run_identity(runs)
     if isinstance(meta, dict) or all(m.get("fingerprint") is None for m in meta):
@@ -689,6 +708,25 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
                                    if r["config"].get(k) is not None) for r in runs)
     raise UsageError(f"{path} holds another run ({described}; {_differences(old, new)}); "
                      f"pass --overwrite (Python: overwrite=True) to replace it, or choose another "
+                     f"{option}")
+
+
+def refuse_other_probe(path: str | Path, runs: list[dict], probe: str, option: str) -> None:
+    """Refuse to write results of the probe ``probe`` into the results directory ``path``
+    (whose runs are ``runs``) when it holds another probe's: never replaced, whatever
+    ``--overwrite`` says (``option`` chose ``path``).
+
+    Raises:
+        UsageError: naming the probe whose results are there and its models.
+    """
+    there = probe_of(path)
+    if there == probe:
+        return
+    models = ", ".join(dict.fromkeys(str((r.get("config") or {}).get("model", "?"))
+                                     for r in runs)) or "no model"
+    raise UsageError(f"{path} holds results of the {there!r} probe (model(s) {models}), not "
+                     f"of the {probe!r} probe: ncprobe never writes one probe's results over "
+                     f"another's, even with --overwrite; nothing was written: choose another "
                      f"{option}")
 
 
@@ -712,7 +750,10 @@ def model_runs(config: Any, out: str | Path | None = None, *, overwrite: bool = 
 
     runs = {m: run(m) for m in config.models}
     if out is not None:
-        check_target(out, [{"config": r} for r in runs.values()], overwrite=overwrite)
+        from ..probes import probe_of_config
+
+        check_target(out, [{"config": r} for r in runs.values()], overwrite=overwrite,
+                     probe=probe_of_config(config))
         check_writable(out)
     return runs
 

@@ -195,7 +195,8 @@ def planned_runs(config: RetrievalConfig, *, split: str | None = None,
                              "span_fallback": config.span_fallback, "dtype": config.dtype,
                              "batch_size": config.batch_size, "device": config.device}
     if out is not None:
-        check_target(out, [{"config": run} for run in configs.values()], overwrite=overwrite)
+        check_target(out, [{"config": run} for run in configs.values()], overwrite=overwrite,
+                     probe=RetrievalResults.layout.probe)
     return configs
 
 

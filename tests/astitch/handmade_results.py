@@ -6,7 +6,10 @@ code under test computes them), so every expected number is read off these rules
   :data:`TEST_LABELS`; dev uses: rows 1-6 of ``e1`` and ``e2``;
 * paraphrase scores: ``contrast = 0.1 label + 0.01 row + 0.001 layer`` (test row 9 unscored:
   NaN), ``literal = 0.5 + 0.01 row``;
-* AUROC: :func:`auroc_value` (best: layer 2, nc, context excluded, in every split);
+* AUROC: :func:`auroc_value` (best: layer 2, nc, context excluded, in every split), the
+  within-expression AUROC :func:`within_value` (0.1 less; 0.11 less for the ambiguous
+  subset, whose rows, by the labels above, are all the rows: every expression of a split has
+  both labels);
 * linear probe: two settings x two layers x three features; for nc/excluded the dev
   macro-F1 is 0.60 (layer 1) and 0.70 (layer 2) and the test macro-F1 0.55 and 0.50, so a
   choice made on dev shows layer 2's 0.50; the controls (majority, expression-only, the
@@ -44,6 +47,11 @@ def auroc_value(split: str, layer: str, level: str, context: str, score: str) ->
             - 0.03 * (split == "dev"))
 
 
+def within_value(split: str, layer: str, level: str, context: str, score: str,
+                 subset: str) -> float:
+    return auroc_value(split, layer, level, context, score) - 0.1 - 0.01 * (subset != "all")
+
+
 def scores_table(model: str) -> pd.DataFrame:
     rows = []
     for split, exprs, labels in (("dev", DEV_EXPRESSIONS, DEV_LABELS),
@@ -66,17 +74,21 @@ def auroc_table(model: str) -> pd.DataFrame:
     for split in ("dev", "test"):
         for layer in LAYERS:
             for level, context in LEVEL_CONTEXTS:
-                for score in ("contrast", "literal"):
-                    a = auroc_value(split, layer, level, context, score)
-                    n = (8 if score == "contrast" else 9) if split == "test" else 6
-                    rows.append({"model": model, "lang": "en", "split": split, "layer": layer,
-                                 "level": level, "context": context, "score": score, "n": n,
-                                 "n_literal": 4, "n_expressions": 3 if split == "test" else 2,
-                                 "n_unscored": 1 if (split, score) == ("test", "contrast")
-                                 else 0,
-                                 "idiomatic_share": 0.7 if score == "contrast" else 0.55,
-                                 "auroc": a, "ci_low": a - 0.08, "ci_high": a + 0.08,
-                                 "boot_used": 200})
+                for subset in ("all", "ambiguous"):
+                    for score in ("contrast", "literal"):
+                        a = auroc_value(split, layer, level, context, score)
+                        w = within_value(split, layer, level, context, score, subset)
+                        n = (8 if score == "contrast" else 9) if split == "test" else 6
+                        k = 3 if split == "test" else 2
+                        rows.append({
+                            "model": model, "lang": "en", "split": split, "layer": layer,
+                            "level": level, "context": context, "score": score,
+                            "subset": subset, "n": n, "n_literal": 4, "n_expressions": k,
+                            "n_unscored": 1 if (split, score) == ("test", "contrast") else 0,
+                            "idiomatic_share": 0.7 if score == "contrast" else 0.55,
+                            "n_within": k, "auroc_within": w, "auroc_within_low": w - 0.09,
+                            "auroc_within_high": w + 0.09, "auroc": a, "ci_low": a - 0.08,
+                            "ci_high": a + 0.08, "boot_used": 200})
     return pd.DataFrame(rows)
 
 
@@ -126,8 +138,39 @@ def linear_table(model: str, majority_f1: float = 0.40) -> pd.DataFrame:
                      "control_high": f1 - 0.1 if linear else math.nan,
                      "selectivity": 0.2 if linear else math.nan,
                      "sel_low": 0.05 if linear else math.nan,
-                     "sel_high": 0.35 if linear else math.nan})
-    return pd.DataFrame(rows)
+                     "sel_high": 0.35 if linear else math.nan, "subset": "all",
+                     **within_numbers(f1, linear)})
+    for setting in SETTINGS:
+        for name, f1 in BASELINE_F1.items():
+            rows.append({**_key("", setting, "", "", "", "baseline", name), "C": math.nan,
+                         "dev_macro_f1": math.nan, "n": 9, "n_expressions": 3,
+                         "macro_f1": f1, "f1_low": f1 - 0.1, "f1_high": f1 + 0.1,
+                         "accuracy": f1, "acc_low": math.nan, "acc_high": math.nan,
+                         "control_f1": math.nan, "control_low": math.nan,
+                         "control_high": math.nan, "selectivity": math.nan,
+                         "sel_low": math.nan, "sel_high": math.nan, "subset": "all",
+                         **within_numbers(f1, False),
+                         "n_draws": 20 if name == "chance" else math.nan})
+    # every expression of test has both labels: the ambiguous subset is every row
+    return pd.DataFrame(rows + [{**r, "subset": "ambiguous"} for r in rows])
+
+
+#: The baselines' test macro-F1 (by hand from TEST_LABELS: the test majority, label 1
+#: everywhere: (0 + 10/14) / 2; the type oracle, e1 -> 0, e2 and e3 -> 1: (4/7 + 8/11) / 2).
+BASELINE_F1 = {"majority_train": 0.40, "majority_test": 5 / 14, "chance": 0.49,
+               "type_oracle": (4 / 7 + 8 / 11) / 2}
+
+
+def within_numbers(f1: float, linear: bool) -> dict:
+    """A linear row's AUROC of its scores (F1 + 0.1) and its within-expression control (F1 -
+    0.1, selectivity 0.1); NaN for other rows."""
+    if not linear:
+        return {k: math.nan for k in ("auroc", "auroc_low", "auroc_high", "within_f1",
+                                      "within_low", "within_high", "within_sel", "wsel_low",
+                                      "wsel_high", "n_draws")}
+    return {"auroc": f1 + 0.1, "auroc_low": f1, "auroc_high": f1 + 0.2,
+            "within_f1": f1 - 0.1, "within_low": f1 - 0.2, "within_high": f1,
+            "within_sel": 0.1, "wsel_low": 0.0, "wsel_high": 0.2, "n_draws": 20}
 
 
 def predicted(key: dict, row: int) -> int:
@@ -148,7 +191,8 @@ def predictions_table(model: str) -> pd.DataFrame:
             rows.append({**key, "row": i + 1, "expression": e, "label": lab,
                          "predicted": predicted(key, i + 1),
                          "control_label": (1 if e == "e1" else 0) if linear else -1,
-                         "control_predicted": 1 if linear else -1})
+                         "control_predicted": 1 if linear else -1, "draw": -1,
+                         "decision": float(predicted(key, i + 1)) if linear else math.nan})
     return pd.DataFrame(rows)
 
 

@@ -13,7 +13,7 @@ from ncprobe.errors import UsageError
 def test_defaults_and_normal_forms() -> None:
     cfg = AStitchConfig()
     assert cfg.models == ("glove-6b-50d",) and cfg.langs == ("en",)
-    assert cfg.settings == ("zero-shot", "one-shot", "few-shot")
+    assert cfg.settings == ("zero-shot", "one-shot", "few-shot", "one-shot-semeval")
     # auto: GloVe is the static control, unless it is a probed model
     assert cfg.static_model is None
     assert AStitchConfig(models=["minilm"]).static_model == "glove-6b-50d"
@@ -25,6 +25,27 @@ def test_defaults_and_normal_forms() -> None:
     assert run_dir(cfg).name == "astitch-a+b-en+pt-splits_dev+test"
     assert run_dir(AStitchConfig(models=["minilm"], layers="all")).name == \
         "astitch-minilm-en-layers_all"
+
+
+def test_one_shot_semeval_needs_the_zero_shot_and_the_one_shot_rows() -> None:
+    # SemEval-2022 Task 2 A's one-shot trained on the zero-shot plus the one-shot rows
+    one = AStitchConfig(splits="train_one_shot,dev,test")
+    assert one.settings == ("one-shot",)
+    both = AStitchConfig(splits="train_zero_shot,train_one_shot,dev,test")
+    assert both.settings == ("zero-shot", "one-shot", "one-shot-semeval")
+
+
+def test_one_shot_semeval_trains_on_the_union_of_the_two_splits() -> None:
+    import numpy as np
+
+    from ncprobe.astitch.probe import training_rows
+
+    # rows of each split, in the records' order (zero-shot first, as the files are read)
+    by_split = {"train_zero_shot": np.array([0, 1, 2]), "train_one_shot": np.array([3, 4]),
+                "train_few_shot": np.array([5]), "dev": np.array([6]), "test": np.array([7])}
+    assert training_rows(by_split, "one-shot-semeval").tolist() == [0, 1, 2, 3, 4]
+    assert training_rows(by_split, "one-shot").tolist() == [3, 4]
+    assert training_rows(by_split, "zero-shot").tolist() == [0, 1, 2]
 
 
 @pytest.mark.parametrize("options, named", [

@@ -104,6 +104,7 @@ def _cell(key: dict, rows: list[tuple]) -> pd.DataFrame:
                                         "control_label", "control_predicted"])
     for k in PRED_KEYS:
         frame[k] = key[k]
+    frame["draw"], frame["decision"] = -1, np.nan
     return frame[list(PRED_COLUMNS)]
 
 
@@ -125,7 +126,11 @@ def test_linear_table_scores_controls_and_order() -> None:
                           "converged": True}])
     out = linear_table(preds, fits, n_boot=200, seed=0)
     assert list(out.columns) == list(LINEAR_COLUMNS)
-    assert out["layer"].tolist() == [5, -1, 2] and out["control"].tolist() == ["", "majority", ""]
+    # every cell for all uses, then every cell for the ambiguous ones (a and b: both labels)
+    assert out["layer"].tolist() == [5, -1, 2] * 2
+    assert out["control"].tolist() == ["", "majority", ""] * 2
+    assert out["subset"].tolist() == ["all"] * 3 + ["ambiguous"] * 3
+    assert out["n"].tolist() == [5] * 3 + [4] * 3
     first = out.iloc[0]
     # task: label 0 TP 1, gold 2, predicted 1 -> 2/3; label 1 TP 3, gold 3, predicted 4 -> 6/7
     f1 = (2 / 3 + 6 / 7) / 2

@@ -52,9 +52,11 @@ def _table() -> pd.DataFrame:
 def test_auroc_table_columns_order_and_counts() -> None:
     out = auroc_table(_table(), n_boot=100, seed=0)
     assert list(out.columns) == list(AUROC_COLUMNS)
-    assert list(zip(out["model"], out["layer"], out["score"], strict=True)) == [
-        ("b", 3, SCORES[0]), ("b", 3, SCORES[1]), ("a", 1, SCORES[0]), ("a", 1, SCORES[1])]
+    assert list(zip(out["model"], out["layer"], out["subset"], out["score"], strict=True)) == [
+        (m, layer, subset, score) for m, layer in (("b", 3), ("a", 1))
+        for subset in ("all", "ambiguous") for score in SCORES]
     lit = out[(out["model"] == "b") & (out["score"] == "literal")].iloc[0]
+    assert lit["subset"] == "all"
     # literal: positives 0.9, 0.5; negatives 0.5, 0.2, 0.4: 0.9 beats 3, 0.5 beats 2 + ties 1
     assert lit["auroc"] == pytest.approx((3 + 2 + 0.5) / 6)
     assert (lit["n"], lit["n_literal"], lit["n_expressions"], lit["n_unscored"]) == (5, 2, 3, 0)
@@ -67,10 +69,34 @@ def test_auroc_table_columns_order_and_counts() -> None:
     assert 0 < con["boot_used"] <= 100
 
 
+def test_within_expression_auroc_and_the_ambiguous_subset_by_hand() -> None:
+    out = auroc_table(_table(), n_boot=100, seed=0).set_index(["model", "subset", "score"])
+    # literal, all rows: x (0.9 literal, 0.5 idiomatic) 1 of 1 pair, y (0.5, 0.2) 1 of 1, z
+    # one label: within 2/2, pooled 5.5/6 (the test above)
+    lit = out.loc[("b", "all", "literal")]
+    assert (lit["auroc_within"], lit["n_within"]) == (1.0, 2)
+    assert lit["auroc"] == pytest.approx(5.5 / 6)
+    assert lit["auroc_within_low"] == lit["auroc_within_high"] == 1.0     # every resample: 1.0
+    # ambiguous rows: z (idiomatic only) left out; pooled 0.9 beats 0.5 and 0.2, 0.5 ties 0.5
+    # and beats 0.2: 3.5 / 4
+    amb = out.loc[("b", "ambiguous", "literal")]
+    assert (amb["n"], amb["n_expressions"], amb["n_literal"]) == (4, 2, 2)
+    assert amb["auroc"] == pytest.approx(3.5 / 4) and amb["auroc_within"] == 1.0
+    # contrast: y's idiomatic row is unscored, so only x holds a pair (0.3 over 0.1)
+    con = out.loc[("b", "all", "contrast")]
+    assert (con["auroc_within"], con["n_within"], con["auroc"]) == (1.0, 1, 0.5)
+    con = out.loc[("b", "ambiguous", "contrast")]
+    assert (con["n"], con["n_unscored"], con["auroc_within"]) == (3, 1, 1.0)
+    # model a: one label, no ambiguous row at all
+    none = out.loc[("a", "ambiguous", "literal")]
+    assert none["n"] == 0 and np.isnan(none["auroc_within"]) and np.isnan(none["auroc"])
+
+
 def test_a_cell_with_one_label_has_no_auroc() -> None:
     out = auroc_table(_table(), n_boot=100, seed=0)
-    one = out[out["model"] == "a"]
+    one = out[(out["model"] == "a") & (out["subset"] == "all")]
     assert one["auroc"].isna().all() and one["ci_low"].isna().all()
+    assert one["auroc_within"].isna().all() and (one["n_within"] == 0).all()
     assert (one["boot_used"] == 0).all() and (one["idiomatic_share"] == 1.0).all()
 
 
@@ -79,7 +105,8 @@ def test_cells_with_the_same_expressions_share_their_draws() -> None:
     other = table[table["model"] == "b"].assign(model="c", layer=9)
     out = auroc_table(pd.concat([table, other], ignore_index=True), n_boot=200, seed=4)
     b, c = out[out["model"] == "b"], out[out["model"] == "c"]
-    cols = ["auroc", "ci_low", "ci_high", "boot_used"]
+    cols = ["auroc", "ci_low", "ci_high", "boot_used", "auroc_within", "auroc_within_low",
+            "auroc_within_high"]
     assert np.allclose(b[cols].to_numpy(float), c[cols].to_numpy(float), equal_nan=True)
 
 

@@ -50,9 +50,15 @@ def test_the_report_writes_the_files_its_index_names(res, tmp_path):
     auroc_md = (tmp_path / "r" / "table_astitch_auroc.md").read_text(encoding="utf-8")
     a = hm.auroc_value("test", "2", "nc", "excluded", "contrast")
     assert f"{a:.3f} [{a - 0.08:.3f}, {a + 0.08:.3f}]" in auroc_md
-    assert "| en | test | contrast | nc, context excluded | 8 | 4 | 3 | 1 | 70.0 |" in auroc_md
+    w = hm.within_value("test", "2", "nc", "excluded", "contrast", "ambiguous")
+    assert f"{w:.3f} [{w - 0.09:.3f}, {w + 0.09:.3f}]" in auroc_md
+    assert "| en | test | contrast | all | nc, context excluded | 8 | 4 | 3 | 3 | 1 | 70.0 |" \
+        in auroc_md
+    # each split's within-expression AUROC comes before its pooled one
+    header = next(line for line in auroc_md.splitlines() if line.startswith("| lang"))
+    assert header.index("test within") < header.index("test pooled")
     tex = (tmp_path / "r" / "table_astitch_linear.tex").read_text(encoding="utf-8")
-    assert tex.count(r"\begin{tabular}") == 2             # one per setting
+    assert tex.count(r"\begin{tabular}") == 2 * 2     # one per setting and subset
     # into the same directory again: nothing changes
     before = {p.name: p.read_bytes() for p in (tmp_path / "r").iterdir()}
     res.report(tmp_path / "r", formats=("png",), dpi=30)
@@ -61,10 +67,16 @@ def test_the_report_writes_the_files_its_index_names(res, tmp_path):
 
 def test_the_linear_table_has_the_controls_first_and_every_number_with_its_interval(res):
     md = linear_markdown(res.linear)
-    zero = md.split("## EN, few-shot")[0]
+    zero = md.split("## EN, few-shot")[0].split("## EN, zero-shot (trains on train_zero_shot, "
+                                                "C chosen on dev), ambiguous expressions")[0]
     rows = [line for line in zero.splitlines() if line.startswith("| ")][1:]
     assert [r.split(" | ")[0] for r in rows] == [
-        "| majority", "| expression-only", "| static (glove-6b-50d)"] + ["| m"] * 6
+        "| majority", "| expression-only", "| static (glove-6b-50d)",
+        "| baseline: majority (train)", "| baseline: majority (test)",
+        "| baseline: chance (stratified)", "| ceiling: type oracle"] + ["| m"] * 6
+    # the type oracle read off the hand-made rules: (4/7 + 8/11) / 2
+    assert "| ceiling: type oracle | - |  |  | 9 | 64.9 [54.9, 74.9] |" in zero
+    assert md.count("ambiguous expressions\n") == 2            # one table per setting
     layer2 = next(r for r in rows if "layer 2, nc, context excluded" in r)
     # dev 70.0; test 50.0 [40.0, 60.0]; accuracy 55.0 [45.0, 65.0]; control task 30.0
     assert ("| 70.0 | 9 | 50.0 [40.0, 60.0] | 55.0 [45.0, 65.0] | 30.0 [20.0, 40.0] | "

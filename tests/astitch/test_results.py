@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -76,10 +77,11 @@ def test_load_many_joins_models_with_the_controls_and_excluded_rows_once(res, tm
     hm.results("m2").to_parquet(tmp_path / "runs" / "m2")
     joined = AStitchResults.load_many([tmp_path / "runs"])
     assert joined.models == ["m", "m2"]
-    kinds = joined.linear["probe_kind"].tolist()
-    # 2 settings x (majority, expression, static) once; 2 settings x 2 layers x 3 features
-    # per model
+    kinds = joined.linear.loc[joined.linear["subset"] == "all", "probe_kind"].tolist()
+    # 2 settings x (majority, expression, static) and x 4 baselines once; 2 settings x 2
+    # layers x 3 features per model
     assert kinds.count("control") == 6 and kinds.count("linear") == 2 * 12
+    assert kinds.count("baseline") == 2 * 4
     assert (joined.predictions["probe_kind"] == "control").sum() == 6 * 9
     assert len(joined.excluded) == 5 and len(joined.auroc) == 2 * len(res.auroc)
     assert joined.tests["family"].tolist() == ["astitch: m", "astitch: m2"]
@@ -110,9 +112,10 @@ def test_concat_refuses_results_of_other_data(res):
 
 
 def test_select_filters_and_names_the_values_there_are(res):
-    controls = res.select(setting="zero-shot", probe_kind="control")
+    controls = res.select(setting="zero-shot", probe_kind="control", subset="all")
     assert controls["control"].tolist() == ["majority", "expression", "static"]
-    assert len(res.select("auroc", split="test", score="contrast")) == 2 * 4
+    # two layer views x four level/contexts x two subsets (all, ambiguous)
+    assert len(res.select("auroc", split="test", score="contrast")) == 2 * 4 * 2
     with pytest.raises(UsageError, match="setting 'zero' is not in the linear table; it "
                                          "holds setting zero-shot, few-shot"):
         res.select(setting="zero")
@@ -126,9 +129,10 @@ def test_wide_puts_the_layer_views_on_the_rows(res):
     assert wide[("m", "en", "zero-shot", "nc", "excluded")].tolist() == [
         hm.f1_on_test("1", "nc", "excluded"), hm.f1_on_test("2", "nc", "excluded")]
     assert wide.shape == (2, 2 * 3)             # the controls are not layer views
-    auc = res.wide("auroc")
-    assert auc.loc["2", ("m", "en", "test", "sent", "included", "literal")] == pytest.approx(
-        hm.auroc_value("test", "2", "sent", "included", "literal"))
+    auc = res.wide("auroc")          # the headline: the within-expression AUROC
+    for subset in ("all", "ambiguous"):
+        assert auc.loc["2", ("m", "en", "test", "sent", "included", "literal", subset)] == \
+            pytest.approx(hm.within_value("test", "2", "sent", "included", "literal", subset))
     with pytest.raises(UsageError, match="wide..tests.."):
         res.wide("tests")
 
@@ -138,7 +142,9 @@ def test_wide_puts_the_layer_views_on_the_rows(res):
 
 def test_json_rows_are_one_per_auroc_and_linear_row_with_nan_as_null(res):
     rows = res.json_rows()
-    assert len(rows) == len(res.auroc) + len(res.linear)
+    # after each linear row its two control tasks (type, within), one row each
+    n_linear = int((res.linear["probe_kind"] == "linear").sum())
+    assert len(rows) == len(res.auroc) + len(res.linear) + 2 * n_linear
     json.dumps(rows, allow_nan=False)           # plain JSON: no NaN anywhere
     para = rows[0]
     assert {"probe_kind", "model", "lang", "split", "setting", "level", "context", "layer",
@@ -148,6 +154,19 @@ def test_json_rows_are_one_per_auroc_and_linear_row_with_nan_as_null(res):
         "paraphrase", "dev", "", "contrast")
     assert para["auroc"] == pytest.approx(a) and para["ci_low"] == pytest.approx(a - 0.08)
     assert para["n"] == 6 and para["n_expressions"] == 2
+    # the headline beside it, and the subset: every paraphrase row comes for both
+    w = hm.within_value("dev", "1", "nc", "excluded", "contrast", "all")
+    assert (para["subset"], para["n_within"]) == ("all", 2)
+    assert para["auroc_within"] == pytest.approx(w)
+    assert (para["auroc_within_low"], para["auroc_within_high"]) == pytest.approx(
+        (w - 0.09, w + 0.09))
+    paraphrase = [r for r in rows if r["probe_kind"] == "paraphrase"]
+    assert Counter(r["subset"] for r in paraphrase) == {"all": len(res.auroc) // 2,
+                                                        "ambiguous": len(res.auroc) // 2}
+    amb = paraphrase[2]                         # dev, layer 1, nc excluded: ambiguous contrast
+    assert (amb["subset"], amb["score"]) == ("ambiguous", "contrast")
+    assert amb["auroc_within"] == pytest.approx(
+        hm.within_value("dev", "1", "nc", "excluded", "contrast", "ambiguous"))
     majority = rows[len(res.auroc)]             # the first linear row: zero-shot majority
     assert {"probe_kind", "model", "lang", "split", "setting", "level", "context", "layer",
             "control", "n", "n_expressions", "macro_f1", "accuracy", "ci_low",
@@ -171,9 +190,14 @@ def test_the_summary_shows_the_best_views_with_intervals_and_the_controls(res):
     lines = text.splitlines()
     assert "cluster bootstrap over expressions (200 resamples)" in text
     # the paraphrase probe: the best test contrast cell, layer 2 nc excluded (0.73)
+    # the within AUROC (0.63) first, the pooled one (0.73) beside it, for both subsets
     best = next(line for line in lines if " test " in line and " contrast " in line)
-    assert "0.730 [0.650, 0.810]" in best and "layer 2, nc, context excluded" in best
+    assert " all " in best and "layer 2, nc, context excluded" in best
+    assert best.index("0.630 [0.540, 0.720]") < best.index("0.730 [0.650, 0.810]")
     assert "scored rows lean idiomatic (70% idiomatic)" in best
+    amb = next(line for line in lines if " test " in line and " contrast " in line
+               and " ambiguous " in line)
+    assert "0.620 [0.530, 0.710]" in amb and "0.730 [0.650, 0.810]" in amb
     # the linear probe: the view of the best *dev* F1 (layer 2) with its test F1 (50.0), not
     # layer 1's better test F1 (55.0)
     model = next(line for line in lines if line.lstrip().startswith("zero-shot")
@@ -186,8 +210,20 @@ def test_the_summary_shows_the_best_views_with_intervals_and_the_controls(res):
                for line in lines)
     assert any("static (glove-6b-50d)" in line and "48.0 [38.0, 58.0]" in line
                for line in lines)
-    assert any("control task (same view)" in line and "30.0" in line for line in lines)
-    assert "selectivity = task F1 - control task F1" in text
+    # the chosen view's two control tasks (its C), the AUROC of its scores, the baselines
+    at = lines.index(model)
+    assert "AUROC of its scores" in lines[at + 1] and "0.600 [0.500, 0.700]" in lines[at + 1]
+    assert "type control" in lines[at + 2] and "30.0 [20.0, 40.0]" in lines[at + 2]
+    assert "+20.0 [+5.0, +35.0]" in lines[at + 2]
+    assert "within control (20 draws)" in lines[at + 3]
+    assert "40.0 [30.0, 50.0]" in lines[at + 3] and "+10.0 [+0.0, +20.0]" in lines[at + 3]
+    # the ambiguous uses (here every use: each expression has both labels in test)
+    assert "ambiguous: 9 uses of 3 expr." in lines[at + 4] and "50.0" in lines[at + 4]
+    base = next(line for line in lines if "zero-shot  baselines, all uses" in line)
+    assert "majority (test) 35.7 [25.7, 45.7]" in base and "type oracle 64.9" in base
+    assert "chance (stratified) 49.0" in base and "majority (train) 40.0" in base
+    assert any("zero-shot  baselines, ambiguous uses" in line for line in lines)
+    assert "selectivity = task F1 - control F1" in text
     assert "Excluded rows: 5" in text and "4 no literal paraphrase" in text
     assert "m: m was quick" in text
 
@@ -226,12 +262,16 @@ def test_from_parts_computes_auroc_linear_and_tests_and_notes_the_cells():
     res = AStitchResults.from_parts(scores, predictions, fits, excluded, hm.meta("m"),
                                     n_boot=50, seed=0, correction="holm",
                                     pairs=[({**key, "layer": "1"}, {**key, "layer": "2"})])
-    auc = res.auroc.set_index(["split", "score"])
+    auc = res.auroc[res.auroc["subset"] == "all"].set_index(["split", "score"])
     assert auc.loc[("test", "contrast"), "auroc"] == pytest.approx(3 / 4)
     # literal: 0.6 and 0.2 against 0.7 and 0.1: 0.6 > 0.1, 0.2 > 0.1 -> 2 of 4
     assert auc.loc[("test", "literal"), "auroc"] == pytest.approx(2 / 4)
     assert math.isnan(auc.loc[("dev", "contrast"), "auroc"])      # dev: literal uses only
-    lin = res.linear.set_index("layer")
+    # within expressions: a (0.3 literal over 0.1), b (0.5 over 0.4) -> 2 of 2; literal: a
+    # (0.6 under 0.7), b (0.2 over 0.1) -> 1 of 2
+    assert auc.loc[("test", "contrast"), "auroc_within"] == 1.0
+    assert auc.loc[("test", "literal"), "auroc_within"] == 0.5
+    lin = res.linear[res.linear["subset"] == "all"].set_index("layer")
     for layer, p in preds.items():
         assert lin.loc[layer, "macro_f1"] == pytest.approx(f1_score(y, p, average="macro"))
     assert lin.loc["1", "C"] == 0.1 and lin.loc["2", "dev_macro_f1"] == 0.5

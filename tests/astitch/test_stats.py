@@ -21,6 +21,7 @@ from ncprobe.astitch.stats import (
     paired_tests,
     selectivity,
     weighted_auroc,
+    within_auroc,
 )
 from ncprobe.errors import UsageError
 from ncprobe.significance import ResolutionWarning
@@ -107,6 +108,68 @@ def test_cluster_auroc_of_one_label_is_nan() -> None:
     assert np.isnan(out["auroc"]) and np.isnan(out["ci_low"]) and out["boot_used"] == 0
     with pytest.raises(UsageError, match="NaN"):
         cluster_auroc([0.1, np.nan], [0, 1], ["a", "b"], n_boot=10, seed=0)
+
+
+def _within_by_hand(scores, labels, clusters) -> tuple[float, float]:
+    """Concordant pairs (ties 1/2) and pairs, counted pair by pair inside each expression."""
+    wins = pairs = 0.0
+    for i, j in itertools.product(range(len(scores)), repeat=2):
+        if clusters[i] == clusters[j] and labels[i] == 1 and labels[j] == 0:
+            wins += 1.0 if scores[i] > scores[j] else 0.5 if scores[i] == scores[j] else 0.0
+            pairs += 1.0
+    return wins, pairs
+
+
+def test_within_auroc_counts_pairs_inside_each_expression_only() -> None:
+    # a: literal 0.9 and 0.4 against idiomatic 0.5 -> 1 of 2 pairs; b: literal 0.3 against
+    # idiomatic 0.3 (tie, 1/2) and 0.1 (1) -> 1.5 of 2; c and d hold one label: no pair.
+    # Within: (1 + 1.5) / (2 + 2) = 0.625. Pooled, c's literal 0.99 and d's idiomatic 0.0
+    # add easy cross-expression pairs: 17.5 of 20 pairs, 0.875.
+    scores = [0.9, 0.4, 0.5, 0.3, 0.3, 0.1, 0.99, 0.98, 0.0]
+    labels = [1, 1, 0, 1, 0, 0, 1, 1, 0]
+    clusters = ["a", "a", "a", "b", "b", "b", "c", "c", "d"]
+    out = within_auroc(scores, labels, clusters, n_boot=0, seed=0)
+    assert out["auroc_within"] == 0.625
+    assert out["n_within"] == 2
+    assert np.isnan(out["auroc_within_low"]) and np.isnan(out["auroc_within_high"])
+    assert cluster_auroc(scores, labels, clusters, n_boot=0, seed=0)["auroc"] == pytest.approx(
+        _pairs_auc(scores, labels, np.ones(len(scores))))
+    assert _pairs_auc(scores, labels, np.ones(len(scores))) == 0.875
+
+
+def test_within_auroc_interval_resamples_the_expressions_with_both_labels() -> None:
+    rng = np.random.default_rng(8)
+    n = 60
+    clusters = [f"e{i % 9}" for i in rng.permutation(n)]
+    labels = rng.integers(0, 2, n)
+    labels[[i for i, c in enumerate(clusters) if c == "e3"]] = 1     # e3: literal uses only
+    scores = np.round(rng.normal(size=n) + 0.5 * labels, 1)           # ties inside expressions
+    out = within_auroc(scores, labels, clusters, n_boot=300, seed=7)
+    wins, pairs = _within_by_hand(scores, labels, clusters)
+    assert out["auroc_within"] == pytest.approx(wins / pairs, abs=1e-12)
+    mixed = sorted(c for c in set(clusters)
+                   if len({int(y) for y, d in zip(labels, clusters, strict=True) if d == c}) == 2)
+    assert out["n_within"] == len(mixed) < 9
+    # the interval by a plain loop: each resample of the mixed expressions, pairs counted
+    per = {e: _within_by_hand(*(np.asarray(v)[[i for i, c in enumerate(clusters) if c == e]]
+                                for v in (scores, labels, clusters))) for e in mixed}
+    draws = np.random.default_rng(7).integers(0, len(mixed), (300, len(mixed)))
+    boot = [sum(per[mixed[j]][0] for j in d) / sum(per[mixed[j]][1] for j in d) for d in draws]
+    assert (out["auroc_within_low"], out["auroc_within_high"]) == pytest.approx(
+        tuple(np.percentile(boot, [2.5, 97.5])), abs=1e-12)
+    # the rows of the ambiguous expressions alone give the same number and the same interval
+    keep = np.isin(clusters, mixed)
+    alone = within_auroc(scores[keep], labels[keep], np.asarray(clusters)[keep], n_boot=300,
+                         seed=7)
+    assert alone == out
+
+
+def test_within_auroc_without_an_expression_holding_both_labels_is_nan() -> None:
+    out = within_auroc([0.1, 0.9, 0.3], [0, 1, 1], ["a", "b", "b"], n_boot=50, seed=0)
+    assert out["n_within"] == 0 and np.isnan(out["auroc_within"])
+    assert np.isnan(out["auroc_within_low"])
+    with pytest.raises(UsageError, match="NaN"):
+        within_auroc([0.1, np.nan], [0, 1], ["a", "a"], n_boot=10, seed=0)
 
 
 # --- macro-F1, accuracy, selectivity ----------------------------------------------------------

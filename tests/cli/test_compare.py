@@ -190,6 +190,25 @@ def test_comparison_table_formats_every_row():
         tables.comparison_table(df.drop(columns=["p_corrected"]))
 
 
+def test_out_file_names_each_sides_store_dtype(full, tmp_path, capsys):
+    """Issue 38: a float16 run against a float32 run of one model: the --out file says which
+    side is which, row by row; the printed table is unchanged (no such column)."""
+    half = synthetic.one_run(full, "model-a", "en", layers="-", store_dtype="float16")
+    # what half precision did to the vectors: every value moved a little
+    moved = half.measures["value"] + np.random.default_rng(5).normal(0, 1e-3, len(half.measures))
+    half = dataclasses.replace(half, measures=half.measures.assign(value=moved))
+    full_precision = synthetic.one_run(full, "model-a", "en", layers="-")
+    a, b = half.to_parquet(tmp_path / "half"), full_precision.to_parquet(tmp_path / "single")
+    assert main(["compare", str(a), str(b), "--n-boot", "50", "--quiet",
+                 "--out", str(tmp_path / "cmp.csv")]) == 0
+    printed = capsys.readouterr().out
+    got = pd.read_csv(tmp_path / "cmp.csv")
+    assert len(got) == 2 * 2 * 2 * 11
+    assert set(got["store_dtype_a"]) == {"float16"} and set(got["store_dtype_b"]) == {"float32"}
+    assert "store_dtype A" not in printed and "store_dtype_a" not in printed
+    assert list(got.columns[-2:]) == ["store_dtype_a", "store_dtype_b"]
+
+
 def test_compare_is_exported_and_its_module_keeps_its_name():
     import importlib
     import importlib.util

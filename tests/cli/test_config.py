@@ -371,3 +371,50 @@ def test_a_new_retrievalconfig_field_is_a_new_retrieve_option() -> None:
     assert cli.config_from_args(args, More) == More(models=("bm25",), top=3)
     with pytest.raises(argparse.ArgumentError):
         parser.parse_args(["--top", "0"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Probed:
+    """A config whose check of two fields involves a default: the control must not be the
+    probed model (default: the control's value of the test below)."""
+
+    model: str = "glove"
+    static: str = "none"
+    width: int = 3
+
+    def __post_init__(self) -> None:
+        if self.width < 1:
+            raise ValueError("width must be 1 or more")
+        if self.static == self.model:
+            raise ValueError(f"the control {self.static!r} is also the probed model")
+
+
+def test_cross_field_checks_see_the_values_given_together() -> None:
+    """Issue 38: `--model other --static glove` was refused because --static was first checked
+    alone, against the default model glove."""
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    cli.config_options(parser, Probed)
+    args = parser.parse_args(["--model", "other", "--static", "glove"])
+    assert cli.config_from_args(args, Probed) == Probed(model="other", static="glove")
+    # refused against the default model: only the option the refusal depends on is named
+    with pytest.raises(errors.UsageError) as e:
+        cli.config_from_args(parser.parse_args(["--static", "glove", "--width", "2"]), Probed)
+    assert str(e.value).startswith("--static glove: the control 'glove' is also")
+    assert "--width" not in str(e.value) and "--model" not in str(e.value)
+    # two values refused together: both named
+    with pytest.raises(errors.UsageError) as e:
+        cli.config_from_args(parser.parse_args(["--static", "x", "--model", "x"]), Probed)
+    assert "--model x" in str(e.value) and "--static x" in str(e.value)
+    # a value out of its own domain beside good ones: that option alone
+    with pytest.raises(errors.UsageError) as e:
+        cli.config_from_args(parser.parse_args(["--static", "x", "--width", "0"]), Probed)
+    assert str(e.value) == "--width 0: width must be 1 or more"
+
+
+def test_astitch_takes_another_model_with_the_default_static_control() -> None:
+    from ncprobe.astitch.config import AStitchConfig
+
+    args = cli.build_parser().parse_args(["run", "astitch", "--model", "minilm", "--static",
+                                          "glove-6b-50d"])
+    got = cli.config_from_args(args, AStitchConfig)
+    assert got.models == ("minilm",) and got.static == "glove-6b-50d"

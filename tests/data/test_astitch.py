@@ -21,6 +21,7 @@ from ncprobe.data.astitch import (
     counts_lines,
     load_astitch,
     paraphrase_file,
+    peel,
     place_expression,
     spliced,
     split_file,
@@ -54,6 +55,29 @@ def raw_rows(raw_dir: Path, lang: str, split: str, context: str = "excluded") ->
     """A task file's data rows, read with the csv module."""
     with open(raw_dir / task_file(lang, split, context), encoding="utf-8", newline="") as f:
         return list(csv.reader(f))[1:]
+
+
+def _is_punctuation(text: str) -> bool:
+    return bool(text) and not any(c.isalnum() for c in text)
+
+
+def check_peeled(tokens, span, punctuation, words) -> None:
+    """``tokens`` are the whitespace ``words`` with the span's punctuation split off: the
+    words rebuilt by joining the lead to the first span word and the trail to the last; the
+    lead and trail punctuation only; the span's words begin and end with no punctuation where
+    a lead or trail was split off (written out here, not with the code under test)."""
+    lead, trail = punctuation
+    a, b = span
+    rebuilt = list(tokens)
+    if trail:
+        assert _is_punctuation(trail) and rebuilt[b] == trail
+        rebuilt[b - 1:b + 1] = [rebuilt[b - 1] + trail]
+    if lead:
+        assert _is_punctuation(lead) and rebuilt[a - 1] == lead
+        rebuilt[a - 1:a + 1] = [lead + rebuilt[a]]
+    assert rebuilt == list(words)
+    # nothing was left to peel: the span begins and ends with a letter or digit
+    assert tokens[a][0].isalnum() and tokens[b - 1][-1].isalnum(), (tokens, span)
 
 
 # --- the real data -------------------------------------------------------------------------
@@ -97,7 +121,7 @@ def test_every_english_row_is_verbatim_at_its_first_occurrence(en, raw_dir):
         assert len(recs) == len(rows)
         for rec, (label, sentence, expression) in zip(recs, rows, strict=True):
             assert (rec.label, rec.expression) == (int(label), expression)
-            assert rec.tokens == tuple(sentence.split())
+            check_peeled(rec.tokens, rec.span, rec.punctuation, sentence.split())
             a, b = rec.span
             # the span's words are the expression with the prefix and suffix around it
             assert " ".join(rec.tokens[a:b]).lower() == (rec.prefix + expression
@@ -138,7 +162,8 @@ def test_context_span_points_at_the_same_words(lang, en, pt, raw_dir):
     for split in SPLITS:
         contexts = raw_rows(raw_dir, lang, split, "included")
         for rec in data.split(split):
-            assert rec.context_tokens == tuple(contexts[rec.row - 1][1].split())
+            check_peeled(rec.context_tokens, rec.context_span, rec.punctuation,
+                         contexts[rec.row - 1][1].split())
             a, b = rec.span
             ca, cb = rec.context_span
             assert cb - ca == b - a
@@ -166,14 +191,16 @@ def test_spliced_known_row_by_hand(en):
 
 
 def test_spliced_keeps_punctuation_and_replaces_an_inflection():
-    rec = AStitchRecord("pt", "test", 1, 0, "efeito especial", ("Os", "“efeitos", "especiais”,",
-                                                                 "caros"), (1, 3),
-                        ("Antes.", "Os", "“efeitos", "especiais”,", "caros"), (2, 4),
-                        "inflected", "“", "”,", "f.csv")
+    # "“ex-efeitos especiais”," peeled: the quotes and comma are words of their own, the
+    # "ex-" before the place is kept around the paraphrase
+    rec = AStitchRecord("pt", "test", 1, 0, "efeito especial",
+                        ("Os", "“", "ex-efeitos", "especiais", "”,", "caros"), (2, 4),
+                        ("Antes.", "Os", "“", "ex-efeitos", "especiais", "”,", "caros"),
+                        (3, 5), "inflected", "ex-", "", "f.csv", ("“", "”,"))
     assert spliced(rec, "truque de cinema", context=False) == (
-        ("Os", "“truque", "de", "cinema”,", "caros"), (1, 4))
+        ("Os", "“", "ex-truque", "de", "cinema", "”,", "caros"), (2, 5))
     assert spliced(rec, "truque", context=True) == (
-        ("Antes.", "Os", "“truque”,", "caros"), (2, 3))
+        ("Antes.", "Os", "“", "ex-truque", "”,", "caros"), (3, 4))
 
 
 def test_paraphrases_none_is_absent(en, raw_dir):
@@ -221,27 +248,66 @@ def test_unknown_language_and_split(en):
 
 @pytest.mark.parametrize("sentence, expression, want", [
     # hyphen and space are one separator
-    ("O gelo seco sublima.", "gelo-seco", ((1, 3), "inflected", "", "")),
-    ("um livre-docente da USP", "livre docente", ((1, 2), "inflected", "", "")),
-    # plural and gender: "efeito" (6 letters) -> stem "efei"; "especial" -> "especi"
-    ("Os efeitos especiais, caros", "efeito especial", ((1, 3), "inflected", "", ",")),
-    # leading and trailing punctuation stay outside, as prefix and suffix
-    ("é “mão fechada”.", "mão-fechada", ((1, 3), "inflected", "“", "”.")),
+    ("O gelo seco sublima.", "gelo-seco", ((1, 3), "inflected", "", "", "", "")),
+    ("um livre-docente da USP", "livre docente", ((1, 2), "inflected", "", "", "", "")),
+    # plural and gender: "efeito" (6 letters) -> stem "efei"; "especial" -> "especi"; the
+    # comma is peeled off
+    ("Os efeitos especiais, caros", "efeito especial",
+     ((1, 3), "inflected", "", "", "", ",")),
+    # leading and trailing punctuation peeled off, outside prefix and suffix
+    ("é “mão fechada”.", "mão-fechada", ((1, 3), "inflected", "", "", "“", "”.")),
     # at most three letters longer: "efeitinho" is 9 letters, "efeito" 6
-    ("os efeitinho especial", "efeito especial", ((1, 3), "inflected", "", "")),
+    ("os efeitinho especial", "efeito especial", ((1, 3), "inflected", "", "", "", "")),
     # a short part (<= 4 letters) must begin with all of itself: "mãos" begins with "mão"
-    ("as mãos fechadas", "mão fechada", ((1, 3), "inflected", "", "")),
-    # the place begins inside a hyphenated word: the earlier part is kept as prefix
-    ("um ex-deputados federais", "deputado federal", ((1, 3), "inflected", "ex-", "")),
+    ("as mãos fechadas", "mão fechada", ((1, 3), "inflected", "", "", "", "")),
+    # the place begins inside a hyphenated word: the earlier part is kept as prefix, the
+    # quote before it peeled
+    ("um “ex-deputados federais”", "deputado federal",
+     ((1, 3), "inflected", "ex-", "", "“", "”")),
     # the first place wins
-    ("conta corrente e contas correntes", "conta-corrente", ((0, 2), "inflected", "", "")),
-    # verbatim, case-insensitive, inside a longer word
-    ("Their Mailing lists, old", "mailing list", ((1, 3), "verbatim", "", "s,")),
+    ("conta corrente e contas correntes", "conta-corrente",
+     ((0, 2), "inflected", "", "", "", "")),
+    # verbatim, case-insensitive, inside a longer word: the inflection stays, the comma goes
+    ("Their Mailing lists, old", "mailing list", ((1, 3), "verbatim", "", "s", "", ",")),
+    # a leading quote; an internal hyphen and apostrophe stay in the word
+    ('He is a "fat cat\'s", no', "fat cat", ((3, 5), "verbatim", "", "'s", '"', '",')),
+    ("the well-known big fish.", "known big fish",
+     ((1, 4), "verbatim", "well-", "", "", ".")),
+    ("(grey matter)", "grey matter", ((0, 2), "verbatim", "", "", "(", ")")),
 ])
 def test_place_expression_by_hand(sentence, expression, want):
     got = place_expression(sentence, expression)
     assert got is not None
-    assert (got.span, got.placed, got.prefix, got.suffix) == want
+    assert (got.span, got.placed, got.prefix, got.suffix, got.lead, got.trail) == want
+
+
+def test_peel_splits_the_span_words_punctuation_into_words_of_its_own():
+    # by hand: the quote before "fat", the comma after "list,", nothing else moves
+    words = ('She', 'said', '"fat', 'cat', 'list,', 'indeed.')
+    assert peel(words, (2, 5), '"', ",") == (
+        ('She', 'said', '"', 'fat', 'cat', 'list', ',', 'indeed.'), (3, 6))
+    # one word holding both
+    assert peel(("«bem-vindo»",), (0, 1), "«", "»") == (("«", "bem-vindo", "»"), (1, 2))
+    # nothing to peel: the words as they are
+    assert peel(words, (3, 4), "", "") == (words, (3, 4))
+
+
+def test_spliced_into_a_peeled_span_keeps_the_punctuation_around_it(tmp_path):
+    rows = {k: list(v) for k, v in ROWS.items()}
+    rows["dev"] = [("0", 'Use "your grey matter," she said.', "grey matter"),
+                   ("1", "Grey matter is tissue.", "grey matter")]
+    data = load_small(small_dir(tmp_path, rows))
+    rec = data.split("dev")[0]
+    assert rec.tokens == ("Use", '"your', "grey", "matter", ',"', "she", "said.")
+    assert (rec.span, rec.punctuation, rec.span_text) == ((2, 4), ("", ',"'), "grey matter")
+    assert spliced(rec, "intelligence", context=False) == (
+        ("Use", '"your', "intelligence", ',"', "she", "said."), (2, 3))
+    assert spliced(rec, "intelligence", context=True)[0] == (
+        "Before", "it.", "Use", '"your', "intelligence", ',"', "she", "said.", "After", "it.")
+    # the notes count the rows whose span lost punctuation, per split: dev 1 of 2, test 1
+    # of 1 ("lists,"); 2 of the 7 rows
+    note = next(n for n in data.notes if "punctuation" in n)
+    assert "2 of 7 rows" in note and "dev 1 of 2" in note and "test 1 of 1" in note
 
 
 @pytest.mark.parametrize("sentence, expression", [
@@ -306,9 +372,9 @@ def test_small_dir_loads(tmp_path):
     data = load_small(small_dir(tmp_path))
     assert [len(data.split(s)) for s in SPLITS] == [2, 1, 1, 2, 1]
     rec = data.split("test")[0]
-    assert (rec.span, rec.suffix, rec.context_span) == ((1, 3), "s,", (3, 5))
+    assert (rec.span, rec.suffix, rec.context_span) == ((1, 3), "s", (3, 5))
     assert spliced(rec, "address list", context=True)[0] == (
-        "Before", "it.", "The", "address", "lists,", "sorted.", "After", "it.")
+        "Before", "it.", "The", "address", "lists", ",", "sorted.", "After", "it.")
     assert set(data.modified) == {*(task_file("en", s, c) for s in SPLITS for c in VARIANTS),
                                   paraphrase_file("en")}
     assert data.paraphrases["grey matter"].nonliteral == ("intelligence",)

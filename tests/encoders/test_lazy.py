@@ -333,3 +333,26 @@ def test_unloadable_weights_fail_at_the_first_encode_with_exit_5(bert_dir, tmp_p
     missing = tmp_path / "missing"
     assert main(["compute", "--model", str(missing), "--quiet"]) == 2
     assert "unknown model" in capsys.readouterr().err
+
+
+def test_a_language_model_head_is_read_from_the_class_name_as_transformers_maps_it() -> None:
+    """Regression (issue 38): which saved classes have a language-model head is read from the
+    name alone (a cached rerun imports no model library). Checked against transformers' own
+    AutoModelForCausalLM mapping: every text-only class it loads is recognised, and the
+    encoders and seq2seq classes it does not load are not."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from ncprobe.encoders.hf import is_causal_lm_class
+
+    mapped: set[str] = set()
+    for value in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
+        mapped.update([value] if isinstance(value, str) else value)
+    # the mapping's multimodal generators and BERT's generation decoder (a config that says
+    # is_decoder) are the only names not read as causal from the name
+    missed = {name for name in mapped if not is_causal_lm_class(name)}
+    assert all(name.endswith("ForConditionalGeneration") or name == "BertGenerationDecoder"
+               for name in missed), sorted(missed)
+    assert {"GPT2LMHeadModel", "LlamaForCausalLM", "XLNetLMHeadModel"} <= mapped - missed
+    for encoder in ("BertModel", "BertForMaskedLM", "RobertaForMaskedLM",
+                    "T5ForConditionalGeneration", "MPNetForMaskedLM", "XLMRobertaModel"):
+        assert not is_causal_lm_class(encoder), encoder

@@ -23,7 +23,7 @@ from ncprobe.ncc.behaviour import (
     letter_rule,
 )
 
-from ..tiny_models import byte_bpe, tiny_byte_llama
+from ..tiny_models import byte_bpe, tiny_byte_llama, tiny_gpt2
 
 #: the tiny causal LM is built per session (~3 s) and every test runs it
 pytestmark = pytest.mark.slow
@@ -260,3 +260,28 @@ def test_a_decoder_without_its_head_is_refused(tmp_path, items, template, own_ca
     with pytest.raises(ModelUnavailableError, match="lack weights the causal LM needs "
                        r"\(lm_head.weight"):
         answer_items(path, items, template, device="cpu")
+
+
+def test_a_gpt2_saved_with_its_lm_head_answers(tmp_path, rows, items, template,
+                                               own_cache) -> None:
+    """Regression (issue 38): a saved GPT2LMHeadModel was refused ("no *ForCausalLM"): its
+    class name does not end with ForCausalLM, yet AutoModelForCausalLM loads it."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = tiny_gpt2(tmp_path / "gpt2")
+    assert json.loads((path / "config.json").read_text())["architectures"] == [
+        "GPT2LMHeadModel"]
+    got = answer_items(path, items, template, device="cpu", batch_size=3)
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    letter_ids = tok.convert_tokens_to_ids(list("ABCD"))
+    for row in rows:
+        prompt = template.replace("{{context}}", row["context"]).replace(
+            "{{noun compound}}", row["noun_compound"])
+        with torch.no_grad():
+            logits = model(**tok(prompt, return_tensors="pt")).logits[0, -1]
+        lp = torch.log_softmax(logits.double(), -1)[letter_ids].numpy()
+        answer = got[row["id"]]
+        assert answer.letter == "ABCD"[int(np.argmax(lp))]
+        np.testing.assert_allclose([answer.logprobs[k] for k in "ABCD"], lp, atol=1e-5)

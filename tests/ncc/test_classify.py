@@ -21,7 +21,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from ncprobe.ncc import NCC_CLASSES
-from ncprobe.ncc.classify import CutPoints, cross_validated, modal
+from ncprobe.ncc.classify import (
+    Candidate,
+    CutPoints,
+    cross_validated,
+    modal,
+    nested_selected,
+    repeated,
+)
 
 NINE = [1, 2, 3, 4, 5, 6, 7, 8, 9]
 ORDERED = ["NC"] * 3 + ["PC"] * 3 + ["C"] * 3
@@ -230,3 +237,103 @@ def test_fits_that_stop_at_max_iter_are_counted_in_one_warning() -> None:
     assert len(convergence) == 1
     assert "20 of 20 logistic-regression fits stopped at max_iter=1" in str(
         convergence[0].message)
+
+
+# --- the repeats and the nested selection -----------------------------------------------------
+
+
+def test_repeated_gives_each_repeats_predictions_and_their_modal_is_cross_validated() -> None:
+    rng = np.random.default_rng(3)
+    gold = np.array(["NC", "PC", "C"] * 20, dtype=object)
+    x = np.array([{"NC": 0, "PC": 1, "C": 2}[g] for g in gold]) + rng.normal(0, 0.6, 60)
+    table = repeated(x, gold, "single", folds=5, repeats=3, seed=2)
+    assert table.shape == (3, 60)
+    # repeat r is the hand-written fold loop with the split seeded 2 + r
+    codes = np.array([NCC_CLASSES.index(g) for g in gold])
+    for r in range(3):
+        by_hand = np.empty(60, dtype=object)
+        for train, test in StratifiedKFold(5, shuffle=True, random_state=2 + r).split(x, codes):
+            by_hand[test] = CutPoints.fit(x[train], gold[train]).predict(x[test])
+        assert table[r].tolist() == by_hand.tolist()
+    assert cross_validated(x, gold, "single", folds=5, repeats=3, seed=2).tolist() == \
+        modal(table).tolist()
+
+
+def _toy(n_noise: int, sigma: float, n: int = 300, seed: int = 0):
+    """Balanced gold classes; feature 0 = the class's rank + N(0, sigma) (the only one that
+    predicts), then ``n_noise`` features of pure noise."""
+    rng = np.random.default_rng(seed)
+    rank = np.repeat([0, 1, 2], n // 3)
+    gold = np.array(NCC_CLASSES, dtype=object)[rank]
+    signal = rank + rng.normal(0.0, sigma, n)
+    noise = rng.normal(0.0, 1.0, (n_noise, n))
+    return gold, signal, noise
+
+
+def test_nested_selection_is_honest_where_the_maximum_over_noise_rows_is_not() -> None:
+    from scipy.stats import norm
+
+    sigma = 0.5
+    gold, signal, noise = _toy(40, sigma)
+    # the best cut points of the true model are 0.5 and 1.5: NC and C right with probability
+    # Phi(0.5 / sigma), PC with 2 Phi(0.5 / sigma) - 1
+    truth = (4 * norm.cdf(0.5 / sigma) - 1) / 3                             # 0.788
+    noise_rows = [Candidate(f"noise {k}", f[:, None], "single") for k, f in enumerate(noise)]
+    # each noise row cross-validated on its own, as a row of the table is: the maximum over
+    # them is chosen on the items it is scored on
+    rows = [float((cross_validated(c.features, gold, "single", folds=5, repeats=1, seed=0)
+                   == gold).mean()) for c in noise_rows]
+    best_noise = max(rows)
+    nested_noise = nested_selected(noise_rows, gold, folds=5, repeats=1, seed=0)
+    honest = float((nested_noise.predictions[0] == gold).mean())
+    # noise carries nothing: its true accuracy is 1/3 (balanced classes); the nested estimate
+    # is within 3 standard errors (sqrt(1/3 * 2/3 / 300) = 0.027) of it, while the maximum
+    # of 40 such estimates stays below 1/3 + 1.5 SE only with probability Phi(1.5)^40 = 0.06
+    assert abs(honest - 1 / 3) < 3 * 0.0272
+    assert best_noise > 1 / 3 + 1.5 * 0.0272 and best_noise > honest + 0.03
+    # with the predictive feature among the noise, the procedure finds it: near the truth
+    every = [Candidate("signal", signal[:, None], "single"), *noise_rows]
+    nested = nested_selected(every, gold, folds=5, repeats=2, seed=0)
+    assert nested.predictions.shape == (2, 300)
+    for r in range(2):
+        assert abs(float((nested.predictions[r] == gold).mean()) - truth) < 3 * 0.0236
+    assert nested.chosen == ("signal",) * 10 and nested.counts() == {"signal": 10}
+
+
+def test_nested_selection_when_the_answer_is_known_exactly() -> None:
+    gold, _, noise = _toy(5, 0.5, n=90, seed=1)
+    rank = np.array([NCC_CLASSES.index(g) for g in gold], dtype=float)
+    # a feature that separates the classes perfectly, twice (the second falling): every inner
+    # CV scores both 100%, the tie goes to the first; every outer item is then right
+    cands = [Candidate(f"noise {k}", f[:, None], "single") for k, f in enumerate(noise)]
+    cands += [Candidate("perfect", rank[:, None], "single"),
+              Candidate("perfect, falling", -rank[:, None], "single")]
+    nested = nested_selected(cands, gold, folds=3, repeats=2, seed=4)
+    assert nested.chosen == ("perfect",) * 6
+    assert (nested.predictions == gold).all()
+    # the all-measure classifier on the perfect feature is a candidate too: 100% as well,
+    # but after it in the list, so never chosen
+    both = [Candidate("perfect", rank[:, None], "single"),
+            Candidate("all", np.column_stack([rank, noise[0]]), "all")]
+    assert nested_selected(both, gold, folds=3, repeats=1, seed=0).chosen == ("perfect",) * 3
+    with pytest.raises(ValueError, match="at least one candidate"):
+        nested_selected([], gold)
+    with pytest.raises(ValueError, match="different numbers of items"):
+        nested_selected([cands[0], Candidate("short", rank[:10, None], "single")], gold)
+
+
+def test_the_test_fold_never_takes_part_in_the_choice() -> None:
+    # candidate "leaky" equals the gold rank on the first outer fold's test items only and is
+    # noise elsewhere; "fair" predicts moderately everywhere. Chosen on the training items,
+    # "leaky" is never picked in that fold, and its test items are classified by "fair"
+    gold, signal, noise = _toy(1, 0.6, n=120, seed=2)
+    codes = np.array([NCC_CLASSES.index(g) for g in gold])
+    train, test = next(StratifiedKFold(4, shuffle=True, random_state=0).split(signal, codes))
+    leaky = noise[0].copy()
+    leaky[test] = codes[test] * 10.0
+    nested = nested_selected([Candidate("leaky", leaky[:, None], "single"),
+                              Candidate("fair", signal[:, None], "single")], gold, folds=4,
+                             repeats=1, seed=0)
+    assert nested.chosen[0] == "fair"
+    fair = CutPoints.fit(signal[train], gold[train]).predict(signal[test])
+    assert nested.predictions[0, test].tolist() == fair.tolist()

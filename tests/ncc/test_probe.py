@@ -36,7 +36,7 @@ NAME = re.compile(r"noun_compound_compositionality_((?:multi_step_)?\d-shot)_(.+
 #: the option texts of SemanticQA's items and the probe's classes (ncc_spec.md), written out
 CLASS_OF = {"Non-compositional": "NC", "Partly compositional": "PC", "Compositional": "C",
             "None of the above": "none"}
-KINDS = {"published", "representation", "ceiling", "behaviour"}
+KINDS = {"baseline", "published", "representation", "selected", "ceiling", "behaviour"}
 GLOVE = "glove-6b-50d"
 #: the classifier row whose accuracy and tests are checked by hand: all measures, NC level
 GLOVE_ALL = (GLOVE, "representation", "all", "-", "nc", "all")
@@ -101,18 +101,6 @@ def _label(key: tuple[str, ...]) -> str:
     return " ".join(v for v in (system, *rest) if v)
 
 
-def _holm(p: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjustment, written out."""
-    order = np.argsort(p, kind="stable")
-    m = len(p)
-    adjusted = np.empty(m)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        adjusted[i] = running
-    return adjusted
-
-
 # --- one run of the command, shared by the module ----------------------------------------------
 
 @dataclass
@@ -163,20 +151,43 @@ def published(raw_dir) -> dict[tuple[str, str], list[dict]]:
 def test_the_json_rows_have_every_field_as_fractions(glove_run, published) -> None:
     assert glove_run.rc == 0, glove_run.stderr
     assert f"results written to {glove_run.out}" in glove_run.stderr
-    rows = json.loads(glove_run.stdout)
-    for r in rows:
+    every = json.loads(glove_run.stdout)
+    for r in every:
         assert {"system", "kind", "setting", "layer", "accuracy", "macro_f1", "n", "ci_low",
-                "ci_high"} <= set(r), r
+                "ci_high", "repeat_mean", "repeat_min", "repeat_max"} <= set(r), r
         assert r["kind"] in KINDS
+    # the rows of items (not the baselines, not the paper's rows without a file)
+    rows = [r for r in every if r["kind"] != "baseline" and r["n"]]
+    for r in rows:
         assert isinstance(r["n"], int) and 0 < r["n"] <= 241
         for k in ("accuracy", "macro_f1", "ci_low", "ci_high"):
             assert 0.0 <= r[k] <= 1.0, (r, k)
         assert r["ci_low"] <= r["accuracy"] <= r["ci_high"], r
-    kinds = {r["kind"] for r in rows}
-    assert kinds == {"published", "representation", "ceiling"}  # no behaviour asked for
-    # the published rows: one per file, named <setting>_<system> as the file is
+    kinds = {r["kind"] for r in every}
+    # no behaviour asked for
+    assert kinds == {"baseline", "published", "representation", "selected", "ceiling"}
+    # the published rows: one per file, named <setting>_<system> as the file is; the
+    # paper's fine-tuned BERT rows (Table 12, protocol) without items or interval
     assert {(r["system"], r["setting"]) for r in rows if r["kind"] == "published"} \
         == set(published)
+    paper = {r["system"]: r for r in every if r["kind"] == "published" and not r["n"]}
+    assert {k: r["accuracy"] for k, r in paper.items()} == {"BERT-base": 0.536,
+                                                           "BERT-large": 0.515}
+    assert all(r["ci_low"] is None for r in paper.values())
+    # the baselines of the 241 items (NC 95, PC 75, C 71), each task's
+    base = {r["system"]: r for r in every if r["kind"] == "baseline"}
+    assert base["majority"]["accuracy"] == pytest.approx(95 / 241)
+    assert base["stratified"]["accuracy"] == pytest.approx((95**2 + 75**2 + 71**2) / 241**2)
+    assert base["uniform"]["accuracy"] == pytest.approx(1 / 3)
+    assert (base["four_options"]["setting"], base["four_options"]["accuracy"]) == (
+        "4-option", 0.25)
+    # every classifier row: the mean of its repeats' accuracies between their least and
+    # greatest; the other rows have none
+    for r in rows:
+        if r["kind"] in ("representation", "selected", "ceiling"):
+            assert r["repeat_min"] <= r["repeat_mean"] <= r["repeat_max"], r
+        else:
+            assert r["repeat_mean"] is None, r
     assert len(published) == 26
     assert all(r["layer"] == "" for r in rows if r["kind"] != "representation")
     rep = [r for r in rows if r["kind"] == "representation"]
@@ -186,8 +197,10 @@ def test_the_json_rows_have_every_field_as_fractions(glove_run, published) -> No
         (s, lv) for s in ("single", "all") for lv in ("nc", "sent")}
     assert all(r["n"] == 241 for r in rows if r["kind"] != "published")
     ceiling = [r for r in rows if r["kind"] == "ceiling"]
-    assert {(r["system"], r["setting"]) for r in ceiling} == {("gold score", "single"),
-                                                             ("gold score", "all")}
+    assert {(r["system"], r["setting"]) for r in ceiling} == {
+        ("gold score", "single"), ("gold score", "all"), ("gold score", "nested")}
+    selected = [r for r in rows if r["kind"] == "selected"]
+    assert [(r["system"], r["setting"]) for r in selected] == [(GLOVE, "nested")]
 @pytest.mark.slow  # the module's glove run (~3 s)
 
 
@@ -236,7 +249,7 @@ def test_the_items_table_holds_each_files_answers_and_the_gold(glove_run, raw_di
 def test_a_representation_accuracy_by_hand(glove_run) -> None:
     items = pd.read_parquet(glove_run.out / "items.parquet")
     acc = pd.read_parquet(glove_run.out / "accuracy.parquet")
-    rep = acc[acc["kind"] == "representation"]
+    rep = acc[acc["kind"].isin(["representation", "selected"])]
     assert len(rep) > 2
     for r in rep.to_dict("records"):
         key = tuple(str(r[k]) for k in KEYS)
@@ -247,10 +260,16 @@ def test_a_representation_accuracy_by_hand(glove_run) -> None:
         assert r["accuracy"] == pytest.approx(by_hand, abs=1e-12), key
     # a classifier predicts a class, never "none"
     assert set(items.loc[items["kind"] == "representation", "predicted"]) <= {"NC", "PC", "C"}
+    # the nested selection chose, fold by fold, among the model's classifiers: said in the
+    # notes with how often each was chosen (10 folds x 5 repeats)
+    notes = json.loads((glove_run.out / "run.json").read_text())["runs"][0]["notes"]
+    said = next(n for n in notes if n.startswith(f"{GLOVE} nested:"))
+    counts = [int(k) for k in re.findall(r" (\d+)(?:,| \(times)", said.split(": ", 1)[1])]
+    assert sum(counts) <= 50 and counts == sorted(counts, reverse=True)
 @pytest.mark.slow  # the module's glove run (~3 s)
 
 
-def test_a_mcnemar_p_and_the_holm_correction_by_hand(glove_run, published) -> None:
+def test_a_mcnemar_p_and_the_families_by_hand(glove_run, published) -> None:
     items = pd.read_parquet(glove_run.out / "items.parquet")
     tests = pd.read_parquet(glove_run.out / "tests.parquet")
     a_key = GLOVE_ALL
@@ -271,15 +290,44 @@ def test_a_mcnemar_p_and_the_holm_correction_by_hand(glove_run, published) -> No
     assert row["diff_low"] <= row["diff"] <= row["diff_high"]
     assert a_only + b_only > 0
     assert row["p"] == pytest.approx(binomtest(a_only, a_only + b_only, 0.5).pvalue, rel=1e-9)
-    # one family: every classifier row (representation, ceiling) against every published row
+    # every classifier row against every published row with a file, in two families fixed
+    # by the question: the model's classifiers (representation, selected), the ceiling's
     acc = pd.read_parquet(glove_run.out / "accuracy.parquet")
-    n_classifiers = int(acc["kind"].isin(["representation", "ceiling"]).sum())
-    assert len(tests) == n_classifiers * len(published)
-    assert set(tests["family"]) == {f"classifiers vs systems: {GLOVE}"}
-    assert set(tests["family_size"]) == {len(tests)}
-    np.testing.assert_allclose(tests["p_corrected"], _holm(tests["p"].to_numpy(float)),
-                               rtol=1e-9, atol=1e-15)
+    n_model = int(acc["kind"].isin(["representation", "selected"]).sum())
+    n_ceiling = int((acc["kind"] == "ceiling").sum())
+    assert len(tests) == (n_model + n_ceiling) * len(published)
+    sizes = tests.groupby("family")["family_size"].agg(["min", "max", "size"])
+    assert sizes.to_dict("index") == {
+        f"classifiers vs systems: {GLOVE}": {"min": n_model * 26, "max": n_model * 26,
+                                             "size": n_model * 26},
+        "gold ceiling vs systems": {"min": n_ceiling * 26, "max": n_ceiling * 26,
+                                    "size": n_ceiling * 26}}
+    # max-T by default: within a family the adjusted p never falls as McNemar's z grows
+    assert set(tests["correction"]) == {"maxt"}
+    for _, part in tests.groupby("family"):
+        z = (part["a_only"] - part["b_only"]).abs() / np.sqrt(
+            np.maximum(part["a_only"] + part["b_only"], 1))
+        by_z = part.assign(z=z.round(9)).groupby("z")["p_corrected"].agg(["min", "max"])
+        by_z = by_z.sort_index(ascending=False)            # the most extreme first
+        assert (by_z["min"].to_numpy()[1:] >= by_z["max"].cummax().to_numpy()[:-1]
+                - 1e-12).all()
     assert (tests["significant"] == (tests["p_corrected"] <= 0.05)).all()
+
+
+def test_probes_counts_the_systems_of_the_pinned_files(capsys) -> None:
+    """Regression (issue 38): ``ncprobe probes`` said "eleven systems"; the pinned files name
+    eight (DeepSeek-R1 and GPT-5 also as <name>-Instruct) in 26 files."""
+    import importlib.resources
+
+    pins = importlib.resources.files("ncprobe.data").joinpath("upstream.tsv").read_text("utf-8")
+    names = [NAME.fullmatch(line.split("\t")[2].rsplit("/", 1)[-1])
+             for line in pins.splitlines() if "noun_compound_compositionality_" in line
+             and line.split("\t")[2].endswith(".json")]
+    systems = {m.group(2).removesuffix("-Instruct") for m in names if m}
+    assert (len(systems), len(names)) == (8, 26)
+    assert main(["probes"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("ncc"))
+    assert "8 systems' predictions in 26 files" in line and "eleven" not in line
 
 
 # --- 2. reruns, the report, two runs compared -----------------------------------------------
@@ -603,9 +651,15 @@ def test_a_local_model_answers_and_its_hidden_states_are_classified(
     assert (rep[rep["setting"] == "all"].groupby(["layer", "level"]).size() == 1).all()
     # every classifier is tested against the model's own answers
     tests = res.tests[res.tests["b"] == _label(beh_key)]
-    n_classifiers = int(res.accuracy["kind"].isin(["representation", "ceiling"]).sum())
+    n_classifiers = int(res.accuracy["kind"].isin(["representation", "selected",
+                                                   "ceiling"]).sum())
     assert len(tests) == n_classifiers
     assert set(tests["kind_b"]) == {"behaviour"}
+    # the model's own answers are in its family; the ceiling against them, a family of its own
+    assert set(tests.loc[tests["kind_a"] != "ceiling", "family"]) == {
+        f"classifiers vs systems: {name}"}
+    assert set(tests.loc[tests["kind_a"] == "ceiling", "family"]) == {
+        f"gold ceiling vs {name}'s answers"}
     assert (tests["n"] == 241).all()
     np.testing.assert_allclose(tests["accuracy_b"], by_hand, rtol=0, atol=1e-12)
 
@@ -624,3 +678,13 @@ def test_models_prints_the_probes_text(capsys) -> None:
     out = capsys.readouterr().out
     assert "--behaviour" in out and "causal language model" in out
     assert GLOVE not in out  # not NCIMP's table of aliases
+
+
+def test_no_classifier_to_choose_among_gives_no_nested_row_and_says_so() -> None:
+    from ncprobe.ncc.config import NccConfig
+    from ncprobe.ncc.probe import _selected
+
+    notes: list[str] = []
+    rows = _selected("m", "selected", [], [], NccConfig(), [], notes)
+    assert rows.empty and list(rows.columns)[:6] == KEYS
+    assert notes == ["m nested: no classifier to choose among, no nested selection"]

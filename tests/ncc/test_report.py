@@ -77,16 +77,20 @@ def test_the_tables_state_the_intervals_the_family_and_the_items(res, tmp_path):
     assert "| 20 | 85.0 [" in gpt
     first = [i for i, line in enumerate(lines) if line.startswith("| ")][1:]  # rows, in order
     kinds = [lines[i].split("|")[1].strip() for i in first]
-    assert kinds == ["published", "published", "ceiling", "representation", "representation"]
+    assert kinds == ["baseline"] * 4 + ["published"] * 4 + ["ceiling"] + ["representation"] * 2
+    bert = next(line for line in lines if line.startswith("| published | BERT-base |"))
+    assert "| fine-tuned (paper) |" in bert and "| 53.6 |" in bert     # no n, no interval
     tests = ncc_report.tests_markdown(res.tests)
-    # 3 classifier rows (2 representation, 1 ceiling) x 2 published rows, one family
-    assert "Holm-corrected (holm), one family: classifiers vs systems: glove-6b-50d (6 tests)" \
-        in tests
+    # 2 representation rows x 2 published rows, and the ceiling x 2: two families fixed by
+    # the question, each corrected on its own
+    assert ("2 families, each corrected on its own: classifiers vs systems: glove-6b-50d "
+            "(4 tests); gold ceiling vs systems (2 tests)") in tests
+    assert "max-T corrected (Westfall-Young step-down" in tests
     assert len([line for line in tests.splitlines() if line.startswith("| glove")
                 or line.startswith("| gold")]) == 6
     latex = ncc_report.tests_latex(res.tests)
-    assert latex.count(r"\begin{tabular}") == 1
-    assert "one family: classifiers vs systems: glove-6b-50d (6 tests)" in latex
+    assert latex.count(r"\begin{tabular}") == 2
+    assert "one family: gold ceiling vs systems (2 tests)" in latex
     items = items_markdown(res.agreement())
     assert "| 001 | nc 001 | NC | 0/2 | 0/1 | missed by every system |" in items
     assert "| 007 | nc 007 | NC | 0/2 | 1/1 | right only by the representation |" in items
@@ -95,8 +99,8 @@ def test_the_tables_state_the_intervals_the_family_and_the_items(res, tmp_path):
 def test_two_families_are_two_tables(res):
     other = res.tests.assign(family="another family")
     both = pd.concat([res.tests, other], ignore_index=True)
-    assert ncc_report.tests_markdown(both).count("**Family: ") == 2
-    assert ncc_report.tests_latex(both).count(r"\begin{tabular}") == 2
+    assert ncc_report.tests_markdown(both).count("**Family: ") == 3
+    assert ncc_report.tests_latex(both).count(r"\begin{tabular}") == 3
 
 
 # --- the figures --------------------------------------------------------------------------------
@@ -116,16 +120,31 @@ def test_the_accuracy_figure_has_a_panel_per_group_and_a_dot_per_row(res):
     assert titles == ["published systems (n = 18-20 items)",
                       "gold ceiling: the classifiers on the human score (n = 20 items)",
                       "glove-6b-50d: representation (n = 20 items)"]
-    assert [_dots(ax) for ax in fig.axes] == [2, 1, 2]
+    # the paper's two rows without a file: dots without intervals
+    assert [_dots(ax) for ax in fig.axes] == [4, 1, 2]
     assert [_intervals(ax) for ax in fig.axes] == [2, 1, 2]
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert labels == ["gpt-5, 0-shot", "claude-sonnet-4-5, 5-shot"]
-    # the reference lines: human, majority class, chance, in every panel
-    xs = sorted(round(line.get_xdata()[0], 1) for line in fig.axes[0].lines)
-    assert xs == [25.0, round(100 * 95 / 241, 1), 71.0]
+    assert labels == ["gpt-5, 0-shot", "claude-sonnet-4-5, 5-shot",
+                      "BERT-base, fine-tuned (paper)", "BERT-large, fine-tuned (paper)"]
+    # each panel its own task's lines, of the 20 items (7 NC, 7 PC, 6 C): the prompted
+    # systems' four options (25), majority (7/20) and human (71.0); the classifiers' uniform
+    # (1/3), stratified (49 + 49 + 36) / 400 and majority
+    xs = [sorted(round(line.get_xdata()[0], 1) for line in ax.lines) for ax in fig.axes]
+    assert xs[0] == [25.0, 35.0, 71.0]
+    assert xs[1] == xs[2] == [33.3, round(100 * 134 / 400, 1), 35.0]
+    legend = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert legend.count("majority class 35.0%") == 1          # one line of both tasks
+    assert "four options 25.0% (4-option)" in legend and "uniform 33.3% (3-way)" in legend
     # no interval computed: dots without lines
     bare = plot_accuracy(res.accuracy.assign(ci_low=np.nan, ci_high=np.nan))
     assert [_intervals(ax) for ax in bare.axes] == [0, 0, 0]
+    # a nested selection row is a diamond first in its model's panel
+    chosen = res.accuracy.iloc[[3]].assign(kind="selected", setting="nested", measure="")
+    fig = plot_accuracy(pd.concat([res.accuracy, chosen], ignore_index=True))
+    panel = fig.axes[-1]
+    assert panel.get_title(loc="left").startswith("glove-6b-50d: nested selection and ")
+    assert [t.get_text() for t in panel.get_yticklabels()][0] == (
+        "nested selection (chosen in the training folds)")
     with pytest.raises(NoData):
         plot_accuracy(res.accuracy.iloc[:0])
 

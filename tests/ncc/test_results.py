@@ -24,7 +24,9 @@ from .handmade import (
     GOLD,
     GPT_WRONG,
     IDS,
+    N_BOOT,
     SINGLE_WRONG,
+    items_table,
     meta,
     results,
 )
@@ -83,14 +85,16 @@ def test_load_many_joins_models_with_the_published_rows_once(res, tmp_path):
     joined = NccResults.load_many([tmp_path / "runs"])
     assert joined.models == ["glove-6b-50d", "minilm"]
     kinds = joined.accuracy["kind"].tolist()
-    # 2 published + 1 ceiling once, 2 representation rows per model
-    assert kinds.count("published") == 2 and kinds.count("ceiling") == 1
-    assert kinds.count("representation") == 4
+    # 2 published files + the paper's 2 rows, 1 ceiling and 4 baselines once, 2
+    # representation rows per model
+    assert kinds.count("published") == 4 and kinds.count("ceiling") == 1
+    assert kinds.count("baseline") == 4 and kinds.count("representation") == 4
     assert (joined.items["kind"] == "published").sum() == 20 + 18
-    # each run's own tests stay, one family per run
+    # each model's family, and the ceiling's once (the same in both runs)
     assert joined.tests["family"].drop_duplicates().tolist() == [
-        "classifiers vs systems: glove-6b-50d", "classifiers vs systems: minilm"]
-    assert len(joined.tests) == 2 * len(res.tests)
+        "classifiers vs systems: glove-6b-50d", "gold ceiling vs systems",
+        "classifiers vs systems: minilm"]
+    assert len(joined.tests) == 2 * len(res.tests) - 2
     # the data note of both runs once, named after both; each run's own note after it
     assert joined.notes == ["glove-6b-50d, minilm: 3 prediction files hold fewer lines",
                             "glove-6b-50d: glove-6b-50d was quick", "minilm: minilm was quick"]
@@ -114,7 +118,9 @@ def test_load_many_refuses_runs_whose_published_rows_differ(res, tmp_path):
 
 
 def test_select_filters_and_names_the_values_there_are(res):
-    assert res.select(kind="published")["system"].tolist() == ["gpt-5", "claude-sonnet-4-5"]
+    # the two files, then the paper's fine-tuned rows (no file)
+    assert res.select(kind="published")["system"].tolist() == [
+        "gpt-5", "claude-sonnet-4-5", "BERT-base", "BERT-large"]
     assert len(res.select("items", system="gpt-5", correct=False)) == len(GPT_WRONG)
     with pytest.raises(UsageError, match="kind 'publishd' is not in the accuracy table; it "
                                          "holds kind published, representation, ceiling"):
@@ -133,7 +139,9 @@ def test_wide_by_item_and_by_system(res):
     assert [bool(v) for v in claude[:18]] == [k not in CLAUDE_WRONG for k in range(18)]
     assert [bool(v) for v in wide["gpt-5 0-shot"]] == [k not in GPT_WRONG for k in range(20)]
     by_system = res.wide()
-    assert len(by_system) == 5 and {"f1_NC", "precision_PC", "recall_C"} <= set(by_system)
+    # 5 rows of items, 4 baselines, the paper's 2 rows (no items: no column in by item)
+    assert len(by_system) == 11 and {"f1_NC", "precision_PC", "recall_C"} <= set(by_system)
+    assert "BERT-base fine-tuned (paper)" not in wide and "uniform 3-way" not in wide
     # the ceiling is wrong on one NC item (k = 3), answered PC: NC recall 6/7, PC precision 7/8
     ceiling = by_system[by_system["kind"] == "ceiling"].iloc[0]
     assert ceiling["recall_NC"] == pytest.approx(6 / 7)
@@ -183,10 +191,16 @@ def test_the_summary_holds_the_numbers_in_kind_order(res):
     order = [lines.index(rows[k]) for k in ("gpt-5 0-shot", "claude-sonnet-4-5 5-shot",
                                             "gold score all gold", "glove-6b-50d single - nc syn")]
     assert order == sorted(order)        # published, then ceiling, then representation
-    assert "human 71.0" in text and "majority class 39.4" in text and "chance 25.0" in text
-    # the best classifier (glove all, 18/20) against the best published system (gpt, 17/20):
-    # right only by glove: items 3 and 6 (gpt wrong there); only by gpt: item 5
-    headline = next(line for line in lines if line.startswith("best representation"))
+    assert "human 71.0" in text
+    # the baselines of the 20 items (7 NC, 7 PC, 6 C): majority (NC) 7/20, four options 25
+    assert _pct(7, 20) in next(line for line in lines if " majority 3-way " in line)
+    assert " 25.0 " in next(line for line in lines if " four_options 4-option " in line)
+    assert "trained on about 18 gold labels per fold" in text      # 20 items, 10 folds
+    # the most accurate classifier (glove all, 18/20), labelled as chosen on the items it is
+    # scored on, against the best published system (gpt, 17/20): right only by glove: items
+    # 3 and 6 (gpt wrong there); only by gpt: item 5
+    headline = next(line for line in lines if line.startswith("most accurate representation"))
+    assert "chosen on the items it is scored on" in headline
     assert "glove-6b-50d all - nc all vs best published system gpt-5 0-shot" in headline
     assert "on the 20 items" in headline and "+5.0 points" in headline
     assert "only by the classifier 2, only by the system 1" in headline
@@ -198,7 +212,12 @@ def test_the_summary_holds_the_numbers_in_kind_order(res):
 def test_json_rows_are_the_accuracy_table_with_nan_as_null():
     rows = results(n_boot=0).json_rows()
     assert [r["system"] for r in rows] == ["gpt-5", "claude-sonnet-4-5", "glove-6b-50d",
-                                           "glove-6b-50d", "gold score"]
+                                           "glove-6b-50d", "gold score", "uniform",
+                                           "stratified", "majority", "four_options",
+                                           "BERT-base", "BERT-large"]
+    bert = rows[-2]
+    assert bert["kind"] == "published" and bert["n"] == 0 and bert["accuracy"] == 0.536
+    assert bert["ci_low"] is None and bert["macro_f1"] is None
     gpt = rows[0]
     assert gpt["kind"] == "published" and gpt["setting"] == "0-shot" and gpt["layer"] == ""
     assert gpt["n"] == 20 and gpt["accuracy"] == pytest.approx(17 / 20)
@@ -230,3 +249,70 @@ def test_compare_tests_a_classifier_of_one_run_against_one_of_another(res):
         res.compare(other, a="nope")
     with pytest.raises(UsageError, match="compared with other NCC results"):
         res.compare(None)
+
+
+# --- families fixed by the question ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("correction", ["maxt", "holm"])
+def test_a_test_has_the_same_corrected_p_whatever_other_models_shared_the_run(correction):
+    """The same test (glove's classifiers, the ceiling, against the published systems) in a
+    run of glove alone and in a run of glove and minilm: the same corrected p."""
+    alone = NccResults.from_items(items_table("glove-6b-50d"), meta("glove-6b-50d"),
+                                  n_boot=N_BOOT, correction=correction)
+    minilm = items_table("minilm")
+    both_items = pd.concat([items_table("glove-6b-50d"),
+                            minilm[minilm["kind"] == "representation"]], ignore_index=True)
+    both = NccResults.from_items(both_items, meta("glove-6b-50d") + meta("minilm"),
+                                 n_boot=N_BOOT, correction=correction)
+    key = ["a", "b"]
+    one = alone.tests.set_index(key)
+    two = both.tests.set_index(key)
+    assert len(two) == len(one) + 4          # minilm's 2 rows x the 2 published systems
+    shared = two.loc[one.index]
+    for col in ("p", "p_corrected", "family", "family_size"):
+        assert shared[col].tolist() == one[col].tolist(), col
+    assert (one["p_corrected"] < 1).any()     # not trivially equal
+    assert set(two["family"]) == {"classifiers vs systems: glove-6b-50d",
+                                  "classifiers vs systems: minilm", "gold ceiling vs systems"}
+
+
+def test_compare_corrects_with_max_t_when_asked(res):
+    import itertools
+
+    import numpy as np
+
+    from ncprobe.ncc.stats import maxt_adjusted
+
+    other = results("minilm")
+    df = res.compare(other, names=["A", "B"], correction="maxt")
+    assert len(df) == 4 and set(df["correction"]) == {"maxt"}
+    # the same p by hand: the 20 items' right/wrong of each pair; 2^20 swaps are too many,
+    # so the drawn swaps are checked against all the swaps of the 12 items that differ
+    right_a = {r: [k not in w for k in range(20)] for r, w in
+               (("glove-6b-50d single - nc syn", SINGLE_WRONG),
+                ("glove-6b-50d all - nc all", ALL_WRONG))}
+    right_b = {r.replace("glove-6b-50d", "minilm"): v for r, v in right_a.items()}
+    diffs = np.array([np.array(right_a[a], int) - np.array(right_b[b], int)
+                      for a, b in zip(df["a"], df["b"], strict=True)])
+    moving = np.flatnonzero((diffs != 0).any(axis=0))
+    assert len(moving) <= 14
+    every = np.array(list(itertools.product((1, -1), repeat=len(moving))))
+    exact = maxt_adjusted(diffs[:, moving], every)
+    assert df["p_corrected"].tolist() == pytest.approx(exact.tolist(), abs=0.02)
+
+
+def test_the_accuracy_over_the_cv_repeats_is_each_rows_mean_least_and_greatest():
+    repeats = pd.DataFrame([
+        {"system": "glove-6b-50d", "kind": "representation", "setting": "all", "layer": "-",
+         "level": "nc", "measure": "all", "repeat": r, "accuracy": a}
+        for r, a in enumerate([0.80, 0.90, 0.85, 0.75])])
+    res = NccResults.from_items(items_table(), meta(), n_boot=N_BOOT, repeats=repeats)
+    acc = res.accuracy.set_index("measure")
+    row = acc.loc["all"]
+    assert (row["repeat_mean"], row["repeat_min"], row["repeat_max"]) == pytest.approx(
+        (0.825, 0.75, 0.90))
+    # the rows without repeats (a file, the other classifier here) have none
+    assert acc.loc["syn", ["repeat_mean", "repeat_min", "repeat_max"]].isna().all()
+    line = next(x for x in res.summary().splitlines() if " glove-6b-50d all - nc all " in x)
+    assert line.rstrip().endswith("82.5 [75.0, 90.0]")

@@ -8,6 +8,7 @@ out with ``math.comb``; Holm from ``tests/by_hand.py``."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -19,11 +20,15 @@ from ncprobe.ncc.stats import (
     TESTS_COLUMNS,
     accuracy_ci,
     accuracy_table,
+    baseline_table,
     confusion,
     confusion_table,
+    correct_families,
+    item_swaps,
     label,
     macro_f1,
     macro_f1_ci,
+    maxt_adjusted,
     paired_test,
     per_class,
     per_class_table,
@@ -197,8 +202,7 @@ def test_labels_join_the_non_empty_keys() -> None:
 
 def test_tests_table_pairs_every_classifier_with_every_system_on_shared_items(
         items: pd.DataFrame) -> None:
-    table = make_tests_table(items, family="classifiers vs systems: glove-6b-50d", n_boot=300,
-                        seed=3)
+    table = make_tests_table(items, n_boot=300, seed=3, correction="holm")
     assert table.columns.tolist() == list(TESTS_COLUMNS)
     # classifiers in order of first appearance in the (shuffled) frame, systems likewise
     first = items.drop_duplicates(["system"])["system"].tolist()
@@ -227,10 +231,23 @@ def test_tests_table_pairs_every_classifier_with_every_system_on_shared_items(
         draws = _draws(len(shared), 300, 3)                  # items sorted by id
         diffs = ra[draws].mean(axis=1) - rb[draws].mean(axis=1)
         assert [row.diff_low, row.diff_high] == pytest.approx(_percentiles(diffs))
-    assert table["p_corrected"].tolist() == pytest.approx(holm(table["p"]).tolist())
+    # the families, fixed by the question: the model's classifiers vs the published systems,
+    # the ceiling vs the published systems, each vs the local model's answers; Holm within
+    family = {("glove-6b-50d", "gpt-5"): "classifiers vs systems: glove-6b-50d",
+              ("glove-6b-50d", "gemma-3-27b-it"): "classifiers vs systems: glove-6b-50d",
+              ("glove-6b-50d", "tiny-llama"):
+                  "classifiers vs systems: glove-6b-50d vs tiny-llama's answers",
+              ("gold score", "gpt-5"): "gold ceiling vs systems",
+              ("gold score", "gemma-3-27b-it"): "gold ceiling vs systems",
+              ("gold score", "tiny-llama"): "gold ceiling vs tiny-llama's answers"}
+    expected = [family[(a, b)] for a in classifiers for b in systems]
+    assert table["family"].tolist() == expected
+    for name in set(expected):
+        part = table[table["family"] == name]
+        assert part["p_corrected"].tolist() == pytest.approx(holm(part["p"]).tolist())
+        assert set(part["family_size"]) == {len(part)}
     assert (table["significant"] == (table["p_corrected"] <= 0.05)).all()
-    assert set(table["family"]) == {"classifiers vs systems: glove-6b-50d"}
-    assert set(table["correction"]) == {"holm"} and set(table["family_size"]) == {6}
+    assert set(table["correction"]) == {"holm"}
     assert table["kind_a"].isin(["representation", "ceiling"]).all()
     assert table["kind_b"].isin(["published", "behaviour"]).all()
 
@@ -260,7 +277,7 @@ def test_the_accuracy_table_scores_each_row_on_its_own_items(items: pd.DataFrame
 def test_the_items_table_is_checked(items: pd.DataFrame) -> None:
     twice = pd.concat([items, items.iloc[:1]], ignore_index=True)
     with pytest.raises(ValueError, match="1 repeated row x item"):
-        make_tests_table(twice, family="f")
+        make_tests_table(twice)
     lying = items.copy()
     lying.loc[0, "correct"] = not lying.loc[0, "correct"]
     with pytest.raises(ValueError, match="disagrees with gold == predicted"):
@@ -268,4 +285,123 @@ def test_the_items_table_is_checked(items: pd.DataFrame) -> None:
     odd = items.copy()
     odd.loc[0, "kind"] = "oracle"
     with pytest.raises(ValueError, match="unknown kinds"):
-        make_tests_table(odd, family="f")
+        make_tests_table(odd)
+
+
+# --- max-T, Westfall-Young step-down -------------------------------------------------------
+
+
+def _z(d: np.ndarray) -> float:
+    """McNemar's z of one test: |right only by a - right only by b| / sqrt(discordant)."""
+    a_only, b_only = int((d == 1).sum()), int((d == -1).sum())
+    return abs(a_only - b_only) / math.sqrt(a_only + b_only) if a_only + b_only else 0.0
+
+
+def _stepdown_by_hand(diffs: np.ndarray) -> list[float]:
+    """Every one of the 2^n joint swaps written out; test j's adjusted p: the largest, over
+    the tests k at least as extreme as j (z_k >= z_j), of the share of swaps whose largest z
+    among the tests no more extreme than k (z_i <= z_k) reaches z_k (Westfall & Young's
+    step-down, without a sort)."""
+    m, n = diffs.shape
+    observed = [_z(d) for d in diffs]
+    swaps = [np.array(s) for s in itertools.product((1, -1), repeat=n)]
+    swapped = [[_z(d * s) for d in diffs] for s in swaps]
+
+    def share(k: int) -> float:
+        below = [i for i in range(m) if observed[i] <= observed[k]]
+        return sum(max(z[i] for i in below) >= observed[k] - 1e-12
+                   for z in swapped) / len(swaps)
+
+    return [max(share(k) for k in range(m) if observed[k] >= observed[j]) for j in range(m)]
+
+
+def test_maxt_is_westfall_young_step_down_over_every_swap() -> None:
+    # 9 items, 3 tests with distinct statistics (right only by a / only by b):
+    # test 0: 6 / 0 (z 2.449), test 1: 4 / 1 (z 1.342), test 2: 1 / 1 (z 0)
+    diffs = np.array([[1, 1, 1, 1, 1, 1, 0, 0, 0],
+                      [1, 1, 0, 0, 1, -1, 0, 1, 0],
+                      [0, 0, 0, 0, 0, 0, 1, -1, 0]])
+    every = np.array(list(itertools.product((1, -1), repeat=9)))
+    got = maxt_adjusted(diffs, every)
+    want = _stepdown_by_hand(diffs)
+    assert got.tolist() == pytest.approx(want)
+    # the most extreme test: every swap of its 6 items but all-or-none leaves z < 2.449, and
+    # no other test reaches 2.449: 2 of 64 patterns of its items, so 2/64 exactly
+    assert got[0] == pytest.approx(2 / 64)
+    # the least extreme (z 0) is reached by every swap: 1; the adjusted p never falls with z
+    assert got[2] == 1.0 and got[0] <= got[1] <= got[2]
+    # max-T is never below the single test's own permutation p (test 1 alone: P(|z| >= z1))
+    alone = maxt_adjusted(diffs[[1]], every)[0]
+    assert got[1] >= alone - 1e-12
+
+
+def test_maxt_with_tied_statistics_gives_them_one_p() -> None:
+    diffs = np.array([[1, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, -1, 0, 0, 0]])
+    every = np.array(list(itertools.product((1, -1), repeat=5)))
+    got = maxt_adjusted(diffs, every)
+    assert got.tolist() == pytest.approx(_stepdown_by_hand(diffs))
+    assert got[0] == got[1]
+
+
+def test_drawn_swaps_approach_the_exact_step_down() -> None:
+    diffs = np.array([[1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, -1],
+                      [1, 1, 0, 0, 1, -1, 0, 1, 0, 0, 0, 0],
+                      [0, 0, 0, 0, 0, 0, 1, -1, 0, 1, 1, 1]])
+    exact = maxt_adjusted(diffs, np.array(list(itertools.product((1, -1), repeat=12))))
+    swaps = item_swaps(12, 20_000, seed=5)
+    assert (swaps[0] == 1).all() and set(np.unique(swaps)) == {-1, 1}    # identity first
+    assert (item_swaps(12, 50, seed=5) == item_swaps(12, 50, seed=5)).all()  # seeded
+    # 20,000 draws: a share's standard error is at most 0.0036; 5 of them
+    assert maxt_adjusted(diffs, swaps).tolist() == pytest.approx(exact.tolist(), abs=0.018)
+
+
+def test_correct_families_corrects_each_family_on_its_own() -> None:
+    rng = np.random.default_rng(1)
+    diffs = rng.choice([-1, 0, 1], size=(5, 10), p=[0.2, 0.5, 0.3]).astype(np.int8)
+    tests = pd.DataFrame({"p": [0.01, 0.2, 0.03, np.nan, 0.04],
+                          "family": ["a", "a", "b", "b", "b"]})
+    holm_by = correct_families(tests.assign(**{c: 0 for c in TESTS_COLUMNS
+                                               if c not in tests}), diffs, "holm")
+    assert holm_by["p_corrected"].tolist()[:2] == pytest.approx(holm([0.01, 0.2]).tolist())
+    assert holm_by["p_corrected"].tolist()[4] == pytest.approx(holm([0.03, 0.04])[1])
+    assert np.isnan(holm_by["p_corrected"][3])                  # no items: out of its family
+    assert holm_by["family_size"].tolist() == [2, 2, 2, 2, 2]
+    every = np.array(list(itertools.product((1, -1), repeat=10)))
+    maxt = correct_families(tests.assign(**{c: 0 for c in TESTS_COLUMNS if c not in tests}),
+                            diffs, "maxt", permutations=4000, seed=0)
+    # family b without its NaN test: tests 2 and 4, checked against every swap
+    exact = maxt_adjusted(diffs[[2, 4]], every)
+    assert maxt["p_corrected"].tolist()[2::2] == pytest.approx(exact.tolist(), abs=0.03)
+    assert set(maxt["correction"]) == {"maxt"}
+
+
+# --- the baselines ------------------------------------------------------------------------------
+
+
+def test_the_baselines_of_each_task_by_hand() -> None:
+    # SemanticQA's NCC: NC 95, PC 75, C 71 (the protocol)
+    gold = ["NC"] * 95 + ["PC"] * 75 + ["C"] * 71
+    rows = baseline_table(gold).set_index("system")
+    assert rows["kind"].unique().tolist() == ["baseline"]
+    assert rows["setting"].to_dict() == {"uniform": "3-way", "stratified": "3-way",
+                                         "majority": "3-way", "four_options": "4-option"}
+    acc = rows["accuracy"]
+    assert acc["uniform"] == pytest.approx(1 / 3)
+    assert acc["stratified"] == pytest.approx((95**2 + 75**2 + 71**2) / 241**2)   # 33.9
+    assert round(100 * acc["stratified"], 1) == 33.9
+    assert acc["majority"] == pytest.approx(95 / 241)                             # 39.4
+    assert acc["four_options"] == pytest.approx(0.25)
+    # macro-F1 from the expected counts: class c, n_c gold, q n predicted, q n_c right
+    f1 = rows["macro_f1"]
+    n = {"NC": 95, "PC": 75, "C": 71}
+
+    def expected(q: dict[str, float]) -> float:
+        return sum(2 * q[c] * n[c] / (n[c] + q[c] * 241) for c in n) / 3
+
+    assert f1["uniform"] == pytest.approx(expected({c: 1 / 3 for c in n}))
+    assert f1["stratified"] == pytest.approx(1 / 3)          # F1_c = the class's share
+    assert f1["majority"] == pytest.approx(2 * 95 / (95 + 241) / 3)
+    assert f1["four_options"] == pytest.approx(expected({c: 1 / 4 for c in n}))
+    # a rule is no sample: no interval; n the items
+    assert rows[["ci_low", "ci_high", "f1_low", "f1_high"]].isna().all().all()
+    assert set(rows["n"]) == {241}

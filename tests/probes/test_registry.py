@@ -329,3 +329,17 @@ def test_a_new_probe_is_one_registry_entry(toy, raw_dir, tmp_path, capsys) -> No
     assert info["toy"] == {"items": 3} and "toy note" in info["notes"]
     assert list(info)[:7] == ["data_dir", "files", "languages", "idiolink", "ncc", "astitch",
                               "toy"]
+
+
+@pytest.mark.parametrize("name", list(registry.PROBES))
+def test_an_unknown_option_is_a_usage_error_naming_it_and_the_options(name) -> None:
+    """Issue 38: ``ncprobe.run("ncc", bogus=1)`` raised a bare TypeError where the docstring
+    promises a UsageError; still a TypeError too (what Python raises for a keyword)."""
+    import dataclasses
+
+    with pytest.raises(UsageError) as e:
+        ncprobe.run(name, bogus=1)
+    assert isinstance(e.value, TypeError) and e.value.exit_code == 2
+    assert "'bogus'" in str(e.value)
+    fields = [f.name for f in dataclasses.fields(registry.get_probe(name).config_class())]
+    assert all(f in str(e.value) for f in fields)

@@ -454,7 +454,7 @@ def test_cli_read_only_output_is_exit_6(raw_dir, tmp_path, monkeypatch, capsys) 
 def test_report_and_compare_read_retrieval_results(raw_dir, tmp_path, run, capsys) -> None:
     """``ncprobe report`` draws the retrieval report from a retrieval results directory, and
     ``ncprobe compare A B`` tests A's models against B's, mode by mode; the same model on
-    both sides, and a mix of probes, are refused."""
+    both sides, and two probes' results compared, are refused."""
     from ncprobe.retrieval.results import RetrievalResults
 
     dense = run.to_parquet(tmp_path / "dense")
@@ -485,5 +485,7 @@ def test_report_and_compare_read_retrieval_results(raw_dir, tmp_path, run, capsy
     assert main(["compute", "--out", str(ncimp), "--quiet", "--n-boot", "0",
                  "--data-dir", str(raw_dir), "--no-cache", "--context", "neut"]) == 0
     capsys.readouterr()
-    assert main(["report", str(dense), str(ncimp), "--out", str(tmp_path / "mix")]) == 2
-    assert "different probes" in capsys.readouterr().err
+    # two probes' results are never compared (a report of both draws one report per probe:
+    # tests/cli/test_probes_meet.py)
+    assert main(["compare", str(dense), str(ncimp)]) == 2
+    assert "results of different probes cannot be compared" in capsys.readouterr().err

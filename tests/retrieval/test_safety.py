@@ -320,10 +320,10 @@ def test_retrieve_and_compute_refuse_an_out_inside_a_results_directory(runs, raw
 
 
 # ---------------------------------------------------------------------------------------------
-# 5. results of two probes: the refusal names the --exclude that resolves it
+# 5. results of two probes: the refusal of compare names the --exclude that resolves it (a
+#    report draws one report per probe: tests/cli/test_probes_meet.py)
 
 
-@pytest.mark.slow
 def test_mixed_probes_name_the_exclude_of_each_probe(runs, tmp_path, capsys):
     from ncprobe.results.store import probe_of_all
 
@@ -331,10 +331,14 @@ def test_mixed_probes_name_the_exclude_of_each_probe(runs, tmp_path, capsys):
     retrieval = root / "idiolink-val-bm25"
     shutil.copytree(runs["two"], retrieval)
     ncimp = synthetic.one_run(synthetic.build()).to_parquet(root / "model-a-en")
-    assert main(["report", str(root), "--out", str(tmp_path / "rep")]) == 2
+    other = tmp_path / "other"
+    shutil.copytree(runs["two"], other / "idiolink-val-bm25")
+    # side A holds both probes' results, side B retrieval results: the --exclude that leaves
+    # both sides retrieval results, and no other
+    assert main(["compare", str(root), str(other)]) == 2
     err = capsys.readouterr().err
-    assert f"--exclude {retrieval}" in err and f"--exclude {ncimp}" in err
-    assert "--out" not in err
+    assert f"for the idiolink results alone, add --exclude {ncimp}" in err
+    assert f"--exclude {retrieval}" not in err and "--out" not in err
     # the hint does what it says
     assert probe_of_all([root], [retrieval], advice="-") == "ncimp"
     assert probe_of_all([root], [ncimp], advice="-") == "idiolink"
