@@ -83,7 +83,10 @@ ASTITCH_NUMERIC = frozenset({
 LAYOUT = store.register_layout(store.Layout(
     "astitch", ASTITCH_TABLES, ASTITCH_COLUMNS, ASTITCH_NUMERIC, run_keys=("model",),
     read_with="read it with ncprobe.astitch.results.AStitchResults.load (ncprobe report / "
-              "compare read it)", report_label=REPORT_LABEL))
+              "compare read it)", report_label=REPORT_LABEL,
+    # 2: the tables of issue 38 (ncc: baselines, nested selection, repeats; astitch: subsets,
+    # within-expression AUROC and control, baselines)
+    version=2))
 #: The ``probe_kind`` of the rows that are the same in every run of the same data and options
 #: (the controls; and the baselines and ceilings, :data:`SHARED_KINDS`).
 SHARED_KIND = "control"

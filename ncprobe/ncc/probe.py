@@ -252,19 +252,21 @@ def _selected(system: str, kind: str, candidates: list, items, cfg: NccConfig,
               per_repeat: list[dict], notes: list[str]) -> pd.DataFrame:
     """The items rows of the nested selection among ``candidates`` (setting ``nested``); what
     it chose, said in ``notes``."""
-    from .classify import modal, nested_selected
+    from .classify import INNER_FOLDS, modal, nested_selected
 
     if not candidates:  # every measure left out (the notes say why): nothing to choose
         notes.append(f"{system} nested: no classifier to choose among, no nested selection")
         return _item_rows((system, kind, "nested", "", "", ""), [], [])
+    inner = min(INNER_FOLDS, cfg.folds)  # never more folds than the outer ones (small data)
     nested = nested_selected(candidates, [it.gold for it in items], folds=cfg.folds,
-                             repeats=cfg.repeats, seed=cfg.seed, C=cfg.regularisation)
+                             repeats=cfg.repeats, seed=cfg.seed, C=cfg.regularisation,
+                             inner_folds=inner)
     key = (system, kind, "nested", "", "", "")
     _add_repeats(key, nested.predictions, items, per_repeat)
     counts = nested.counts()
     chose = ", ".join(f"{name} {k}" for name, k in list(counts.items())[:5])
     more = f" and {len(counts) - 5} other(s)" if len(counts) > 5 else ""
-    notes.append(f"{system} nested: the classifier chosen by inner {cfg.folds}-fold "
+    notes.append(f"{system} nested: the classifier chosen by inner {inner}-fold "
                  f"cross-validation on each outer training fold among {len(candidates)} "
                  f"({cfg.folds} outer folds x {cfg.repeats} repeats): {chose}{more} (times "
                  "chosen)")

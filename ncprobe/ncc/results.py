@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..probes.base import ProbeResults, check_model_runs, refuse_pooling
+from ..probes.base import SIDE_NAMES, ProbeResults, check_model_runs, refuse_pooling
 from ..query import filter_rows
 from ..results import store
 from ..significance import CORRECTION_NAMES, p_text
@@ -86,7 +86,10 @@ NCC_NUMERIC = frozenset({
 LAYOUT = store.register_layout(store.Layout(
     "ncc", NCC_TABLES, NCC_COLUMNS, NCC_NUMERIC, run_keys=("model",),
     read_with="read it with ncprobe.ncc.results.NccResults.load (ncprobe report / compare "
-              "read it)", report_label=REPORT_LABEL))
+              "read it)", report_label=REPORT_LABEL,
+    # 2: the tables of issue 38 (ncc: baselines, nested selection, repeats; astitch: subsets,
+    # within-expression AUROC and control, baselines)
+    version=2))
 #: The kinds of row that answer the items themselves (what systems *say*) ...
 SAID = ("published", "behaviour")
 #: ... and the rows that are the same in every run of the same data and options.
@@ -421,8 +424,11 @@ class NccResults(ProbeResults):
         if chosen is None:
             rows = self.accuracy[self.accuracy["kind"].astype(str) == "representation"]
             if rows.empty:
-                raise UsageError(f"{side}: these results hold no representation classifier; "
-                                 f"name the rows to compare ({side}=[labels] or filters)")
+                raise UsageError(
+                    f"{SIDE_NAMES[side]}: these results hold no representation classifier of "
+                    f"a model (only published systems, baselines and the ceiling); compare "
+                    f"results written by `ncprobe run ncc --model MODEL` (in Python, name the "
+                    f"rows: compare(..., {side}=LABELS))")
             return rows.to_dict("records")
         if isinstance(chosen, Mapping):
             return filter_rows(self.accuracy, chosen, where="the accuracy table",

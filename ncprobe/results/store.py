@@ -106,6 +106,10 @@ class Layout:
         report_label: the probe's report in words (``NCIMP report``), for the messages of
             another probe's report that meets it (:func:`ncprobe.owned.report_kind`: a
             report's kind is its probe's name).
+        version: the version of this probe's tables, raised when a table gains a column a
+            reader needs; ``run.json`` records it (key ``version``) from 2 on, and results of
+            an earlier version are refused with what to do (recompute them), never read as
+            damaged.
     """
 
     probe: str
@@ -116,6 +120,7 @@ class Layout:
     read_with: str = "read it with the command that wrote it"
     named: bool = True
     report_label: str = ""
+    version: int = 1
 
 
 #: The NCIMP probe's results (:class:`~ncprobe.results.Results`): the default probe, whose
@@ -365,6 +370,18 @@ def _checked_run_json(src: Path, layout: Layout) -> dict:
         how = other.read_with if other is not None else Layout.read_with
         raise UsageError(f"{src} holds results of the {probe!r} probe, not of "
                          f"{layout.probe!r}; {how}")
+    version = meta.get("version", 1)
+    if version != layout.version:
+        newer = isinstance(version, int) and not isinstance(version, bool) and (
+            version > layout.version)
+        raise DataError(
+            f"{layout.probe} results of version {version!r}, written by "
+            f"{'a newer' if newer else 'an earlier'} ncprobe; this ncprobe reads version "
+            f"{layout.version} (its tables have other columns): "
+            + ("read them with the ncprobe that wrote them" if newer else
+               f"recompute them with this version (the command that wrote {src}, with "
+               "--overwrite), or read them with the ncprobe that wrote them"),
+            file=str(meta_file))
     _check_runs(meta["runs"], meta_file, layout.run_keys)
     if not isinstance(meta.get("run_id"), str):
         raise DataError("no run_id: the file was edited or damaged; recompute the results",
@@ -471,8 +488,10 @@ def _stored_meta(meta: list[dict]) -> list[dict]:
 
 
 def _probe_key(layout: Layout) -> dict:
-    """``run.json``'s probe entry: none for the default probe (``layout.named`` false)."""
-    return {"probe": layout.probe} if layout.named else {}
+    """``run.json``'s probe entry: none for the default probe (``layout.named`` false); and
+    the version of its tables from 2 on (results of version 1 never recorded one)."""
+    key = {"probe": layout.probe} if layout.named else {}
+    return {**key, "version": layout.version} if layout.version > 1 else key
 
 
 def _run_id(tables: dict[str, dict], runs: list[dict], layout: Layout) -> str:

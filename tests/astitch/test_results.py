@@ -330,3 +330,16 @@ def test_compare_refuses_other_probes_results_and_unknown_cells(res):
         res.compare(None)
     with pytest.raises(UsageError, match="'nope' is not a linear cell"):
         res.compare(hm.results("m2"), a="nope")
+
+
+def test_a_side_without_linear_cells_is_named_in_the_command_lines_words(res):
+    """Regression (issue 38): the refusal named the Python keyword ``a=[labels]``, which the
+    command line cannot give; it names RESULTS_A / RESULTS_B and what to compare instead."""
+    from dataclasses import replace
+
+    lin = res.linear
+    bare = replace(res, linear=lin[lin["probe_kind"].astype(str) != "linear"])
+    with pytest.raises(UsageError, match=r"RESULTS_A \(a\): these results hold no "
+                       r"linear-probe cell.*ncprobe run astitch --model MODEL") as got:
+        bare.compare(res)
+    assert "[labels]" not in str(got.value)

@@ -316,3 +316,16 @@ def test_the_accuracy_over_the_cv_repeats_is_each_rows_mean_least_and_greatest()
     assert acc.loc["syn", ["repeat_mean", "repeat_min", "repeat_max"]].isna().all()
     line = next(x for x in res.summary().splitlines() if " glove-6b-50d all - nc all " in x)
     assert line.rstrip().endswith("82.5 [75.0, 90.0]")
+
+
+def test_a_side_without_classifiers_is_named_in_the_command_lines_words(res):
+    """Regression (issue 38): the refusal named the Python keyword ``a=[labels]``, which the
+    command line cannot give; it names RESULTS_A / RESULTS_B and what to compare instead."""
+    from dataclasses import replace
+
+    acc = res.accuracy
+    bare = replace(res, accuracy=acc[acc["kind"].astype(str) != "representation"])
+    with pytest.raises(UsageError, match=r"RESULTS_B \(b\): these results hold no "
+                       r"representation classifier.*ncprobe run ncc --model MODEL") as got:
+        res.compare(bare)
+    assert "[labels]" not in str(got.value)

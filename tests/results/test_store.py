@@ -332,3 +332,31 @@ def test_a_rerun_of_a_model_named_by_its_path_is_the_same_run(raw_dir, tmp_path,
     res = Results.load(out)
     assert set(res.cosines["model"]) == {f"{tmp_path.name}/vec.txt"}
     assert res.meta[0]["config"]["model"] == str(vec)
+
+
+def test_a_probes_results_of_another_table_version_are_refused_with_what_to_do(tmp_path) -> None:
+    """Regression (issue 38): NCC and AStitch tables gained columns; a directory an earlier
+    ncprobe wrote was refused as "damaged or edited". A layout's version is recorded in
+    run.json from 2 on, and another version is refused naming both and what to do."""
+    from dataclasses import replace
+
+    from ncprobe.results import store
+
+    old = store.Layout("versioned", ("items",), {"items": ("model", "score")},
+                       frozenset({"score"}), run_keys=("model",))
+    new = replace(old, version=2)
+    frames = {"items": pd.DataFrame({"model": ["m"], "score": [0.5]})}
+    meta = [{"config": {"model": "m"}}]
+    store.write_results(frames, meta, tmp_path / "v1", layout=old)
+    store.write_results(frames, meta, tmp_path / "v2", layout=new)
+    # version 1 wrote no key (its run.json is as before); version 2 records its own
+    assert "version" not in json.loads((tmp_path / "v1" / "run.json").read_text())
+    assert json.loads((tmp_path / "v2" / "run.json").read_text())["version"] == 2
+    tables, _ = store.read_results(tmp_path / "v2", layout=new)
+    assert tables["items"]["score"].tolist() == [0.5]
+    with pytest.raises(DataError, match=r"version 1, written by an earlier ncprobe; this "
+                       r"ncprobe reads version 2 .*recompute them") as got:
+        store.read_results(tmp_path / "v1", layout=new)
+    assert "damaged" not in str(got.value)
+    with pytest.raises(DataError, match="version 2, written by a newer ncprobe"):
+        store.read_results(tmp_path / "v2", layout=old)
