@@ -380,3 +380,21 @@ def test_chunks_and_other_tests_do_not_change_a_p_value(monkeypatch) -> None:
     alone = paired_tests(table, pairs[:1], family="f", n_boot=0, seed=0, n_perm=200)["p"]
     assert small[0] == alone[0] and small[0] == small[1]
     assert abs(small[0] - drawn[0]) < 4 * np.sqrt(exact[0] * (1 - exact[0]) / 200) + 0.01
+
+
+def test_macro_f1_from_the_counts_is_scikit_learns_on_every_kind_of_case() -> None:
+    """macro_f1 sums the confusion counts itself (it scores the controls' draws by the
+    hundred); it equals scikit-learn's f1_score exactly, constant gold or predictions, one
+    row and an absent label included."""
+    from ncprobe.astitch.stats import macro_f1
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 7, 40):
+        for _ in range(60):
+            gold, pred = rng.integers(0, 2, n), rng.integers(0, 2, n)
+            if rng.random() < 0.25:
+                pred[:] = pred[0]
+            if rng.random() < 0.25:
+                gold[:] = gold[0]
+            want = f1_score(gold, pred, average="macro", labels=[0, 1], zero_division=0)
+            assert macro_f1(gold, pred) == want, (gold, pred)
