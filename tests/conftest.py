@@ -27,11 +27,14 @@ if _WORKERS > 1:
 #: worker, in collection order (``--no-loadscope-reorder``, setup.cfg), so the long ones start
 #: while the short ones fill the gaps, instead of one long file starting last.
 #: Paths below tests/.
-LONGEST_FIRST = ("test_readme.py",              # 135 s: the README's commands, in order
-                 "test_notebooks.py",           # 79 s: every notebook, top to bottom
+LONGEST_FIRST = ("test_readme.py",              # 188 s: the README's commands, in order
+                 "test_notebooks.py",           # 200 s: every notebook, top to bottom
                  "executors/test_slurm.py",     # 76 s: a real cluster's jobs
+                 "ncc/test_probe.py",           # 75 s: NCC runs on the real items
+                 "astitch/test_probe.py",       # 50 s: AStitch runs on the real uses
                  "test_report.py", "plots/test_layers.py", "test_report_ownership.py",
-                 "encoders/test_encoders.py", "test_reproduce.py", "cli/test_compare.py")
+                 "cli/test_probes_meet.py", "encoders/test_encoders.py", "test_reproduce.py",
+                 "cli/test_compare.py")
 _TESTS = Path(__file__).resolve().parent
 
 

@@ -143,23 +143,32 @@ def test_a_tokenizer_without_letter_tokens_cannot_answer(tiny_llama_dir, templat
 
 # --- the answers -------------------------------------------------------------------------------
 
-def test_each_answer_is_the_argmax_of_a_direct_forward_pass(lm_dir, rows, items, template,
-                                                            own_cache) -> None:
+def _letter_logprobs_by_hand(path, rows, template) -> tuple[list[int], list[np.ndarray]]:
+    """The ids of the letters A-D and, per row, their log-probabilities after the filled
+    zero-shot template: one direct forward pass of the saved model per prompt."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    got = answer_items(lm_dir, items, template, device="cpu", batch_size=4)
-    tok = AutoTokenizer.from_pretrained(lm_dir)
-    model = AutoModelForCausalLM.from_pretrained(lm_dir).eval()
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
     letter_ids = tok.convert_tokens_to_ids(list("ABCD"))  # the template ends with a newline
-    assert got.rule.form == "A" and got.rule.token_ids == tuple(letter_ids)
-    letters = set()
+    out = []
     for row in rows:
         prompt = template.replace("{{context}}", row["context"]).replace(
             "{{noun compound}}", row["noun_compound"])
         with torch.no_grad():
             logits = model(**tok(prompt, return_tensors="pt")).logits[0, -1]
-        lp = torch.log_softmax(logits.double(), -1)[letter_ids].numpy()
+        out.append(torch.log_softmax(logits.double(), -1)[letter_ids].numpy())
+    return letter_ids, out
+
+
+def test_each_answer_is_the_argmax_of_a_direct_forward_pass(lm_dir, rows, items, template,
+                                                            own_cache) -> None:
+    got = answer_items(lm_dir, items, template, device="cpu", batch_size=4)
+    letter_ids, logprobs = _letter_logprobs_by_hand(lm_dir, rows, template)
+    assert got.rule.form == "A" and got.rule.token_ids == tuple(letter_ids)
+    letters = set()
+    for row, lp in zip(rows, logprobs, strict=True):
         letter = "ABCD"[int(np.argmax(lp))]
         answer = got[row["id"]]
         assert answer.letter == letter
@@ -266,22 +275,12 @@ def test_a_gpt2_saved_with_its_lm_head_answers(tmp_path, rows, items, template,
                                                own_cache) -> None:
     """Regression (issue 38): a saved GPT2LMHeadModel was refused ("no *ForCausalLM"): its
     class name does not end with ForCausalLM, yet AutoModelForCausalLM loads it."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     path = tiny_gpt2(tmp_path / "gpt2")
     assert json.loads((path / "config.json").read_text())["architectures"] == [
         "GPT2LMHeadModel"]
     got = answer_items(path, items, template, device="cpu", batch_size=3)
-    tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path).eval()
-    letter_ids = tok.convert_tokens_to_ids(list("ABCD"))
-    for row in rows:
-        prompt = template.replace("{{context}}", row["context"]).replace(
-            "{{noun compound}}", row["noun_compound"])
-        with torch.no_grad():
-            logits = model(**tok(prompt, return_tensors="pt")).logits[0, -1]
-        lp = torch.log_softmax(logits.double(), -1)[letter_ids].numpy()
+    _, logprobs = _letter_logprobs_by_hand(path, rows, template)
+    for row, lp in zip(rows, logprobs, strict=True):
         answer = got[row["id"]]
         assert answer.letter == "ABCD"[int(np.argmax(lp))]
         np.testing.assert_allclose([answer.logprobs[k] for k in "ABCD"], lp, atol=1e-5)
