@@ -58,6 +58,8 @@ from .stats import (
     cluster_auroc,
     cluster_scores,
     draw_scores,
+    expression_index,
+    label_counts,
     macro_f1,
     selectivity,
 )
@@ -279,13 +281,10 @@ def within_permutation(expressions: Sequence[str] | ArrayLike, labels: ArrayLike
         UsageError: lengths that differ, labels other than 0/1, ``draws`` < 1.
     """
     y = check_labels(labels, "labels")
-    expr = np.asarray(expressions, dtype=object).astype(str)
-    if len(expr) != len(y):
-        raise UsageError(f"{len(expr)} expressions but {len(y)} labels")
-    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
-        raise UsageError(f"draws must be a whole number >= 1, not {draws!r}")
-    _, group = np.unique(expr, return_inverse=True)
-    group = group.reshape(-1)
+    group, _ = expression_index(expressions)
+    if len(group) != len(y):
+        raise UsageError(f"{len(group)} expressions but {len(y)} labels")
+    _check_draws(draws)
     slots = np.argsort(group, kind="stable")   # each expression's rows, together
     out = np.empty((int(draws), len(y)), dtype=np.int64)
     for d in range(int(draws)):
@@ -293,6 +292,12 @@ def within_permutation(expressions: Sequence[str] | ArrayLike, labels: ArrayLike
         shuffled = np.lexsort((keys, group))    # the same blocks, each in a random order
         out[d, slots] = y[shuffled]
     return out
+
+
+def _check_draws(draws: int) -> None:
+    """Refuse a number of draws that is not a whole number >= 1."""
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise UsageError(f"draws must be a whole number >= 1, not {draws!r}")
 
 
 def type_oracle(expressions: Sequence[str] | ArrayLike, labels: ArrayLike) -> np.ndarray:
@@ -303,15 +308,12 @@ def type_oracle(expressions: Sequence[str] | ArrayLike, labels: ArrayLike) -> np
         UsageError: lengths that differ, labels other than 0/1.
     """
     y = check_labels(labels, "labels")
-    expr = np.asarray(expressions, dtype=object).astype(str)
-    if len(expr) != len(y):
-        raise UsageError(f"{len(expr)} expressions but {len(y)} labels")
+    group, k = expression_index(expressions)
+    if len(group) != len(y):
+        raise UsageError(f"{len(group)} expressions but {len(y)} labels")
     if not len(y):
         return np.zeros(0, dtype=np.int64)
-    _, group = np.unique(expr, return_inverse=True)
-    group = group.reshape(-1)
-    ones = np.bincount(group, weights=y.astype(np.float64))
-    total = np.bincount(group)
+    ones, total = label_counts(group, y, k)
     top = np.where(ones > total - ones, LITERAL, IDIOMATIC)
     return top[group].astype(np.int64)
 
@@ -328,8 +330,7 @@ def chance_draws(y_train: ArrayLike, n_test: int, *, seed: int, draws: int = WIT
     y = check_labels(y_train, "y_train")
     if not len(y):
         raise UsageError("stratified chance needs the training labels, got none")
-    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
-        raise UsageError(f"draws must be a whole number >= 1, not {draws!r}")
+    _check_draws(draws)
     share = float(y.mean())
     return np.stack([(np.random.default_rng([seed, 13, d]).random(int(n_test)) < share)
                      .astype(np.int64) for d in range(int(draws))])

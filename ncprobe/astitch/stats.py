@@ -65,8 +65,9 @@ from ..stats import (
 )
 
 __all__ = ["LEVEL", "SUBSETS", "TEST_COLUMNS", "ambiguous", "cell_rows", "check_labels",
-           "cluster_auroc", "cluster_scores", "draw_scores", "label", "macro_f1", "paired_tests",
-           "selectivity", "weighted_auroc", "within_auroc"]
+           "cluster_auroc", "cluster_scores", "draw_scores", "expression_index", "label",
+           "label_counts", "macro_f1", "paired_tests", "selectivity", "weighted_auroc",
+           "within_auroc"]
 
 #: The coverage of every interval.
 LEVEL = 0.95
@@ -112,6 +113,21 @@ def check_labels(values: ArrayLike, what: str = "the labels") -> np.ndarray:
 SUBSETS: tuple[str, ...] = ("all", "ambiguous")
 
 
+def expression_index(expressions: ArrayLike | Sequence[str]) -> tuple[np.ndarray, int]:
+    """Each row's expression as an index into the distinct expressions (sorted as text), and
+    how many there are: the grouping every statistic here resamples or counts by."""
+    _, inv = np.unique(np.asarray(expressions, dtype=object).astype(str), return_inverse=True)
+    inv = inv.reshape(-1)
+    return inv, int(inv.max()) + 1 if len(inv) else 0
+
+
+def label_counts(inv: np.ndarray, y: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per expression (``inv``, ``k``: :func:`expression_index`) its rows of label 1 and all
+    its rows."""
+    return (np.bincount(inv, weights=y.astype(np.float64), minlength=k),
+            np.bincount(inv, minlength=k))
+
+
 def ambiguous(expressions: ArrayLike | Sequence[str], labels: ArrayLike) -> np.ndarray:
     """A boolean mask: True on each row whose expression has both labels among these rows.
 
@@ -119,15 +135,10 @@ def ambiguous(expressions: ArrayLike | Sequence[str], labels: ArrayLike) -> np.n
     a split when that split holds at least one idiomatic and one literal use of it.
     """
     y = check_labels(labels)
-    expr = np.asarray(expressions, dtype=object).astype(str)
-    if len(expr) != len(y):
-        raise UsageError(f"expressions and labels differ in length: {len(expr)} and {len(y)} rows")
-    if not len(y):
-        return np.zeros(0, dtype=bool)
-    _, inv = np.unique(expr, return_inverse=True)
-    inv = inv.reshape(-1)
-    ones = np.bincount(inv, weights=y, minlength=int(inv.max()) + 1)
-    total = np.bincount(inv, minlength=int(inv.max()) + 1)
+    inv, k = expression_index(expressions)
+    if len(inv) != len(y):
+        raise UsageError(f"expressions and labels differ in length: {len(inv)} and {len(y)} rows")
+    ones, total = label_counts(inv, y, k)
     both = (ones > 0) & (ones < total)
     return both[inv]
 
@@ -136,13 +147,11 @@ def _prepare(y: ArrayLike, pred: ArrayLike, clusters: ArrayLike | Sequence[str]
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Labels, predictions, each row's expression index (expressions sorted) and ``k``."""
     g, p = check_labels(y, "the labels"), check_labels(pred, "the predictions")
-    c = np.asarray(clusters, dtype=object)
-    if not len(g) == len(p) == len(c):
+    inv, k = expression_index(clusters)
+    if not len(g) == len(p) == len(inv):
         raise UsageError(f"labels, predictions and expressions differ in length: {len(g)}, "
-                         f"{len(p)} and {len(c)} rows")
-    _, inv = np.unique(c.astype(str), return_inverse=True)
-    inv = inv.reshape(-1)
-    return g, p, inv, int(inv.max()) + 1 if len(inv) else 0
+                         f"{len(p)} and {len(inv)} rows")
+    return g, p, inv, k
 
 
 def _confusion_sums(y: np.ndarray, pred: np.ndarray, inv: np.ndarray, k: int) -> np.ndarray:
@@ -426,12 +435,9 @@ def cluster_auroc(scores: ArrayLike, labels: ArrayLike, clusters: ArrayLike | Se
 
     _check_boot(n_boot, level)
     s, lab = _scored(scores, labels)
-    c = np.asarray(clusters, dtype=object)
-    if len(c) != len(s):
-        raise UsageError(f"{len(s)} scores but {len(c)} expressions")
-    _, inv = np.unique(c.astype(str), return_inverse=True)
-    inv = inv.reshape(-1)
-    k = int(inv.max()) + 1 if len(inv) else 0
+    inv, k = expression_index(clusters)
+    if len(inv) != len(s):
+        raise UsageError(f"{len(s)} scores but {len(inv)} expressions")
     n_literal = int(lab.sum())
     out: dict[str, Any] = {"n": len(s), "n_literal": n_literal, "n_expressions": k,
                            "auroc": _NAN, "ci_low": _NAN, "ci_high": _NAN, "boot_used": 0}
@@ -440,8 +446,8 @@ def cluster_auroc(scores: ArrayLike, labels: ArrayLike, clusters: ArrayLike | Se
     out["auroc"] = float(roc_auc_score(lab, s))
     draws = _draws(k, n_boot, seed)
     if draws is not None:
-        npos = np.bincount(inv, weights=lab.astype(np.float64), minlength=k)
-        nneg = np.bincount(inv, minlength=k) - npos
+        npos, rows = label_counts(inv, lab, k)
+        nneg = rows - npos
         num = np.einsum("bi,bi->b", draws @ _pair_counts(s, lab, inv, k), draws)
         den = (draws @ npos) * (draws @ nneg)
         auc = np.divide(num, den, out=np.full_like(num, _NAN), where=den > 0)
@@ -478,18 +484,15 @@ def within_auroc(scores: ArrayLike, labels: ArrayLike, clusters: ArrayLike | Seq
     """
     _check_boot(n_boot, level)
     s, lab = _scored(scores, labels)
-    c = np.asarray(clusters, dtype=object)
-    if len(c) != len(s):
-        raise UsageError(f"{len(s)} scores but {len(c)} expressions")
+    inv, k = expression_index(clusters)
+    if len(inv) != len(s):
+        raise UsageError(f"{len(s)} scores but {len(inv)} expressions")
     out: dict[str, Any] = {"n_within": 0, "auroc_within": _NAN, "auroc_within_low": _NAN,
                            "auroc_within_high": _NAN}
     if not len(s):
         return out
-    _, inv = np.unique(c.astype(str), return_inverse=True)
-    inv = inv.reshape(-1)
-    k = int(inv.max()) + 1
-    npos = np.bincount(inv, weights=lab.astype(np.float64), minlength=k)
-    pairs = npos * (np.bincount(inv, minlength=k) - npos)
+    npos, rows = label_counts(inv, lab, k)
+    pairs = npos * (rows - npos)
     both = pairs > 0
     if not both.any():
         return out
