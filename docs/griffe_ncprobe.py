@@ -89,7 +89,7 @@ class ExampleSections(griffe.Extension):
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
             # the figures' shared paragraphs ({return_notes} ...), filled as at import time
-            from ncprobe.plots._docs import FIGURE_DOCS
+            from ncprobe.ncimp.figures._docs import FIGURE_DOCS
 
             text = _imported_doc(obj) or obj.docstring.value
             text = FIGURE_DOCS.fill_text(text, strict=False)

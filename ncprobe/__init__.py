@@ -18,8 +18,8 @@ The public API::
 ``ncprobe.run(PROBE, ...)`` runs any probe of :data:`ncprobe.probes.PROBES`;
 ``ncprobe.compute`` is ``run("ncimp", ...)``, ``ncprobe.retrieve`` ``run("idiolink", ...)``.
 
-``ncprobe.compare`` is :func:`ncprobe.comparison.compare`; the module's other names (e.g.
-``STAT_COLUMNS``) are in :mod:`ncprobe.comparison`.
+``ncprobe.compare`` is :func:`ncprobe.ncimp.comparison.compare`; the module's other names (e.g.
+``STAT_COLUMNS``) are in :mod:`ncprobe.ncimp.comparison`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._version import VERSION as __version__
-from .comparison import compare
-from .config import RunConfig
 from .data import (
     NounCompound,
     SplicedStimuliWarning,
@@ -47,9 +45,11 @@ from .errors import (
     ModelUnavailableError,
     NcprobeError,
 )
-from .pipeline import compute
+from .ncimp.comparison import compare
+from .ncimp.config import RunConfig
+from .ncimp.pipeline import compute
+from .ncimp.results import Results
 from .probes import run
-from .results import Results
 
 # the vocabularies (ncprobe.schema holds every name): SUBSTITUTIONS are the stimuli's
 # substitutions (P_Syn ...), TABLES the tables of a Results

@@ -89,7 +89,7 @@ def _warm() -> None:
 
     matplotlib.use("Agg")  # a worker: ncprobe's own process
 
-    from . import plots
+    from .ncimp import figures as plots
 
     with plots.style():
         fig = plots.new_figure(figsize=(1, 1), layout="constrained")
@@ -165,7 +165,7 @@ def usable_cpus() -> int:
 
 
 class FigureWorkers:
-    """Worker processes that draw figures for :func:`ncprobe.report.write_report`.
+    """Worker processes that draw figures for :func:`ncprobe.ncimp.report.write_report`.
 
     Started on entering the ``with`` block: each imports matplotlib and seaborn at once,
     so that a caller with other work first (``reproduce`` computes) overlaps the
@@ -186,7 +186,7 @@ class FigureWorkers:
         if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
             raise UsageError(f"jobs={jobs!r}: give a whole number of processes, 1 or more")
         if figures is None:
-            from . import plots
+            from .ncimp import figures as plots
 
             figures = len(plots.FIGURES) + len(plots.ADDED_FIGURES)
         self.asked = jobs

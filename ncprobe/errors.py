@@ -108,7 +108,7 @@ class OutputError(NcprobeError):
 
 
 class NoData(NcprobeError):
-    """The results hold nothing that a figure or table shows (:mod:`ncprobe.plots`; the
+    """The results hold nothing that a figure or table shows (:mod:`ncprobe.ncimp.figures`; the
     report leaves such a figure out and says why)."""
 
 

@@ -4,11 +4,11 @@ the one check that a table has the columns a reader needs (:func:`check_table`).
 Every selection of rows ncprobe makes goes through :func:`filter_rows`, in one of two modes:
 
 * **strict** — what a user names must exist: :meth:`Results.select
-  <ncprobe.results.Results.select>` and the sides of :func:`~ncprobe.comparison.compare`. A
+  <ncprobe.ncimp.results.Results.select>` and the sides of :func:`~ncprobe.ncimp.comparison.compare`. A
   filter on a column that cannot be filtered on, or a value the table does not hold, is a
   :class:`~ncprobe.errors.UsageError` (also a ``ValueError``) with one message for each
   mistake (:func:`cannot_select_message`, :func:`not_present_message`);
-* **lenient** — what a figure or table shows: :func:`ncprobe.selection.select`. A filter
+* **lenient** — what a figure or table shows: :func:`ncprobe.ncimp.selection.select`. A filter
   applies where the table has its column, and a value not present keeps no row.
 
 In both modes a filter is one value or a list of values (``None``: every value), values are
@@ -17,8 +17,8 @@ filter, and the rows keep their order. In strict mode each value is checked agai
 table, so the order of the filters never changes the outcome.
 
 A leaf: it imports nothing of ncprobe but :mod:`ncprobe.errors` and :mod:`ncprobe.schema`, so
-every module that selects rows (:mod:`ncprobe.selection`, :mod:`ncprobe.results`,
-:mod:`ncprobe.comparison`) imports it without an import cycle, in any order.
+every module that selects rows (:mod:`ncprobe.ncimp.selection`, :mod:`ncprobe.results`,
+:mod:`ncprobe.ncimp.comparison`) imports it without an import cycle, in any order.
 """
 
 from __future__ import annotations

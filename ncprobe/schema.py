@@ -31,9 +31,9 @@ Names that look alike and are not the same:
   ``cosines`` and ``sentences`` tables); :data:`CONTEXT_GROUPS` the per-NC context groups
   (``nat``, ``neut``, ``neut-pl``, ``ncs``: every other results table). The context group
   ``ncs`` (the NCS dataset's sentences) is not the results table ``ncs`` (one row per NC).
-* :data:`RESULT_TABLES` are the tables of a :class:`~ncprobe.results.Results` (parquet
+* :data:`RESULT_TABLES` are the tables of a :class:`~ncprobe.ncimp.results.Results` (parquet
   files; ``ncprobe.TABLES``); :data:`PAPER_TABLES` the study's tables
-  (:mod:`ncprobe.tables`, Markdown and LaTeX).
+  (:mod:`ncprobe.ncimp.tables`, Markdown and LaTeX).
 
 The ``typing.Literal`` types (``Lang``, ``Level`` ...) are the same values for editors and
 type checkers; the tuples are made from them (``typing.get_args``) wherever the order of
@@ -101,7 +101,7 @@ SUBSTITUTION_ALIASES: dict[str, tuple[str, ...]] = {"comp": ("comp-head", "comp-
 #: the head and modifier substitutions (the components are in the results, not shown).
 DISPLAY_SUBSTITUTIONS: tuple[str, ...] = ("syn", "comp", "wordssyn", "rand")
 
-#: The measures (method §3, :mod:`ncprobe.measures`): Sim of each probe (and ``comp``), the
+#: The measures (method §3, :mod:`ncprobe.ncimp.measures`): Sim of each probe (and ``comp``), the
 #: Affinities (Eq. 4), the Scaled Similarities (Eq. 5) and their ratio, in this order.
 SUBSTITUTION_MEASURES: tuple[str, ...] = ("syn", "comp-head", "comp-mod", "comp", "wordssyn",
                                           "rand")
@@ -140,7 +140,7 @@ Cls = Literal[Class, "all"]
 Analysis = Literal["nc", "overlap-filtered", "sentence"]
 ANALYSES: tuple[str, ...] = get_args(Analysis)
 
-#: The choices of a run's options (:class:`~ncprobe.config.RunConfig`, ``load_stimuli``,
+#: The choices of a run's options (:class:`~ncprobe.ncimp.config.RunConfig`, ``load_stimuli``,
 #: the encoders) and of the reports' statistics, each a type and its values, in this order:
 #:
 #: * P_WordsSyn: the paper's single substitution (``first``) or every alternative (``all``);
@@ -189,7 +189,7 @@ def check_choice(name: str, value: T, choices: Sequence[T], *,
     return value
 
 
-#: The tables of a :class:`~ncprobe.results.Results`, in the order they are written
+#: The tables of a :class:`~ncprobe.ncimp.results.Results`, in the order they are written
 #: (``<table>.parquet``). ``lexical_overlap`` holds the Spearman correlations between
 #: naturalistic sentence length and sentence-level Sim: the name is kept, as results
 #: directories are read by these file names (the study's table is ``length_correlations``).
@@ -197,11 +197,11 @@ ResultTable = Literal["cosines", "sentences", "measures", "correlations", "distr
                       "lexical_overlap", "rogue", "standardisation", "ncs"]
 RESULT_TABLES: tuple[str, ...] = get_args(ResultTable)
 
-#: The study's tables (method §4, :mod:`ncprobe.tables`), in order; ``table_<name>`` files.
+#: The study's tables (method §4, :mod:`ncprobe.ncimp.tables`), in order; ``table_<name>`` files.
 PAPER_TABLES: tuple[str, ...] = (
     "sent_correlations", "nc_correlations", "length_correlations", "affinity_correlations",
     "scaled_correlations", "means", "filtered_correlations", "standardisation", "examples")
-#: The study's figures (method §4, :mod:`ncprobe.plots`), in order; ``figNN_<name>`` files.
+#: The study's figures (method §4, :mod:`ncprobe.ncimp.figures`), in order; ``figNN_<name>`` files.
 PAPER_FIGURES: tuple[str, ...] = (
     "sent_cosines", "nc_cosines", "affinity", "affinity_by_class", "scaled_similarity",
     "simr_syn_by_class", "simr_wordssyn_by_class", "ratio", "ratio_by_class", "correlogram")

@@ -1,8 +1,8 @@
 """The vocabulary of significance: the level, the multiple-comparison corrections, their
 names, the stars and the notes that say what a mark means.
 
-No statistics here (:mod:`ncprobe.stats` and :mod:`ncprobe.inference` compute them) and no
-drawing (:mod:`ncprobe.plots`, :mod:`ncprobe.tables`): the words and marks that tables,
+No statistics here (:mod:`ncprobe.stats` and :mod:`ncprobe.ncimp.inference` compute them) and no
+drawing (:mod:`ncprobe.ncimp.figures`, :mod:`ncprobe.ncimp.tables`): the words and marks that tables,
 figures, the summary and ``ncprobe compare`` share, each written once.
 
 * :data:`ALPHA`: a p-value at or below it is significant;

@@ -31,7 +31,7 @@ Tests (issue 12, "comparisons that are tests"):
 * :func:`class_tests`: Kruskal-Wallis across the classes and pairwise Mann-Whitney U with
   rank-biserial effect sizes, the pairs corrected as one family.
 
-:func:`ncprobe.comparison.compare` applies the difference tests to two runs' results.
+:func:`ncprobe.ncimp.comparison.compare` applies the difference tests to two runs' results.
 
 The resolution of resampling p-values (issue 28): a p-value from ``B`` resamples is never
 below ``1/(B+1)`` (a sign-flip or permutation test) or ``2/(B+1)`` (the two-sided bootstrap

@@ -32,8 +32,8 @@ LONGEST_FIRST = ("test_readme.py",              # 188 s: the README's commands, 
                  "executors/test_slurm.py",     # 76 s: a real cluster's jobs
                  "ncc/test_probe.py",           # 75 s: NCC runs on the real items
                  "astitch/test_probe.py",       # 50 s: AStitch runs on the real uses
-                 "test_report.py", "plots/test_layers.py", "test_report_ownership.py",
-                 "cli/test_probes_meet.py", "encoders/test_encoders.py", "test_reproduce.py",
+                 "ncimp/test_report.py", "plots/test_layers.py", "test_report_ownership.py",
+                 "cli/test_probes_meet.py", "encoders/test_encoders.py", "ncimp/test_reproduce.py",
                  "cli/test_compare.py")
 _TESTS = Path(__file__).resolve().parent
 

@@ -23,13 +23,13 @@ import numpy as np
 import pandas as pd
 import scipy.stats as ss
 
-from ncprobe.analysis import analyse
-from ncprobe.config import RunConfig
 from ncprobe.data import Stimuli, load_pairs
 from ncprobe.embed import Embeddings
 from ncprobe.encoders.base import Encoded
-from ncprobe.measures import MEASURES
-from ncprobe.results import Results
+from ncprobe.ncimp.analysis import analyse
+from ncprobe.ncimp.config import RunConfig
+from ncprobe.ncimp.measures import MEASURES
+from ncprobe.ncimp.results import Results
 
 MODELS = {"model-a": ["-"], "model-b": ["9+10+11+12", "12"]}
 LANGS = ("en", "pt")

@@ -705,7 +705,7 @@ def test_non_staged_encoder_warns_and_batches_by_count(caplog) -> None:
 # --- 9. configuration and CLI ----------------------------------------------------------------
 
 def test_run_config_batch_tokens() -> None:
-    from ncprobe.config import RunConfig
+    from ncprobe.ncimp.config import RunConfig
     from ncprobe.results.store import run_identity
 
     for bad in (-1, -4096):

@@ -12,7 +12,8 @@ import scipy.stats as ss
 import ncprobe
 from ncprobe.cli import main
 from ncprobe.errors import UsageError
-from ncprobe.results import TABLES, Results
+from ncprobe.ncimp.results import Results
+from ncprobe.results.store import TABLES
 
 
 def _glove_table():

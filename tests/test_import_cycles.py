@@ -71,12 +71,20 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Every import statement of ``tree``, except those under ``if TYPE_CHECKING:``, each with
-    whether it runs when the module is imported (False: inside a function or lambda)."""
+def _imports(tree: ast.AST, *, type_only: bool = False
+             ) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement of ``tree``, except those under ``if TYPE_CHECKING:`` (unless
+    ``type_only``), each with whether it runs when the module is imported (False: inside a
+    function or lambda, or only for a type checker)."""
     found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
 
     def visit(node: ast.AST, deferred: bool) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and type_only:
+            for stmt in node.body:
+                visit(stmt, True)
+            for stmt in node.orelse:
+                visit(stmt, deferred)
+            return
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             for stmt in node.orelse:  # the else branch runs
                 visit(stmt, deferred)
@@ -106,7 +114,7 @@ def _known(name: str, modules: dict[str, Path]) -> str | None:
 
 
 def _dependencies(name: str, path: Path, modules: dict[str, Path], top: Path, *,
-                  on_import: bool = False) -> dict[str, list[str]]:
+                  on_import: bool = False, type_only: bool = False) -> dict[str, list[str]]:
     """The package modules that module ``name`` imports, each with the import lines; with
     ``on_import``, those that importing it runs (see the module doc)."""
     is_package = path.name == "__init__.py"
@@ -115,7 +123,8 @@ def _dependencies(name: str, path: Path, modules: dict[str, Path], top: Path, *,
     parts = name.split(".")
     holders = {".".join(parts[:i]) for i in range(1, len(parts) + is_package)}
     out: dict[str, list[str]] = {}
-    for node, at_import in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node, at_import in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path)),
+                                    type_only=type_only):
         if on_import and not at_import:
             continue
         line = f"{path.relative_to(top)}:{node.lineno}: {ast.unparse(node)}"
@@ -154,12 +163,28 @@ def _runs(target: str, holders: set[str], modules: dict[str, Path]) -> list[str]
     return [p for p in packages if p in modules and p not in holders] + [target]
 
 
-def import_graph(pkg: Path = PKG, *, on_import: bool = False) -> dict[str, dict[str, list[str]]]:
+def import_graph(pkg: Path = PKG, *, on_import: bool = False, type_only: bool = False
+                 ) -> dict[str, dict[str, list[str]]]:
     """module -> {module it imports: [the import lines]}, for every module of package ``pkg``;
-    with ``on_import``, the import-order graph (see the module doc)."""
+    with ``on_import``, the import-order graph (see the module doc); with ``type_only``, the
+    imports only a type checker runs (under ``if TYPE_CHECKING:``) count too."""
     modules = _modules(pkg)
-    return {name: _dependencies(name, path, modules, pkg.parent, on_import=on_import)
+    return {name: _dependencies(name, path, modules, pkg.parent, on_import=on_import,
+                                type_only=type_only)
             for name, path in modules.items()}
+
+
+def registry_edges(pkg: Path = PKG) -> dict[str, dict[str, list[str]]]:
+    """The look-ups of the probe registry as edges: ``ncprobe.probes`` -> the module of each
+    entry of its ``PROBES`` (``"module:Class"``), read from the source."""
+    path = pkg / "probes" / "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "PROBES":
+            table = ast.literal_eval(node.value)  # type: ignore[arg-type]
+            return {f"{ROOT}.probes": {v.split(":")[0]: [f"{path.relative_to(pkg.parent)}: "
+                                                        f"PROBES[{k!r}] = {v!r}"]
+                                       for k, v in table.items()}}
+    raise AssertionError(f"no PROBES table in {path}")
 
 
 def components(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
@@ -244,6 +269,75 @@ def _no_cycle(graph: dict[str, dict[str, list[str]]], what: str) -> None:
 
 def test_no_import_cycle() -> None:
     _no_cycle(import_graph(), "import each other")
+
+
+def test_no_cycle_counting_type_only_imports_and_registry_lookups() -> None:
+    # a cycle through `if TYPE_CHECKING:` imports or the registry's "module:Class" strings
+    # runs nothing today, but it ties the modules together as firmly as one that does
+    graph = import_graph(type_only=True)
+    for module, deps in registry_edges().items():
+        for dep, lines in deps.items():
+            graph[module].setdefault(dep, []).extend(lines)
+    _no_cycle(graph, "import each other (type-only imports and registry look-ups counted)")
+
+
+def _probe_packages() -> dict[str, str]:
+    """The package of each built-in probe (``ncprobe.ncc`` -> ``ncc``): the package of its
+    registry entry's module."""
+    table = registry_edges()[f"{ROOT}.probes"]
+    out = {}
+    for module, lines in table.items():
+        name = lines[0].split("PROBES[")[1].split("]")[0].strip("'")
+        out[".".join(module.split(".")[:2])] = name
+    return out
+
+
+def _package_of(module: str, packages: Sequence[str]) -> str | None:
+    return next((p for p in packages if module == p or module.startswith(p + ".")), None)
+
+
+def test_shared_modules_import_no_probe_package() -> None:
+    # the package root (the public API), the command line (it reaches probes through the
+    # registry only: checked here too) and the probes' own packages aside, no module imports
+    # a probe's package, type-only imports included
+    packages = _probe_packages()
+    graph = import_graph(type_only=True)
+    bad = [line for name, deps in graph.items()
+           if name != ROOT and name != f"{ROOT}.__main__" and not _package_of(name, packages)
+           for dep, lines in deps.items() if _package_of(dep, packages) for line in lines]
+    assert not bad, "shared modules importing a probe's package:\n" + "\n".join(bad)
+
+
+def test_probe_packages_import_each_other_only_where_declared() -> None:
+    # a probe uses another's code only where its declaration says so (Probe.uses: NCC uses
+    # NCIMP's measures)
+    from ncprobe.probes import get_probe
+
+    packages = _probe_packages()
+    graph = import_graph(type_only=True)
+    bad = []
+    for name, deps in graph.items():
+        mine = _package_of(name, packages)
+        if mine is None:
+            continue
+        uses = get_probe(packages[mine]).uses
+        for dep, lines in deps.items():
+            theirs = _package_of(dep, packages)
+            if theirs not in (None, mine) and packages[theirs] not in uses:
+                bad += [f"{line}  ({packages[mine]} does not declare it uses "
+                        f"{packages[theirs]})" for line in lines]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_module_outside_the_command_line_imports_it() -> None:
+    # what a probe needs for its options is public (ncprobe.probes.options, ncprobe.argtypes)
+    graph = import_graph(type_only=True)
+    cli = f"{ROOT}.cli"
+    bad = [line for name, deps in graph.items()
+           if not (name == cli or name.startswith(cli + ".")) and name != f"{ROOT}.__main__"
+           for dep, lines in deps.items() if dep == cli or dep.startswith(cli + ".")
+           for line in lines]
+    assert not bad, "\n".join(bad)
 
 
 def test_no_import_order_cycle() -> None:

@@ -72,7 +72,7 @@ def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
         assert len(_images(code[-1])) == 1
     if path.name == "02_reproduce_figures.ipynb":
         loop = [c for c in code if "plots.FIGURES" in c.source]
-        from ncprobe.plots import FIGURES
+        from ncprobe.ncimp.figures import FIGURES
 
         assert len(loop) == 1 and len(_images(loop[0])) == len(FIGURES)
     if path.name == "05_standardisation_and_rogue_dimensions.ipynb":

@@ -122,7 +122,7 @@ def test_the_retrieval_report_does_not_import_the_ncimp_report():
     """Ownership comes from ncprobe.owned, figures' files from ncprobe.drawing (through
     ncprobe.report_files): the retrieval report imports no module of the NCIMP report (nor the
     other way round)."""
-    import ncprobe.report
+    import ncprobe.ncimp.report
     import ncprobe.retrieval.report
 
     def imported(module) -> set[str]:
@@ -135,9 +135,9 @@ def test_the_retrieval_report_does_not_import_the_ncimp_report():
                 found |= {a.name for a in node.names}
         return found
 
-    assert not {"..report", "ncprobe.report"} & imported(ncprobe.retrieval.report)
+    assert not {"..report", "ncprobe.ncimp.report"} & imported(ncprobe.retrieval.report)
     assert not {".retrieval.report", "ncprobe.retrieval.report", ".retrieval"} \
-        & imported(ncprobe.report)
+        & imported(ncprobe.ncimp.report)
     # ownership comes from ncprobe.owned, through the one writer of every probe's report files
     import ncprobe.report_files
 
@@ -164,8 +164,8 @@ def test_another_probe_is_named_whatever_was_imported_before(tmp_path, case):
     res = tmp_path / "res"
     res.mkdir()
     (res / "run.json").write_text(json.dumps({"format": 4, "probe": "idiolink", "runs": []}))
-    code = {"report": f"from ncprobe.report import check_out\ncheck_out({str(rep)!r})",
-            "results": f"from ncprobe.results import Results\nResults.load({str(res)!r})"}
+    code = {"report": f"from ncprobe.ncimp.report import check_out\ncheck_out({str(rep)!r})",
+            "results": f"from ncprobe.ncimp.results import Results\nResults.load({str(res)!r})"}
     script = ("import sys\ntry:\n" + "".join(f"    {line}\n" for line in code[case].split("\n"))
               + "except Exception as e:\n    print(type(e).__name__, e)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

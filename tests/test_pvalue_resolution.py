@@ -226,9 +226,9 @@ def test_compare_floored_family_is_bound_marked_and_warned(synthetic_results) ->
     """100 resamples over a family of m cells: a p no resample crossed is 2/101, Holm makes
     it a bound of at most 2m/101; it is marked as a bound, shown '< ...', given only the
     stars its value earns, and warned about with the 2,000 m resamples that resolve it."""
-    from ncprobe.comparison import compare
+    from ncprobe.ncimp.comparison import compare
+    from ncprobe.ncimp.tables import comparison_table
     from ncprobe.significance import p_text, stars
-    from ncprobe.tables import comparison_table
 
     # the cells of 12 NCs where the synthetic runs differ most (a few floored at 100)
     where = {"lang": "pt", "space": "standardised", "level": "sent"}
@@ -262,7 +262,7 @@ def test_compare_floored_family_is_bound_marked_and_warned(synthetic_results) ->
 def test_class_tests_name_their_family(synthetic_results) -> None:
     """Kruskal-Wallis and Mann-Whitney p-values are scipy's (no floor); each row names the
     family it was corrected in and its size, counted from the rows."""
-    from ncprobe.inference import class_tests
+    from ncprobe.ncimp.inference import class_tests
     from ncprobe.stats import class_tests as class_tests_of_one
 
     got = class_tests(synthetic_results)

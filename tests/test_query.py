@@ -9,11 +9,11 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from ncprobe import selection
-from ncprobe.comparison import compare
 from ncprobe.errors import UsageError
+from ncprobe.ncimp import selection
+from ncprobe.ncimp.comparison import compare
+from ncprobe.ncimp.results import Results
 from ncprobe.query import filter_rows, not_present_message
-from ncprobe.results import Results
 
 from . import synthetic
 

@@ -19,10 +19,10 @@ import scipy.stats as ss
 from matplotlib.colors import to_hex
 from matplotlib.patches import PathPatch
 
-from ncprobe import plots
-from ncprobe.report import write_report
-from ncprobe.results import Results
-from ncprobe.selection import conditions_in, select, split_condition
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp.report import write_report
+from ncprobe.ncimp.results import Results
+from ncprobe.ncimp.selection import conditions_in, select, split_condition
 
 from . import synthetic
 

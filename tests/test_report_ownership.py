@@ -24,9 +24,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ncprobe import cli, drawing, owned, plots, report, tables
+from ncprobe import cli, drawing, owned
 from ncprobe.errors import NcprobeError
-from ncprobe.report import write_report
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp import report, tables
+from ncprobe.ncimp.report import write_report
 
 from . import synthetic
 
@@ -94,12 +96,12 @@ def test_a_changed_file_no_longer_written_is_kept_and_named(res, tmp_path, two_f
     untouched = out / f"fig02_{two_figures[1]}.svg"
     tuned.write_bytes(tuned.read_bytes().replace(b"<svg", b"<!-- tuned by hand -->\n<svg", 1))
     mine = tuned.read_bytes()
-    with caplog.at_level(logging.WARNING, logger="ncprobe.report"):
+    with caplog.at_level(logging.WARNING, logger="ncprobe.ncimp.report"):
         second = write_report(res, out, formats=("png",), dpi=30)  # svg no longer written
     assert tuned.read_bytes() == mine  # kept, as the user left it
     assert not untouched.exists()  # ncprobe's own stale file, unchanged since: removed
     warned = [r.getMessage() for r in caplog.records
-              if r.name == "ncprobe.report" and r.levelno == logging.WARNING]
+              if r.name == "ncprobe.ncimp.report" and r.levelno == logging.WARNING]
     assert len(warned) == 1 and tuned.name in warned[0] and untouched.name not in warned[0]
     # the manifest names what this report wrote, with the hash of each file's content
     manifest = json.loads((out / MANIFEST).read_text())
@@ -201,7 +203,7 @@ def test_an_interrupted_first_report_resumes(res, tmp_path, monkeypatch, two_fig
 
 def test_report_into_a_results_directory_is_refused(results_dir, tmp_path, capsys,
                                                     monkeypatch):
-    from ncprobe.results import check_target
+    from ncprobe.results.store import check_target
 
     monkeypatch.setattr(report, "_render", lambda *a, **k: pytest.fail("drew a figure"))
     before = sorted(os.listdir(results_dir))
@@ -386,7 +388,7 @@ def test_report_says_what_it_draws_unless_quiet(results_dir, tmp_path, capsys, t
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_reproduce_passes_device_to_the_models_it_applies_to(res, tmp_path, monkeypatch,
                                                              capsys, device):
-    from ncprobe import reproduce as rp
+    from ncprobe.ncimp import reproduce as rp
 
     configs, asked = [], []
 
@@ -456,7 +458,7 @@ def test_a_report_of_another_probe_is_replaced_only_with_overwrite(
     assert "--overwrite" in err
     assert _snapshot(out) == before  # nothing written, nothing removed
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="ncprobe.report"):
+    with caplog.at_level(logging.WARNING, logger="ncprobe.ncimp.report"):
         assert cli.main(["report", str(source[second]), "--out", str(out), "--format", "png",
                          "--jobs", "1", "--quiet", "--overwrite"]) == 0
     after = _snapshot(out)

@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 import ncprobe
-from ncprobe import config, measures, plots, results, schema, selection, tables
+from ncprobe import results, schema
 from ncprobe.data import stimuli
+from ncprobe.ncimp import config, measures, selection, tables
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp.results import Results
 
 from . import synthetic
 
@@ -250,7 +253,7 @@ def test_the_public_names_are_the_schemas_objects() -> None:
     assert tuple(tables.TABLES) == PAPER_TABLES + ("class_tests",)  # layers: when layer-wise
     assert tuple(schema.TABLE_CAPTIONS) == PAPER_TABLES + schema.ADDED_TABLES
     assert tuple(plots.FIGURES) == PAPER_FIGURES
-    assert [f.name for f in dataclasses.fields(results.Results)] == list(RESULT_TABLES) + ["meta"]
+    assert [f.name for f in dataclasses.fields(Results)] == list(RESULT_TABLES) + ["meta"]
 
 
 def test_frames_is_now_selection() -> None:

@@ -10,8 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ncprobe import plots, tables
-from ncprobe.report import write_report
+from ncprobe import tables as rendering
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp import tables
+from ncprobe.ncimp.report import write_report
 
 from . import synthetic
 
@@ -228,7 +230,7 @@ def test_markdown_is_a_gfm_table_with_every_cell(res, name):
     df = tables.TABLES[name](res)
     # a GitHub table: one header, one row per table row, every cell as shown (index levels
     # first, "|" in measure names kept, "-" and blanks as they are)
-    assert _gfm_grid(tables.to_markdown(df)) == _expected_grid(df)
+    assert _gfm_grid(rendering.to_markdown(df)) == _expected_grid(df)
     assert len(_expected_grid(df)[0]) == df.index.nlevels + df.shape[1]
 
 
@@ -236,17 +238,17 @@ def test_markdown_escapes_what_would_break_a_row():
     pytest.importorskip("markdown_it")
     df = _adversarial()
     want = [[c.replace("\n", " ") for c in row] for row in _expected_grid(df)]
-    assert _gfm_grid(tables.to_markdown(df)) == want
+    assert _gfm_grid(rendering.to_markdown(df)) == want
     # no named index: the index is left out, the columns are shown as they are
     flat = df.reset_index(drop=True)
-    assert _gfm_grid(tables.to_markdown(flat)) == [
+    assert _gfm_grid(rendering.to_markdown(flat)) == [
         [c.replace("\n", " ") for c in row] for row in _expected_grid(flat)]
 
 
 @pytest.mark.parametrize("name", list(tables.TABLES))
 def test_latex_is_a_booktabs_table_with_every_cell(res, name):
     df = tables.TABLES[name](res)
-    spec, grid, caption = _latex_grid(tables.to_latex(df, tables.CAPTIONS[name]))
+    spec, grid, caption = _latex_grid(rendering.to_latex(df, tables.CAPTIONS[name]))
     assert grid == _expected_grid(df)
     # index levels are label columns (l), measures value columns (r)
     assert spec == "l" * df.index.nlevels + "r" * df.shape[1]
@@ -255,26 +257,26 @@ def test_latex_is_a_booktabs_table_with_every_cell(res, name):
 
 def test_latex_typesets_measure_names_as_the_figures_do(res):
     """Issue 28: measure names in LaTeX tables are mathematics, not escaped underscores."""
-    tex = tables.to_latex(tables.TABLES["scaled_correlations"](res),
+    tex = rendering.to_latex(tables.TABLES["scaled_correlations"](res),
                           tables.CAPTIONS["scaled_correlations"])
     header = tex.splitlines()[tex.splitlines().index(r"\toprule") + 1]
     for typeset in (r"$\mathit{Sim}_{\mathrm{R|Syn}}$", r"$\mathit{Sim}_{\mathrm{R|WordsSyn}}$"):
         assert typeset in header
     assert r"Sim\_R" not in tex and r"\textbar{}" not in header
     # a name that only starts like a measure stays text
-    assert tables.latex_text("P_Synx") == r"P\_Synx"
+    assert rendering.latex_text("P_Synx") == r"P\_Synx"
 
 
 def test_latex_escapes_every_special_character():
     df = _adversarial()
-    tex = tables.to_latex(df, caption="rho_s & p > 0.05, 5% {level} | <x>")
+    tex = rendering.to_latex(df, caption="rho_s & p > 0.05, 5% {level} | <x>")
     spec, grid, caption = _latex_grid(tex)
     assert grid == [[c.replace("\n", " ") for c in row] for row in _expected_grid(df)]
     assert spec == "lll" + "rrr" and caption == "rho_s & p > 0.05, 5% {level} | <x>"
     assert tex.startswith("\\begin{table}[ht]\n") and tex.endswith("\\end{table}\n")
     # without a caption: the bare tabular; without a named index: one label column
     flat = df.reset_index(drop=True)
-    bare = tables.to_latex(flat)
+    bare = rendering.to_latex(flat)
     assert bare.startswith("\\begin{tabular}") and bare.endswith("\\end{tabular}\n")
     spec, grid, caption = _latex_grid(bare)
     assert spec == "lrr" and caption is None

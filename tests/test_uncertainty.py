@@ -19,10 +19,11 @@ import pandas as pd
 import pytest
 import scipy.stats as ss
 
-from ncprobe import plots, tables
 from ncprobe.cli import build_parser
 from ncprobe.errors import UsageError
-from ncprobe.results import Results
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp import tables
+from ncprobe.ncimp.results import Results
 
 from . import synthetic
 from .by_hand import benjamini_hochberg, holm
@@ -423,7 +424,7 @@ def test_report_and_reproduce_take_the_options():
 
 @pytest.mark.slow
 def test_report_tables_and_index_say_the_correction(res, tmp_path):
-    from ncprobe.report import write_report
+    from ncprobe.ncimp.report import write_report
 
     one = synthetic.subset(res, lambda df: (df["model"] == "model-a") if "model" in df.columns
                            else np.ones(len(df), bool))

@@ -7,8 +7,8 @@ import argparse
 import os
 from pathlib import Path
 
-from ..cli._argtypes import positive_int
-from ..cli._options import probe_run_options, run_probe
+from ..argtypes import positive_int
+from ..probes.options import probe_run_options, run_probe
 
 
 def add_astitch_arguments(p: argparse.ArgumentParser, config: type) -> None:

@@ -1,8 +1,8 @@
 """AStitchConfig: everything that defines one ``ncprobe run astitch`` run.
 
-The probe's run options, declared once, as :class:`~ncprobe.config.RunConfig` declares NCIMP's:
+The probe's run options, declared once, as :class:`~ncprobe.ncimp.config.RunConfig` declares NCIMP's:
 each field has its default, its check (``__post_init__``) and its metadata, from which
-``ncprobe run astitch`` makes its option (:func:`ncprobe.cli._options.config_options`).
+``ncprobe run astitch`` makes its option (:func:`ncprobe.probes.options.config_options`).
 :func:`~ncprobe.astitch.probe.run_astitch` takes the fields as keywords.
 """
 

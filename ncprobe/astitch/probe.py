@@ -433,7 +433,7 @@ def _vectors(todo: list, encoder, cfg: AStitchConfig, cache: bool, cache_dir,
 def _views(encoder, emb) -> list[tuple[str, tuple[str, ...]]]:
     """``(name, levels)`` of each layer view, then the model's own sentence embedding (a
     sentence-transformers model; the sentence level only)."""
-    from ..pipeline import view_names
+    from ..ncimp.pipeline import view_names
 
     names = view_names(encoder)
     views = [(name, tuple(LEVELS)) for name in names[:emb.views]]
@@ -463,7 +463,7 @@ def _view_vectors(emb, view: int, levels: Sequence[str], rows: np.ndarray | None
 
 def _cosine_rows(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``cos(x[a], x[b])`` row by row, NaN where ``b`` is -1 (no paraphrase)."""
-    from ..measures import cosine
+    from ..ncimp.measures import cosine
 
     out = np.full(len(a), np.nan)
     ok = b >= 0

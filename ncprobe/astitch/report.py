@@ -13,7 +13,7 @@ controls, the paired tests, the rows left out, the figures and an index.
   named;
 * :func:`per_expression`: for each model's best paraphrase view (chosen on dev), each test
   expression's mean contrast score over its idiomatic and over its literal uses (figure 4);
-* :func:`write_astitch_report`: all of it, and the figures of :mod:`ncprobe.plots.astitch`,
+* :func:`write_astitch_report`: all of it, and the figures of :mod:`ncprobe.astitch.figures`,
   into one directory with a ``README.md`` index, as ncprobe's own files, as every probe's
   report (:func:`ncprobe.report_files.write_probe_report`: the ownership manifest, atomic
   writes, refusal to replace a file ncprobe did not write; the same tables give the same
@@ -650,12 +650,7 @@ def _table_files(tables: Mapping[str, pd.DataFrame]) -> dict[str, bytes]:
 
 
 def _draw(kind: str, tables: Mapping[str, pd.DataFrame]) -> Figure:
-    from ..plots.astitch import (
-        plot_auroc_layers,
-        plot_expressions,
-        plot_linear_layers,
-        plot_selectivity,
-    )
+    from .figures import plot_auroc_layers, plot_expressions, plot_linear_layers, plot_selectivity
 
     if kind == "auroc":
         return plot_auroc_layers(tables["auroc"])
@@ -742,10 +737,10 @@ def write_astitch_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, 
                          progress: Callable[[str], None] | None = None) -> list[Path]:
     """Write the AStitch report into ``out_dir``: the tables, the figures and an index.
 
-    Files: ``fig01_auroc`` (:func:`ncprobe.plots.astitch.plot_auroc_layers`),
-    ``fig02_linear`` (:func:`~ncprobe.plots.astitch.plot_linear_layers`),
-    ``fig03_selectivity`` (:func:`~ncprobe.plots.astitch.plot_selectivity`),
-    ``fig04_expressions`` (:func:`~ncprobe.plots.astitch.plot_expressions` of
+    Files: ``fig01_auroc`` (:func:`ncprobe.astitch.figures.plot_auroc_layers`),
+    ``fig02_linear`` (:func:`~ncprobe.astitch.figures.plot_linear_layers`),
+    ``fig03_selectivity`` (:func:`~ncprobe.astitch.figures.plot_selectivity`),
+    ``fig04_expressions`` (:func:`~ncprobe.astitch.figures.plot_expressions` of
     :func:`per_expression`) in every format of ``formats``; ``table_astitch_auroc``,
     ``table_astitch_linear``, ``table_astitch_tests``, ``table_astitch_excluded`` (each
     ``.md`` and ``.tex``) and the index ``README.md``. A figure with nothing to show is left

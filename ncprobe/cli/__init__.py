@@ -30,10 +30,11 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 
 from .._io import UNWRITABLE_ERRNOS, output_error
 from .._version import VERSION as __version__
-from ..config import DEFAULT_MODEL, RunConfig
 from ..errors import DataErrors, NcprobeError, UsageError
+from ..ncimp.cli import REPRODUCE_OPTIONS
+from ..ncimp.config import DEFAULT_MODEL, RunConfig
+from ..probes.options import config_from_args, config_options
 from . import cache, compare, data, models, pairs, run
-from ._options import REPRODUCE_OPTIONS, config_from_args, config_options
 
 __all__ = ["COMMANDS", "Command", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "EXIT_USAGE",
            "REPRODUCE_OPTIONS", "build_parser", "config_from_args", "config_options", "main"]
@@ -77,7 +78,9 @@ COMMANDS: dict[str, Command] = {
     "compute": Command(partial(run.add_shorthand_parser, "compute"),
                        partial(run.run_shorthand, "compute")),
     "report": Command(run.add_report_parser, run.run_report),
-    "reproduce": Command(run.add_reproduce_parser, run.run_reproduce),
+    # NCIMP's own command (the probe declares it: Probe.commands)
+    "reproduce": Command(partial(run.add_probe_command_parser, "reproduce"),
+                         partial(run.run_probe_command, "reproduce")),
     "compare": Command(compare.add_compare_parser, compare.run_compare),
     "pairs": Command(pairs.add_pairs_parser, pairs.run_pairs),
     "retrieve": Command(partial(run.add_shorthand_parser, "retrieve"),

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ..argtypes import count, positive_int
 from ..errors import UsageError
+from ..probes.options import accept_edited_option, exclude_option
 from ..schema import CORRECTIONS
-from ._argtypes import count, positive_int
-from ._options import accept_edited_option, exclude_option
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def add_compare_parser(sub, config: type) -> argparse.ArgumentParser:
-    from ..comparison import COMPARE_N_BOOT, SELECT_KEYS
+    from ..ncimp.comparison import COMPARE_N_BOOT, SELECT_KEYS
 
     p = sub.add_parser(
         "compare", help="test whether two runs' (or conditions') rho with the gold differ",
@@ -71,7 +71,7 @@ def add_compare_parser(sub, config: type) -> argparse.ArgumentParser:
 
 
 def run_compare(args: argparse.Namespace, config: type) -> int:
-    from ..comparison import check_comparison_out
+    from ..ncimp.comparison import check_comparison_out
 
     out = Path(args.out) if args.out else None
     if out is not None:  # refused before any work
@@ -129,54 +129,6 @@ def probe_of_sides(args: argparse.Namespace) -> str:
     return next(iter(joined)) if joined else NCIMP_LAYOUT.probe
 
 
-def compare_ncimp(args: argparse.Namespace, out) -> int:
-    """``ncprobe compare`` of NCIMP results: rho differences, cell by cell."""
-    from .. import tables
-    from ..comparison import COMPARE_FAMILY, compare, differing_options, write_comparison
-    from ..significance import CORRECTION_NAMES, STARS_NOTE
-
-    select_a, select_b = _selection(args.select_a, "a"), _selection(args.select_b, "b")
-    if args.exclude:  # each --exclude leaves out a directory of one side or the other
-        from ..results import drop_excluded, find_results
-
-        drop_excluded(find_results([args.results_a] + ([args.results_b] if args.results_b
-                                                        else [])), args.exclude)
-    a = _load_results(args.results_a, args.exclude, args.accept_edited_results)
-    b = (_load_results(args.results_b, args.exclude, args.accept_edited_results)
-         if args.results_b else None)
-    if b is not None:  # never two sides of different data in one test
-        from ..results.cells import check_same_data
-
-        check_same_data([a, b], [args.results_a, args.results_b])
-
-    def progress(k: int, total: int, cell: str) -> None:
-        print(f"test {k}/{total}: {cell}", file=sys.stderr, flush=True)
-    df = compare(a, b, select_a=select_a, select_b=select_b, n_boot=args.n_boot,
-                 seed=args.seed, correct=args.correct,
-                 progress=None if args.quiet else progress, options=True)
-    shown = tables.comparison_table(df)
-    how = CORRECTION_NAMES.get(args.correct, args.correct)
-    bounds = bool(df["p_boot_bound"].any() or df["p_corrected_bound"].any())
-    note = (f"diff = rho A - rho B on the n NCs both sides share, [95% paired bootstrap "
-            f"interval] ({args.n_boot} resamples of the NCs, seed {args.seed}); p boot: its "
-            f"two-sided bootstrap p; Williams t (n - 3 df) and p Williams: a classical "
-            f"cross-check; p corrected: p boot {how} across the {int(df['p_boot'].notna().sum())}"
-            f" rows, one family ({COMPARE_FAMILY}); sig.: {STARS_NOTE}"
-            + (f"; < x: a bound, no resample fell on the other side of 0 (the least bootstrap "
-               f"p of {args.n_boot} resamples is 2/{args.n_boot + 1}): the true p is smaller, "
-               "sig. credits only what the bound guarantees" if bounds else ""))
-    text = tables.to_markdown(shown) + "\n" + note + "\n"
-    text += "".join(f"{line}\n" for line in [differing_options(a, b)] if line)  # which is which
-    print(text, end="")
-    if out is not None:
-        title = "Differences of Spearman's rho with the gold score (ncprobe compare)"
-        write_comparison(out, df, markdown=f"{title}\n\n{text}",
-                         latex=tables.to_latex(shown, f"{title}. {note}"),
-                         overwrite=args.overwrite)
-        print(f"written to {out}", file=sys.stderr)
-    return 0
-
-
 def compare_probe_runs(args: argparse.Namespace, out: Path | None,
                        results_class: type[ProbeResults], *,
                        what: str, how: str, within: str, title: str,
@@ -188,7 +140,7 @@ def compare_probe_runs(args: argparse.Namespace, out: Path | None,
     """``ncprobe compare A B`` of two sides of a probe's results: each side's directories
     read and joined (``results_class.load_many``), the sides compared (its ``compare``, with
     ``--n-boot``, ``--seed`` and ``--correct``), the tests printed as Markdown (results read
-    although edited said first) and, with ``--out``, written (:func:`ncprobe.comparison.
+    although edited said first) and, with ``--out``, written (:func:`ncprobe.ncimp.comparison.
     write_comparison`, under ``title``).
 
     Args:
@@ -205,12 +157,12 @@ def compare_probe_runs(args: argparse.Namespace, out: Path | None,
         latex_edited: the LaTeX file says the edited results first too (comments).
         config: the probe's options class: when given, the options in which the sides' runs
             differ (a float16 run against a float32 one: the store dtype of each) are said
-            under the table (:func:`ncprobe.comparison.differing_options`).
+            under the table (:func:`ncprobe.ncimp.comparison.differing_options`).
 
     Raises:
         UsageError: ``--a``/``--b`` given (NCIMP's), or one side only.
     """
-    from ..comparison import differing_options, write_comparison
+    from ..ncimp.comparison import differing_options, write_comparison
 
     if args.select_a or args.select_b:
         raise UsageError(f"--a/--b select rows of NCIMP results; {what} are compared {how}")
@@ -247,32 +199,3 @@ def _flips(text: str) -> int | str:
                                          "more") from None
 
 
-def _selection(items: Sequence[str], side: str) -> dict[str, str | list[str]] | None:
-    """``--a KEY=VALUE ...`` as a selection of :func:`ncprobe.comparison.compare`."""
-    from ..comparison import SELECT_KEYS
-    from ..query import cannot_select_message
-
-    sel: dict[str, str | list[str]] = {}
-    for item in items:
-        key, eq, value = (x.strip() for x in item.partition("="))
-        values = [v.strip() for v in value.split(",")]
-        if not eq or not key or not all(values):
-            raise UsageError(f"--{side} {item!r}: expected KEY=VALUE or KEY=V1,V2 (e.g. --{side} "
-                             f"context=neut), KEY one of {', '.join(SELECT_KEYS)}")
-        if key not in SELECT_KEYS:
-            raise UsageError(cannot_select_message([key], "the per-NC measures table",
-                                                   SELECT_KEYS, source=f"--{side} {item!r}"))
-        if key in sel:
-            raise UsageError(f"--{side} {key}= given twice; give several values as one comma "
-                             f"list (--{side} {key}=V1,V2)")
-        sel[key] = values[0] if len(values) == 1 else values
-    return sel or None
-
-
-def _load_results(path: str, exclude: Sequence[str] = (), accept_edited: bool = False):
-    """One side of ``compare``: never two runs of one cell pooled. An ``--exclude`` may
-    leave out nothing on this side (:func:`run_compare` checks it against both sides)."""
-    from ..results import Results
-
-    return Results.load_many([path], exclude=exclude, accept_edited=accept_edited,
-                        require_match=False)

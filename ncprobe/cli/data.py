@@ -8,11 +8,11 @@ import sys
 import warnings
 from pathlib import Path
 
+from ..argtypes import comma_list, count, positive_seconds, seconds, url_template
 from ..data.sources import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from ..errors import DataError
 from ..probes import probe_names
-from ._argtypes import comma_list, count, positive_seconds, seconds, url_template
-from ._options import data_dir_option
+from ..probes.options import data_dir_option
 
 
 def add_data_parser(sub, config: type) -> argparse.ArgumentParser:

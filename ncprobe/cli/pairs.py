@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..argtypes import count, finite_number, positive_number
 from ..errors import UsageError
-from ._argtypes import count, finite_number, positive_number
 
 
 def add_pairs_parser(sub, config: type) -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ Everything ncprobe knows about an alias is its :class:`ModelSpec` in :data:`MODE
 how to load it, its model per language, whether it runs offline or is one of the
 study's models, what it needs (extras, a GPU, an API key), and
 :meth:`ModelSpec.availability`, why it cannot run here. ``ncprobe models`` and
-:func:`ncprobe.reproduce.reproduce` ask the registry; no other module knows an alias.
+:func:`ncprobe.ncimp.reproduce.reproduce` ask the registry; no other module knows an alias.
 The dense models of IdioLink's Table 2 are registered for the retrieval probe
 (``probes=("idiolink",)``, listed by ``ncprobe models --probe idiolink``), each with its
 query format (:mod:`ncprobe.encoders.prompts`); those whose hub code must run are refused

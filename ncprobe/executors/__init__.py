@@ -1,8 +1,8 @@
-"""Where the runs of :func:`ncprobe.reproduce.reproduce` compute: here, or on a cluster.
+"""Where the runs of :func:`ncprobe.ncimp.reproduce.reproduce` compute: here, or on a cluster.
 
 A study sweep is many independent runs, one per model x language (and options): each a
-:func:`~ncprobe.pipeline.compute` whose results directory and embedding-cache entry are its
-own. :func:`~ncprobe.reproduce.reproduce` makes a :class:`Task` of each run that can go ahead,
+:func:`~ncprobe.ncimp.pipeline.compute` whose results directory and embedding-cache entry are its
+own. :func:`~ncprobe.ncimp.reproduce.reproduce` makes a :class:`Task` of each run that can go ahead,
 hands it to an **executor**, and joins what comes back (an :class:`Outcome` per task). The
 executor decides only where and when a task computes:
 
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
 
 if TYPE_CHECKING:
-    from ..config import RunConfig
-    from ..results import Results
+    from ..ncimp.config import RunConfig
+    from ..ncimp.results import Results
 
 #: The executors by name: ``module:class``, imported only when used (submitit is optional).
 EXECUTORS: dict[str, str] = {
@@ -117,18 +117,18 @@ def resources_for(model: str, lang: str, device: str | None = None) -> Resources
 
 @dataclass(frozen=True)
 class Task:
-    """One run of a reproduction: a :func:`~ncprobe.pipeline.compute` and where it writes.
+    """One run of a reproduction: a :func:`~ncprobe.ncimp.pipeline.compute` and where it writes.
 
     Attributes:
         index: its place in the reproduction (model-major, as the command lists them):
             outcomes are joined in this order whatever order they finish in.
         model, lang: as given.
-        config: the run's :class:`~ncprobe.config.RunConfig`.
+        config: the run's :class:`~ncprobe.ncimp.config.RunConfig`.
         out: its results directory.
-        data_dir, cache, cache_dir: passed to :func:`~ncprobe.pipeline.compute`.
-        overwrite: passed to :meth:`~ncprobe.results.Results.to_parquet`.
+        data_dir, cache, cache_dir: passed to :func:`~ncprobe.ncimp.pipeline.compute`.
+        overwrite: passed to :meth:`~ncprobe.ncimp.results.Results.to_parquet`.
         progress: a progress bar while encoding (only where a terminal watches).
-        compute: what computes the run, called as :func:`~ncprobe.pipeline.compute`
+        compute: what computes the run, called as :func:`~ncprobe.ncimp.pipeline.compute`
             (``None``: that function). It travels to a cluster node by reference, so it
             must be a module-level function.
     """
@@ -185,7 +185,7 @@ def compute_task(task: Task) -> tuple["Results | None", Outcome]:
         ``(results, outcome)``: ``ran`` with the results, or ``unavailable`` (``None``) when
         loading the model says it cannot run here. Any other error propagates.
     """
-    from ..pipeline import compute
+    from ..ncimp.pipeline import compute
 
     try:
         res = (task.compute or compute)(task.config, data_dir=task.data_dir, cache=task.cache,
@@ -211,7 +211,7 @@ OnDone = Callable[[Outcome], None]
 class Executor(Protocol):
     """Runs :class:`Task` s somewhere and reports an :class:`Outcome` for each.
 
-    :func:`~ncprobe.reproduce.reproduce` calls :meth:`prepare` once before any task,
+    :func:`~ncprobe.ncimp.reproduce.reproduce` calls :meth:`prepare` once before any task,
     :meth:`submit` for each task in order, then :meth:`wait`; ``done(outcome)`` must be
     called exactly once per task submitted, from :meth:`submit` or from :meth:`wait`.
     """

@@ -8,7 +8,7 @@ regression, repeated stratified cross-validation, the nested selection), :mod:`.
 baselines, paired tests with McNemar's exact p corrected within families fixed by the
 question, by max-T by default), :mod:`.results` (:class:`~ncprobe.ncc.results.NccResults`: the
 tables, the results directory, the summary, the per-item agreement, two runs compared) and
-:mod:`.report` (the comparison table, the tests, the figures of :mod:`ncprobe.plots.ncc`).
+:mod:`.report` (the comparison table, the tests, the figures of :mod:`ncprobe.ncc.figures`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..cli._options import probe_run_options, run_probe
+from ..probes.options import probe_run_options, run_probe
 
 
 def add_ncc_arguments(p: argparse.ArgumentParser, config: type) -> None:

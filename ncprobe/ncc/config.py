@@ -1,8 +1,8 @@
 """NccConfig: everything that defines one ``ncprobe run ncc`` run (the SemanticQA NCC probe).
 
-The probe's run options, declared once, as :class:`~ncprobe.config.RunConfig` declares
+The probe's run options, declared once, as :class:`~ncprobe.ncimp.config.RunConfig` declares
 NCIMP's: each field has its default, its check (``__post_init__``) and its metadata, from
-which ``ncprobe run ncc`` makes its option (:func:`ncprobe.cli._options.config_options`).
+which ``ncprobe run ncc`` makes its option (:func:`ncprobe.probes.options.config_options`).
 :func:`~ncprobe.ncc.probe.run_ncc` takes the fields as keywords.
 """
 

@@ -164,8 +164,8 @@ def _measures(model: str, cfg: NccConfig, stim, data_dir, cache: bool, cache_dir
     through :func:`ncprobe.compute`: the same pipeline, cache and measures."""
     import warnings
 
-    from ..config import RunConfig
-    from ..pipeline import compute
+    from ..ncimp.config import RunConfig
+    from ..ncimp.pipeline import compute
 
     rc = RunConfig(model=model, lang="en", contexts="nat", layers=cfg.layers,
                    device=cfg.device, dtype=cfg.dtype, batch_size=cfg.batch_size, n_boot=0,

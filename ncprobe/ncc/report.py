@@ -10,7 +10,7 @@ system gets right, the figures and an index.
   its McNemar p, the corrected p and the family it was corrected in;
 * :func:`items_table` (:func:`items_markdown`, :func:`items_latex`): the items every system
   misses and those only the representation gets right, from the results' per-item agreement;
-* :func:`write_ncc_report`: all of it, and the figures of :mod:`ncprobe.plots.ncc`, into one
+* :func:`write_ncc_report`: all of it, and the figures of :mod:`ncprobe.ncc.figures`, into one
   directory with a ``README.md`` index, as ncprobe's own files, as every probe's report
   (:func:`ncprobe.report_files.write_probe_report`: the ownership manifest, atomic writes,
   refusal to replace a file ncprobe did not write, resuming after an interruption; the same
@@ -370,7 +370,7 @@ def _table_files(tables: Mapping[str, pd.DataFrame], n_items: int) -> dict[str, 
 
 
 def _draw(kind: str, tables: Mapping[str, pd.DataFrame], kinds: Mapping[str, str]) -> Figure:
-    from ..plots.ncc import plot_accuracy, plot_agreement, plot_confusion, plot_layers
+    from .figures import plot_accuracy, plot_agreement, plot_confusion, plot_layers
 
     if kind == "accuracy":
         return plot_accuracy(tables["accuracy"])
@@ -462,10 +462,10 @@ def write_ncc_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]
     """Write the NCC report into ``out_dir``: the comparison table, the tests, the items, the
     figures and an index.
 
-    Files: ``fig01_accuracy`` (:func:`ncprobe.plots.ncc.plot_accuracy`), ``fig02_layers``
-    (:func:`~ncprobe.plots.ncc.plot_layers`: drawn when a model has several layer views),
-    ``fig03_confusion`` (:func:`~ncprobe.plots.ncc.plot_confusion` of
-    :func:`confusion_rows`), ``fig04_agreement`` (:func:`~ncprobe.plots.ncc.plot_agreement`)
+    Files: ``fig01_accuracy`` (:func:`ncprobe.ncc.figures.plot_accuracy`), ``fig02_layers``
+    (:func:`~ncprobe.ncc.figures.plot_layers`: drawn when a model has several layer views),
+    ``fig03_confusion`` (:func:`~ncprobe.ncc.figures.plot_confusion` of
+    :func:`confusion_rows`), ``fig04_agreement`` (:func:`~ncprobe.ncc.figures.plot_agreement`)
     in every format of ``formats``; ``table_ncc.md`` / ``.tex`` (:func:`accuracy_table`),
     ``table_ncc_tests.md`` / ``.tex`` (:func:`tests_table`), ``table_ncc_items.md`` /
     ``.tex`` (:func:`items_table`), and the index ``README.md``. A figure with nothing to

@@ -27,6 +27,7 @@ class NccProbe(Probe):
     """SemanticQA NCC (Liu et al., ACL 2026): how compositional is the compound here?"""
 
     name = "ncc"
+    uses = ("ncimp",)  # NCIMP's measures of a compound
     asks = ("Does what a model's representation encodes tell a compound's compositionality "
             "class in its sentence as well as what language models answer, item by item?")
     @property

@@ -31,7 +31,7 @@ __all__ = ["PROBES", "get_probe", "probe_names", "probe_of_config", "probes", "r
 #: The probes by name: ``module:class``, imported only when used. In the order
 #: ``ncprobe probes`` lists them and ``data info`` shows their data.
 PROBES: dict[str, str] = {
-    "ncimp": "ncprobe.ncimp:NcimpProbe",
+    "ncimp": "ncprobe.ncimp.seam:NcimpProbe",
     "idiolink": "ncprobe.retrieval.seam:IdioLinkProbe",
     "ncc": "ncprobe.ncc.seam:NccProbe",
     "astitch": "ncprobe.astitch.seam:AStitchProbe",
@@ -93,7 +93,7 @@ def results_class(name: str) -> type["ProbeResults"]:
 
 def run(probe: str, config: Any = None, /, **options: Any) -> "ProbeResults":
     """Run the probe ``probe`` (``ncprobe.run("idiolink", models=["minilm"])``): its run options
-    as keywords (the fields of its config, e.g. :class:`~ncprobe.config.RunConfig` for
+    as keywords (the fields of its config, e.g. :class:`~ncprobe.ncimp.config.RunConfig` for
     ``ncimp``), or its config object; returns its results. ``ncprobe.run("ncimp", ...)`` is
     :func:`ncprobe.compute`, ``ncprobe.run("idiolink", ...)`` :func:`ncprobe.retrieve`.
 

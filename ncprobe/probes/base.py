@@ -8,7 +8,7 @@ import argparse
 import json
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -278,6 +278,10 @@ class Probe(ABC):
     #: The command that is the documented shorthand of ``ncprobe run NAME`` (``compute``),
     #: or ``None``.
     shorthand: ClassVar[str | None] = None
+    #: The other probes whose code this probe's package uses (NCC: ``("ncimp",)``, NCIMP's
+    #: measures); a probe's package imports no other probe's package beyond these
+    #: (``tests/test_import_cycles.py``).
+    uses: ClassVar[tuple[str, ...]] = ()
     #: One line of ``ncprobe run --help``.
     help: ClassVar[str]
     #: What ``ncprobe run NAME --help`` (and its shorthand's) says it does.
@@ -286,6 +290,13 @@ class Probe(ABC):
     #: takes; a report of a folder holding several probes' results gives each probe's
     #: report only its own.
     report_options: ClassVar[tuple[str, ...]] = ()
+
+    def commands(self) -> dict[str, tuple[Callable[..., argparse.ArgumentParser],
+                                          Callable[[argparse.Namespace, type], int]]]:
+        """Commands of its own beyond ``run``, ``report`` and ``compare`` (NCIMP's
+        ``reproduce``), by name: ``(add_parser(subparsers, config), run(args, config))``, as
+        :data:`ncprobe.cli.COMMANDS` lists them. None by default."""
+        return {}
 
     @abstractmethod
     def results_class(self) -> type[ProbeResults]:
@@ -326,8 +337,8 @@ class Probe(ABC):
         :meth:`ProbeResults.report` written. NCIMP's probe overrides it."""
         import sys
 
-        from ..cli._options import say
         from ..errors import UsageError
+        from .options import say
 
         given = [opt for opt, value in (("--examples", args.examples),
                                         ("--space", args.space), ("--level", args.level))

@@ -2,12 +2,12 @@
 verified, and the safety of the directories they are written to.
 
 A results directory is written as one unit (:func:`write_results`, behind
-:meth:`Results.to_parquet <ncprobe.results.Results.to_parquet>`): into a fresh temporary
+:meth:`Results.to_parquet <ncprobe.ncimp.results.Results.to_parquet>`): into a fresh temporary
 directory beside the target, which is then renamed into place. Its ``run.json`` and every
 table (parquet schema metadata ``ncprobe.run_id``) carry the same run id (:func:`run_id`), a
 hash of the content: of each table's rows (its digest, kept in ``run.json``) and of the runs'
 metadata. :func:`read_results` (behind :meth:`Results.load
-<ncprobe.results.Results.load>`) checks every table's columns and value types,
+<ncprobe.ncimp.results.Results.load>`) checks every table's columns and value types,
 recomputes the run id and the SHA-256 of every file, and refuses a directory edited since
 ncprobe wrote it, naming what differs.
 
@@ -23,7 +23,7 @@ that ``ncprobe report`` and ``compare`` read.
 Results of a development version of ncprobe (results formats 1-3) are refused, never read: the
 message names the directory and says to run the command that wrote it again.
 
-Nothing here knows the :class:`~ncprobe.results.Results` class: the tables go in and come out
+Nothing here knows the :class:`~ncprobe.ncimp.results.Results` class: the tables go in and come out
 as a mapping of DataFrames by name, with the runs' metadata.
 
 Every probe's results are such a directory. A :class:`Layout` says which tables a probe
@@ -77,7 +77,7 @@ RESULTS_FORMAT = 4
 RUN_ID_KEY = b"ncprobe.run_id"
 #: Keys of a run's ``meta`` that say how this computation went, not what it computed: how
 #: many items were encoded now (the others came from the embedding cache) and the cache
-#: shards found unusable (:attr:`Results.notes <ncprobe.results.Results.notes>` lists them).
+#: shards found unusable (:attr:`Results.notes <ncprobe.ncimp.results.Results.notes>` lists them).
 #: They are kept in memory only: never written to ``run.json``, never part of the run id.
 RUN_LOG_KEYS = ("encoded", "cache_problems")
 #: RunConfig fields that say where and how fast a run ran, not what it computed: they do not
@@ -123,7 +123,7 @@ class Layout:
     version: int = 1
 
 
-#: The NCIMP probe's results (:class:`~ncprobe.results.Results`): the default probe, whose
+#: The NCIMP probe's results (:class:`~ncprobe.ncimp.results.Results`): the default probe, whose
 #: ``run.json`` names none.
 NCIMP_LAYOUT = Layout("ncimp", TABLES, RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, ("model", "lang"),
                       read_with="read it with ncprobe.Results.load (ncprobe report / "
@@ -252,7 +252,7 @@ def run_id(frames: Frames, meta: list[dict], layout: Layout = NCIMP_LAYOUT) -> s
 def write_results(frames: Frames, meta: list[dict], path: str | Path, *,
                   overwrite: bool = False, layout: Layout = NCIMP_LAYOUT) -> Path:
     """Write ``frames`` and ``meta`` as a results directory at ``path``: what
-    :meth:`Results.to_parquet <ncprobe.results.Results.to_parquet>` does (see it for the
+    :meth:`Results.to_parquet <ncprobe.ncimp.results.Results.to_parquet>` does (see it for the
     arguments and errors); ``layout`` names the probe and its tables.
     """
     from .._io import UNWRITABLE_ERRNOS, output_error
@@ -332,7 +332,7 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
 def read_results(path: str | Path, *, accept_edited: bool = False,
                  layout: Layout = NCIMP_LAYOUT) -> tuple[dict[str, pd.DataFrame], list[dict]]:
     """The tables (by name) and the runs' metadata of the results directory ``path``, checked:
-    what :meth:`Results.load <ncprobe.results.Results.load>` does (see it for
+    what :meth:`Results.load <ncprobe.ncimp.results.Results.load>` does (see it for
     the arguments and errors); ``layout``: the probe whose results are expected (another
     probe's directory is a UsageError naming it). A directory of a development version of
     ncprobe (results formats 1-3) is a DataError saying so.
@@ -576,7 +576,7 @@ def run_identity(meta: list[dict] | dict) -> list[dict]:
     """
     from dataclasses import MISSING
 
-    from ..config import RunConfig
+    from ..ncimp.config import RunConfig
 
     # a field left out of run.json at its default (config.OMITTED_AT_DEFAULT) reads as it
     defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
@@ -666,7 +666,7 @@ def data_read(runs: Iterable[Mapping]) -> tuple[dict[str, str], set[str]]:
     """What the runs ``runs`` (a results' ``meta``) were computed from: every data file read,
     file -> git blob id (``run.json``'s ``data_sources``), and those of them that differed
     from their pin (``modified_data``). Results are shown or tested together only where
-    these agree (:func:`ncprobe.results.check_same_data`, and the retrieval probe's
+    these agree (:func:`ncprobe.ncimp.cells.check_same_data`, and the retrieval probe's
     ``check_same_items``)."""
     data: dict[str, str] = {}
     modified: set[str] = set()

@@ -1,11 +1,11 @@
 """RetrievalConfig: everything that defines one ``ncprobe retrieve`` run (the IdioLink probe).
 
-The retrieval probe's run options, declared once, as :class:`~ncprobe.config.RunConfig`
+The retrieval probe's run options, declared once, as :class:`~ncprobe.ncimp.config.RunConfig`
 declares the NCIMP probe's: each field has its default, its check (``__post_init__``) and
 its metadata, from which ``ncprobe retrieve`` makes its option
 (:func:`ncprobe.cli.config_options`): ``help`` (the option's help text), and where the option
 differs from the field's name, ``option``, ``metavar``, ``type`` (the name of the argparse
-type in :mod:`ncprobe.cli._argtypes` that reads and checks the value on the command line),
+type in :mod:`ncprobe.argtypes` that reads and checks the value on the command line),
 ``choices`` and ``repeatable`` (an option given more than once, each a comma list).
 :func:`~ncprobe.retrieval.probe.retrieve` takes the fields as keywords.
 """

@@ -10,7 +10,7 @@ only tied documents could move (the tie range, in a footnote). :func:`paired_tes
 Markdown and LaTeX forms) shows the paired tests between modes or models.
 
 :func:`write_retrieval_report` writes all of it, and the figures of
-:mod:`ncprobe.plots.retrieval`, into one directory with a ``README.md`` index, as ncprobe's
+:mod:`ncprobe.retrieval.figures`, into one directory with a ``README.md`` index, as ncprobe's
 own files: the ownership manifest, atomic writes, refusal to replace a file ncprobe did not
 write, resuming after an interruption, and the figures saved in every format are those of
 every probe's report (:func:`ncprobe.report_files.write_probe_report`).
@@ -462,7 +462,7 @@ def _table_files(overall: pd.DataFrame, tests: pd.DataFrame, split: str
 
 
 def _draw(figure: tuple[str, str], tables: Mapping[str, pd.DataFrame]) -> Figure:
-    from ..plots.retrieval import plot_idioms, plot_modes
+    from .figures import plot_idioms, plot_modes
 
     kind, metric = figure
     if kind == "modes":
@@ -481,7 +481,7 @@ _FIGURE_TEXT = {
 def _index(meta: Mapping[str, Any], overall: pd.DataFrame, tests: pd.DataFrame,
            figures: list[Drawn]) -> str:
     """The index ``README.md``: the split, the models, every file, the notes."""
-    from ..plots.retrieval import METRIC_NAMES
+    from .figures import METRIC_NAMES
 
     lines = ["# ncprobe retrieval report\n",
              f"Made by ncprobe {__version__} from a retrieval run on IdioLink, split "
@@ -524,16 +524,16 @@ def write_retrieval_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str
     """Write the retrieval report into ``out_dir``: Table 2, the paired tests, the figures
     and an index.
 
-    Files: ``fig01_modes_r_precision``, ``fig02_modes_ndcg10`` (:func:`ncprobe.plots.retrieval.
+    Files: ``fig01_modes_r_precision``, ``fig02_modes_ndcg10`` (:func:`ncprobe.retrieval.figures.
     plot_modes`), ``fig03_idioms_r_precision``, ``fig04_idioms_ndcg10``
-    (:func:`~ncprobe.plots.retrieval.plot_idioms`) in every format of ``formats``;
+    (:func:`~ncprobe.retrieval.figures.plot_idioms`) in every format of ``formats``;
     ``table_retrieval.md`` / ``.tex`` (:func:`table2` for all, literal and idiomatic
     queries), ``table_retrieval_tests.md`` / ``.tex`` (:func:`paired_tests_table`), and the index
     ``README.md`` (the split, the models with their hub ids and query formats, what each file
     is, the run's notes, and how ties bear on the BM25 figures). A figure with nothing to
     show is left out and named in the index.
 
-    The files are ncprobe's own, as those of :func:`ncprobe.report.write_report`: each is
+    The files are ncprobe's own, as those of :func:`ncprobe.ncimp.report.write_report`: each is
     written atomically (with the mode a plain ``open`` gives under the umask) and recorded
     with its SHA-256 in ``.ncprobe-report.json`` before it is written; a file under one of
     these names that ncprobe did not write, or that was changed since, is never replaced

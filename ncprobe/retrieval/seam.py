@@ -55,12 +55,12 @@ class IdioLinkProbe(Probe):
 
     def add_run_arguments(self, parser: argparse.ArgumentParser, config: type | None = None
                           ) -> None:
-        from ..cli.retrieve import add_retrieve_arguments
+        from .cli import add_retrieve_arguments
 
         add_retrieve_arguments(parser, config or self.config_class())
 
     def run_from_args(self, args: argparse.Namespace, config: type | None = None) -> int:
-        from ..cli.retrieve import run_retrieve
+        from .cli import run_retrieve
 
         return run_retrieve(args, config or self.config_class())
 

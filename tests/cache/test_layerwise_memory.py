@@ -19,15 +19,15 @@ import pandas as pd
 import pytest
 
 import ncprobe
-from ncprobe.analysis import analyse
 from ncprobe.cache.dtypes import decode_vectors, encode_vectors
 from ncprobe.cache.maintenance import cache_info
 from ncprobe.cache.store import EmbeddingStore, item_key
-from ncprobe.config import RunConfig
 from ncprobe.embed import Embeddings, embed
 from ncprobe.encoders.base import Encoded
 from ncprobe.errors import NcprobeError
-from ncprobe.pipeline import run_dir
+from ncprobe.ncimp.analysis import analyse
+from ncprobe.ncimp.config import RunConfig
+from ncprobe.ncimp.pipeline import run_dir
 
 from ..synthetic import SeededEncoder, pairs_stimuli
 

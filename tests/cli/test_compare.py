@@ -15,9 +15,10 @@ import scipy.stats as ss
 from matplotlib.text import Text
 
 import ncprobe
-from ncprobe import inference, plots, tables
 from ncprobe.cli import main
-from ncprobe.results import Results
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp import inference, tables
+from ncprobe.ncimp.results import Results
 from ncprobe.schema import MEASURE_LABELS
 
 from .. import synthetic
@@ -213,10 +214,10 @@ def test_compare_is_exported_and_its_module_keeps_its_name():
     import importlib
     import importlib.util
 
-    from ncprobe.comparison import STAT_COLUMNS, compare
+    from ncprobe.ncimp.comparison import STAT_COLUMNS, compare
 
     assert ncprobe.compare is compare and "compare" in ncprobe.__all__
-    assert importlib.import_module("ncprobe.comparison").STAT_COLUMNS == STAT_COLUMNS
+    assert importlib.import_module("ncprobe.ncimp.comparison").STAT_COLUMNS == STAT_COLUMNS
     # the function does not hide a module: no submodule of ncprobe is named compare
     assert importlib.util.find_spec("ncprobe.compare") is None
 
@@ -290,7 +291,7 @@ def test_class_tests_display_and_report_table(full, tmp_path):
     assert set(shown["n I/PC/C"]) == {"4/4/4"}  # the NC without a class is left out
     assert "Holm-corrected across the 72 Kruskal-Wallis tests" in shown.attrs["note"]
     assert "class_tests" in tables.TABLES
-    from ncprobe.report import _planned, write_report
+    from ncprobe.ncimp.report import _planned, write_report
 
     assert {"table_class_tests.md", "table_class_tests.tex"} <= set(_planned(("png",)))
     written = {p.name for p in write_report(full, tmp_path / "rep", formats=("png",), dpi=30)}

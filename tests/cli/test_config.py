@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ncprobe import cli, errors, owned, plots, report
-from ncprobe.config import RunConfig
+from ncprobe import cli, errors, owned
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp import report
+from ncprobe.ncimp.config import RunConfig
 
 from ..command import exit_code
 from ..synthetic import build
@@ -179,7 +181,7 @@ def test_exit_codes_come_from_the_error_classes(raw_dir, tmp_path, monkeypatch) 
 @pytest.mark.slow
 def test_reproduce_writes_its_provenance_inside_the_report_lock(tmp_path, monkeypatch,
                                                                 capsys) -> None:
-    import ncprobe.reproduce as reproduce_module
+    import ncprobe.ncimp.reproduce as reproduce_module
     from ncprobe._version import VERSION
 
     results = build()  # model-a and model-b, en and pt
@@ -356,7 +358,7 @@ def test_config_options_add_a_slice_of_the_fields() -> None:
 
 
 def test_a_new_retrievalconfig_field_is_a_new_retrieve_option() -> None:
-    from ncprobe.cli.retrieve import add_retrieve_arguments
+    from ncprobe.retrieval.cli import add_retrieve_arguments
     from ncprobe.retrieval.config import RetrievalConfig
 
     @dataclasses.dataclass(frozen=True)

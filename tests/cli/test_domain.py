@@ -12,10 +12,10 @@ import pytest
 
 from ncprobe import cli
 from ncprobe.cli import main
-from ncprobe.config import RunConfig
 from ncprobe.data import sources
-from ncprobe.pipeline import run_dir
-from ncprobe.results import run_identity
+from ncprobe.ncimp.config import RunConfig
+from ncprobe.ncimp.pipeline import run_dir
+from ncprobe.results.store import run_identity
 
 from ..command import exit_code
 
@@ -220,7 +220,7 @@ def test_batch_tokens_for_a_static_model_is_refused(tmp_path, capsys):
 def test_batch_tokens_zero_is_what_a_static_model_does(tmp_path):
     from ncprobe.encoders.registry import load_encoder
     from ncprobe.errors import UsageError
-    from ncprobe.reproduce import _run_config
+    from ncprobe.ncimp.reproduce import _run_config
 
     assert load_encoder("glove-6b-50d", batch_tokens=0).name == "glove-6b-50d"
     with pytest.raises(UsageError, match="--batch-tokens 1 has no effect"):

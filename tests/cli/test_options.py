@@ -16,7 +16,7 @@ import ncprobe
 from ncprobe.cli import main
 from ncprobe.encoders import load_encoder
 from ncprobe.errors import DataError, ModelUnavailableError, UsageError
-from ncprobe.results import TABLES
+from ncprobe.results.store import TABLES
 
 from ..synthetic import write_pairs
 from ..tiny_models import write_tiny_elmo
@@ -341,7 +341,7 @@ def test_unreachable_hub_fails_fast(no_hub, raw_dir, monkeypatch, capsys) -> Non
 
 
 def test_reproduce_still_skips_an_offline_hub_model(no_hub, monkeypatch) -> None:
-    from ncprobe.reproduce import reproduce
+    from ncprobe.ncimp.reproduce import reproduce
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     rep = reproduce(["bert-ml"], ["en"], progress=False)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ncprobe import plots
 from ncprobe.cli import main
+from ncprobe.ncimp import figures as plots
 
 from .. import synthetic
 from ..astitch import handmade_results as astitch_handmade

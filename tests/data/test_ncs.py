@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 
 import ncprobe
-from ncprobe import plots, tables
-from ncprobe.config import RunConfig
 from ncprobe.data import sources
 from ncprobe.data.stimuli import expand_contexts
 from ncprobe.errors import DataError, DataErrors, MissingPackageError
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp import tables
+from ncprobe.ncimp.config import RunConfig
 
 NCS_REL = "marcospln+noun_compound_senses/dataset/{lang}/neutral/P{k}_sents.csv"
 NEUTRAL_REL = "risehnhew+Finding-Idiomaticity-in-Word-Representations/dataset/{LANG}/neutral.csv"

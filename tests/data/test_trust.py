@@ -22,7 +22,7 @@ import pytest
 import ncprobe
 from ncprobe.cli import main
 from ncprobe.data.ncimp import NAT_FILE, NEUTRAL_FILE, REF_FILE
-from ncprobe.results import Results
+from ncprobe.ncimp.results import Results
 
 NCTTI_EN = "marcospln+nctti/data/data_en.tsv"
 NCTTI_PT = "marcospln+nctti/data/data_pt.tsv"

@@ -133,7 +133,7 @@ def test_minilm_encodes_the_whole_english_neutral_set(raw_dir) -> None:
 
     import ncprobe
     from ncprobe.embed import embed
-    from ncprobe.measures import cosine
+    from ncprobe.ncimp.measures import cosine
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

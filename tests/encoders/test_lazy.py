@@ -20,7 +20,7 @@ import ncprobe
 from ncprobe.cli import main
 from ncprobe.encoders import load_encoder
 from ncprobe.errors import ModelUnavailableError, NcprobeError, UsageError
-from ncprobe.results import TABLES
+from ncprobe.results.store import TABLES
 
 from ..by_hand import tree_sha256_by_hand
 from ..synthetic import write_pairs

@@ -133,7 +133,7 @@ def test_weights_to_download_by_hand() -> None:
 
 def test_reproduce_runs_the_registrys_offline_then_study_models(monkeypatch, registered,
                                                                 tmp_path) -> None:
-    from ncprobe import reproduce as rp
+    from ncprobe.ncimp import reproduce as rp
 
     flagged = [(a, s.offline, s.study) for a, s in MODELS.items() if s.offline or s.study]
     assert [a for a, off, _ in flagged if off] == OFFLINE
@@ -208,7 +208,7 @@ def test_a_registered_model_is_loadable_listed_and_reproducible(raw_dir, tmp_pat
     assert str(path) in line and "ncprobe[static]" in line and "a vector file" in line
 
     # reproducible: English runs, Portuguese is skipped (no variant)
-    from ncprobe.reproduce import reproduce
+    from ncprobe.ncimp.reproduce import reproduce
 
     rep = reproduce(["tiny-vec"], ["en", "pt"], results_dir=tmp_path / "results",
                     data_dir=raw_dir, progress=False, n_boot=0)

@@ -408,9 +408,9 @@ def test_the_own_entry_keeps_the_store_dtype(tmp_path) -> None:
 def test_the_analysis_reads_the_own_embedding_once_at_the_sentence_level() -> None:
     import tempfile
 
-    from ncprobe.analysis import analyse
-    from ncprobe.config import RunConfig
     from ncprobe.embed import Embeddings
+    from ncprobe.ncimp.analysis import analyse
+    from ncprobe.ncimp.config import RunConfig
 
     from ..synthetic import pairs_stimuli
 

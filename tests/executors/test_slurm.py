@@ -23,7 +23,6 @@ from types import SimpleNamespace
 import pytest
 
 from ncprobe.cli import main
-from ncprobe.config import RunConfig
 from ncprobe.encoders.registry import MODELS
 from ncprobe.errors import OutputError, UsageError
 from ncprobe.executors import (
@@ -45,6 +44,7 @@ from ncprobe.executors.slurm_commands import (
     parse_squeue,
     parse_time,
 )
+from ncprobe.ncimp.config import RunConfig
 
 
 def _task(model: str = "glove-6b-50d", lang: str = "en", **options) -> Task:
@@ -588,7 +588,7 @@ def test_no_slurm_commands_here_is_a_clear_error(tmp_path, capsys, monkeypatch) 
 @pytest.mark.slow
 def test_resume_keeps_a_finished_run_and_recomputes_one_made_from_other_data(tmp_path,
                                                                              monkeypatch):
-    import ncprobe.reproduce as rp
+    import ncprobe.ncimp.reproduce as rp
 
     from .. import synthetic
 
@@ -816,7 +816,7 @@ def _queue() -> dict[str, tuple[str, str]]:
 
 
 def _reproduce(tmp_path: Path, raw: Path, executor: SlurmExecutor):
-    from ncprobe.reproduce import reproduce
+    from ncprobe.ncimp.reproduce import reproduce
 
     return reproduce(["glove-6b-50d"], ["en"], results_dir=tmp_path / "results",
                      data_dir=raw, progress=False, n_boot=10, contexts="neut",

@@ -18,8 +18,8 @@ from matplotlib.image import AxesImage
 from ncprobe.drawing import figure_bytes
 from ncprobe.errors import NoData, UsageError
 from ncprobe.ncc import report as ncc_report
+from ncprobe.ncc.figures import plot_accuracy, plot_agreement, plot_confusion, plot_layers
 from ncprobe.ncc.report import confusion_rows, items_markdown
-from ncprobe.plots.ncc import plot_accuracy, plot_agreement, plot_confusion, plot_layers
 
 from .handmade import CLAUDE, GPT, results
 

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from matplotlib.collections import PathCollection, PolyCollection
 
-from ncprobe.astitch.report import per_expression
-from ncprobe.errors import NoData, UsageError
-from ncprobe.plots.astitch import (
+from ncprobe.astitch.figures import (
     plot_auroc_layers,
     plot_expressions,
     plot_linear_layers,
     plot_selectivity,
 )
+from ncprobe.astitch.report import per_expression
+from ncprobe.errors import NoData, UsageError
 
 from ..astitch import handmade_results as hm
 

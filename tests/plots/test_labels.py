@@ -16,7 +16,8 @@ from matplotlib.mathtext import MathTextParser
 from matplotlib.text import Text
 from PIL import Image
 
-from ncprobe import plots, schema
+from ncprobe import schema
+from ncprobe.ncimp import figures as plots
 
 from .. import synthetic
 

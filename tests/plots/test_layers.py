@@ -17,10 +17,11 @@ import pytest
 from matplotlib.collections import PolyCollection
 from statsmodels.stats.multitest import multipletests
 
-from ncprobe import plots, tables
 from ncprobe.cli import main
 from ncprobe.errors import UsageError
-from ncprobe.report import write_report
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp import tables
+from ncprobe.ncimp.report import write_report
 from ncprobe.schema import DISPLAY_MEASURES, MEASURE_LABELS
 
 from .. import synthetic
@@ -188,7 +189,7 @@ def with_own(layerwise):
     :data:`OWN_SCALE`) put FIRST in every table, where a first-view default would take them."""
     import dataclasses
 
-    from ncprobe.results import Results
+    from ncprobe.ncimp.results import Results
 
     tables = {}
     for f in dataclasses.fields(layerwise):
@@ -246,7 +247,7 @@ def test_own_view_is_a_labelled_reference_not_a_point_on_the_layer_axis(with_own
 
 
 def test_layerwise_views_and_table_put_own_last_at_the_sentence_level_only(with_own):
-    from ncprobe.selection import layerwise_views
+    from ncprobe.ncimp.selection import layerwise_views
 
     c = with_own.correlations
     assert layerwise_views(c, level="sent")[("model-b", "en")] == [
@@ -265,7 +266,7 @@ def test_layerwise_views_and_table_put_own_last_at_the_sentence_level_only(with_
 
 
 def test_the_default_view_of_a_figure_is_a_layer_view_never_own(with_own):
-    from ncprobe.selection import select
+    from ncprobe.ncimp.selection import select
 
     c = with_own.correlations
     assert c["layers"].iloc[0] == "own"  # the own rows come first in the table
@@ -469,7 +470,7 @@ def test_cli_report_finds_nested_results_and_takes_space_and_level(small, plain,
 
 
 def test_cli_reproduce_passes_layers_and_standardise(tmp_path, monkeypatch):
-    import ncprobe.reproduce as rp
+    import ncprobe.ncimp.reproduce as rp
 
     calls = []
 
@@ -487,7 +488,7 @@ def test_cli_reproduce_passes_layers_and_standardise(tmp_path, monkeypatch):
 
 
 def test_reproduce_gives_layers_only_to_models_with_layers(plain, tmp_path, monkeypatch):
-    import ncprobe.reproduce as rp
+    import ncprobe.ncimp.reproduce as rp
 
     configs = []
     made = synthetic.subset(plain, lambda df: (

@@ -17,9 +17,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import PathPatch, Rectangle
 from matplotlib.text import Text
 
-from ncprobe import plots
 from ncprobe.errors import UsageError
-from ncprobe.results import Results
+from ncprobe.ncimp import figures as plots
+from ncprobe.ncimp.results import Results
 
 from .. import synthetic
 

@@ -17,8 +17,9 @@ import ncprobe
 from ncprobe import probes as registry
 from ncprobe.cli import main
 from ncprobe.errors import UsageError
+from ncprobe.ncimp.results import Results
 from ncprobe.probes.base import Probe, ProbeResults
-from ncprobe.results import Results, store
+from ncprobe.results import store
 from ncprobe.retrieval.results import RetrievalResults
 
 from ..command import exit_code
@@ -257,14 +258,14 @@ class ToyProbe(Probe):
                           [{"config": {"model": cfg.model, "items": cfg.items}}])
 
     def add_run_arguments(self, parser, config=None) -> None:
-        from ncprobe.cli._options import config_options
+        from ncprobe.probes.options import config_options
 
         config_options(parser, config or ToyConfig)
         parser.add_argument("--out", required=True)
         parser.add_argument("--json", action="store_true")
 
     def run_from_args(self, args, config=None) -> int:
-        from ncprobe.cli._options import config_from_args
+        from ncprobe.probes.options import config_from_args
 
         res = self.run(config_from_args(args, config or ToyConfig))
         res.to_parquet(args.out)

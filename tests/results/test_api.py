@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 import ncprobe
-from ncprobe.config import OMITTED_AT_DEFAULT, RunConfig
 from ncprobe.encoders import load_encoder
+from ncprobe.ncimp.config import OMITTED_AT_DEFAULT, RunConfig
 
 from ..synthetic import analysed_random, pairs_stimuli
 

@@ -23,11 +23,11 @@ import scipy.stats as ss
 
 import ncprobe
 from ncprobe.cli import main
-from ncprobe.comparison import compare
 from ncprobe.encoders import load_encoder
 from ncprobe.errors import UsageError
-from ncprobe.report import write_report
-from ncprobe.results import Results
+from ncprobe.ncimp.comparison import compare
+from ncprobe.ncimp.report import write_report
+from ncprobe.ncimp.results import Results
 
 from .. import synthetic
 
@@ -264,7 +264,7 @@ def test_compare_out_unwritable_is_exit_6_before_the_tests(tree, tmp_path, capsy
 
 
 def test_reproduce_refuses_a_model_or_language_named_twice(tmp_path, monkeypatch) -> None:
-    import ncprobe.reproduce as rp
+    import ncprobe.ncimp.reproduce as rp
 
     def never(*a, **k):
         raise AssertionError("computed before the duplicate was refused")

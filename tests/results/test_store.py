@@ -10,10 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from ncprobe.cli import main
-from ncprobe.config import RunConfig
 from ncprobe.errors import DataError, NcprobeError
-from ncprobe.pipeline import run_dir
-from ncprobe.results import TABLES, Results
+from ncprobe.ncimp.config import RunConfig
+from ncprobe.ncimp.pipeline import run_dir
+from ncprobe.ncimp.results import Results
+from ncprobe.results.store import TABLES
 
 from .. import synthetic
 
@@ -238,7 +239,7 @@ def test_compute_names_default_directories_and_refuses_to_replace_another_run(
     def must_not_run(*a, **k):
         raise AssertionError("computed although the output was refused")
 
-    monkeypatch.setattr("ncprobe.pipeline.compute", must_not_run)
+    monkeypatch.setattr("ncprobe.ncimp.pipeline.compute", must_not_run)
     assert _glove(["--out", out, "--standardise"], raw_dir, cache) == 2
     err = capsys.readouterr().err
     assert "holds another run" in err and "--overwrite" in err
@@ -249,7 +250,7 @@ def test_compute_names_default_directories_and_refuses_to_replace_another_run(
 
 
 def test_reproduce_refuses_before_computing(full, tmp_path, monkeypatch) -> None:
-    from ncprobe import reproduce
+    from ncprobe.ncimp import reproduce
 
     target = run_dir(tmp_path, "glove-6b-50d", "en", RunConfig(n_boot=50))
     _run(full, "glove-6b-50d", n_boot=50, standardise=True).to_parquet(target)
@@ -266,7 +267,7 @@ def test_report_finds_the_results_directories_under_a_parent(full, tmp_path, mon
     _run(full, "model-a", "en").to_parquet(parent / "model-a-en")
     (parent / "notes").mkdir()
     seen = []
-    monkeypatch.setattr("ncprobe.report.write_report",
+    monkeypatch.setattr("ncprobe.ncimp.report.write_report",
                         lambda res, out, **k: seen.append(res.meta) or [])
     assert main(["report", str(parent), "--out", str(tmp_path / "rep")]) == 0
     assert [(m["config"]["model"], m["config"]["lang"]) for m in seen[0]] == [
@@ -280,8 +281,8 @@ def test_report_finds_the_results_directories_under_a_parent(full, tmp_path, mon
 
 @pytest.mark.slow
 def test_report_never_replaces_files_it_did_not_write(full, tmp_path, monkeypatch) -> None:
-    from ncprobe import plots
-    from ncprobe.report import write_report
+    from ncprobe.ncimp import figures as plots
+    from ncprobe.ncimp.report import write_report
 
     monkeypatch.setattr(plots, "FIGURES", dict(list(plots.FIGURES.items())[:1]))  # faster
     res = _run(full)

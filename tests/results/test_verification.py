@@ -25,7 +25,8 @@ import pytest
 import ncprobe
 from ncprobe.cli import main
 from ncprobe.errors import DataError, NcprobeError
-from ncprobe.results import TABLES, Results
+from ncprobe.ncimp.results import Results
+from ncprobe.results.store import TABLES
 
 from .. import synthetic
 
@@ -120,7 +121,7 @@ def test_the_issue_s_three_edits_are_refused_by_report_and_compare(full, tmp_pat
     msg = _refused(out, "measures.parquet", "correlations.parquet", "run.json",
                    "edited since ncprobe wrote it", names_out=("cosines.parquet",))
     assert "two runs at once" not in msg
-    monkeypatch.setattr("ncprobe.report.write_report",
+    monkeypatch.setattr("ncprobe.ncimp.report.write_report",
                         lambda *a, **k: pytest.fail("a report of edited results"))
     capsys.readouterr()
     assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 3
@@ -155,7 +156,7 @@ def test_edited_results_read_on_purpose_say_so(full, tmp_path, capsys, monkeypat
     first = back.summary().splitlines()[0]
     assert "EDITED" in first and "measures.parquet" in first and "edited since ncprobe" in first
     # a report of it says so in its index
-    from ncprobe import plots
+    from ncprobe.ncimp import figures as plots
 
     monkeypatch.setattr(plots, "FIGURES", dict(list(plots.FIGURES.items())[:1]))  # faster
     rep = tmp_path / "rep"
@@ -390,7 +391,7 @@ def test_compute_refuses_an_unwritable_out_before_computing(tmp_path, monkeypatc
                                                             code, cause) -> None:
     ro = tmp_path / "ro"
     ro.mkdir()
-    monkeypatch.setattr("ncprobe.pipeline.compute",
+    monkeypatch.setattr("ncprobe.ncimp.pipeline.compute",
                         lambda *a, **k: pytest.fail("computed although --out cannot be written"))
     _read_only(monkeypatch, ro, code)
     for out in (ro / "r", ro / "deeper" / "r"):
@@ -461,8 +462,8 @@ def test_the_public_api_reads_edited_results_on_purpose_only(full, tmp_path) -> 
 
 def test_reproduce_refuses_an_unwritable_results_dir_before_computing(tmp_path,
                                                                       monkeypatch) -> None:
-    from ncprobe import reproduce
     from ncprobe.errors import OutputError
+    from ncprobe.ncimp import reproduce
 
     ro = tmp_path / "ro"
     ro.mkdir()

@@ -167,7 +167,7 @@ def test_tables_hold_every_model_mode_and_usage(run, val) -> None:
 @pytest.mark.slow  # the run fixture loads minilm (~5 s)
 def test_results_directory_round_trip_and_reruns_are_byte_identical(run, val,
                                                                     tmp_path) -> None:
-    from ncprobe.results import Results
+    from ncprobe.ncimp.results import Results
     from ncprobe.retrieval.probe import retrieve
     from ncprobe.retrieval.results import RetrievalResults
 
@@ -285,7 +285,7 @@ def test_a_dense_model_records_its_options_as_before() -> None:
 
 
 def test_retrieve_refuses_what_is_no_retrievalconfig_field_before_any_work() -> None:
-    from ncprobe.config import RunConfig
+    from ncprobe.ncimp.config import RunConfig
     from ncprobe.retrieval.config import RetrievalConfig
     from ncprobe.retrieval.probe import retrieve
 

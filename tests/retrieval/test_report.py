@@ -26,7 +26,7 @@ from matplotlib.ticker import PercentFormatter
 
 from ncprobe import owned
 from ncprobe.errors import NoData, OutputError, UsageError
-from ncprobe.plots.retrieval import plot_idioms, plot_modes
+from ncprobe.retrieval.figures import plot_idioms, plot_modes
 from ncprobe.retrieval.report import (
     paired_tests_latex,
     paired_tests_markdown,

@@ -152,8 +152,8 @@ def ncimp_runs():
 @pytest.mark.slow
 def test_ncimp_runs_of_different_data_are_never_joined_or_compared(ncimp_runs, tmp_path,
                                                                   capsys):
-    from ncprobe.comparison import compare
-    from ncprobe.results import Results
+    from ncprobe.ncimp.comparison import compare
+    from ncprobe.ncimp.results import Results
 
     a, b, pt = ncimp_runs
     with pytest.raises(UsageError) as e:

@@ -1,0 +1,310 @@
+"""NCIMP's command line: ``ncprobe run ncimp`` (its shorthand ``ncprobe compute``), its
+report and compare options and their runs, and ``ncprobe reproduce`` (every model x language
+that runs here, then the study's report). The commands reach them through
+:class:`~ncprobe.ncimp.seam.NcimpProbe` only."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from typing import Sequence
+
+from ..argtypes import comma_list
+from ..errors import ModelUnavailableError, UsageError
+from ..probes.options import (
+    cache_options,
+    config_from_args,
+    config_options,
+    data_dir_option,
+    jobs_option,
+    print_results,
+    say,
+)
+from ..schema import CORRECTIONS
+
+
+def add_compute_arguments(p: argparse.ArgumentParser, config: type) -> None:
+    """The options of ``ncprobe compute`` (``ncprobe run ncimp``)."""
+    config_options(p, config)  # the fields of RunConfig, in field order
+    p.add_argument("--out", metavar="DIR", help="results directory (default: "
+                   "results/<model>-<lang>, plus every option that changes results and is not "
+                   "its default, e.g. results/minilm-en-layers_all-std)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a results directory that holds a different run (other "
+                   "options, model or data); the same run is always replaced, a directory "
+                   "that is not ncprobe's never")
+    data_dir_option(p)
+    cache_options(p)
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="load a gensim .kv vector file (a Python pickle: it can run code when "
+                   "loaded; only for a file you trust)")
+    p.add_argument("--allow-gensim-downloader", action="store_true",
+                   help="allow --model gensim:NAME and word2vec (English): gensim.downloader "
+                   "downloads the vectors and runs Python code from the gensim-data repository")
+    p.add_argument("--json", action="store_true",
+                   help="print the headline rows as JSON (Spearman's rho of every measure with "
+                   "the gold score, per model, language, space, layer view, level and context: "
+                   "n, rho, its 95%% interval, p and Holm's p across them) instead of the "
+                   "summary")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
+
+
+def run_compute(args: argparse.Namespace, config: type) -> int:
+    from ..results.store import check_target, check_writable
+    from .pipeline import compute, run_dir
+
+    cfg = config_from_args(args, config)
+    out = args.out or run_dir("results", cfg.model, cfg.lang, cfg)
+    # refuse before computing when --out holds another run (or is not ncprobe's), or cannot
+    # be written there (read-only, no permission: exit 6)
+    check_target(out, cfg.to_dict(), overwrite=args.overwrite)
+    check_writable(out)
+    with warnings.catch_warnings():
+        # the notes of the run repeat every warning; the summary prints them once
+        warnings.simplefilter("ignore")
+        res = compute(cfg, data_dir=args.data_dir, cache=not args.no_cache,
+                      cache_dir=args.cache_dir, progress=not args.quiet,
+                      allow_pickle=args.allow_pickle,
+                      allow_gensim_downloader=args.allow_gensim_downloader)
+    path = res.to_parquet(out, overwrite=args.overwrite)
+    print_results(res, args)
+    run = res.meta[0]  # how this computation went: not part of the results (RUN_LOG_KEYS)
+    print(f"{run['encoded']} of {run['unique']} unique items encoded now, the others read "
+          "from the embedding cache", file=sys.stderr)
+    print(f"results written to {path}", file=sys.stderr)
+    return 0
+
+
+def report_ncimp(args: argparse.Namespace, formats) -> int:
+    """``ncprobe report`` of NCIMP results: the study's figures and tables."""
+    from .report import write_report
+    from .results import Results
+
+    res = Results.load_many(args.results, exclude=args.exclude,  # never two runs of one cell
+                       accept_edited=args.accept_edited_results)
+    written = write_report(res, args.out, formats=formats,
+                           examples=comma_list(args.examples) if args.examples else None,
+                           jobs=args.jobs, space=args.space, level=args.level,
+                           correct=args.correct, intervals=not args.compact_tables,
+                           progress=None if args.quiet else say, overwrite=args.overwrite)
+    print(f"{len(written)} files written to {args.out}")
+    return 0
+
+
+def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
+    from ..executors import executor_class, executor_names
+
+    p = sub.add_parser(
+        "reproduce", help="compute every available model x language, then the report",
+        description="Run `ncprobe compute` for every model and language that can run here "
+        "(models whose weights, package, GPU, key or network are missing are skipped with one "
+        "line saying why), save each run under --results-dir, then write every figure and "
+        "table of the study into --out. --layers and --device go to the models they apply to "
+        "(transformers; --device to ELMo too); the others run without them, with a note. "
+        "With --executor slurm each run is one task of a SLURM job array, and the report is "
+        "drawn once every task has ended.")
+    p.add_argument("--models", default=None, metavar="M1,M2",
+                   help="comma list (default: glove-6b-50d, minilm and every alias of the "
+                   "study)")
+    p.add_argument("--langs", default="en,pt", help="comma list (default: en,pt)")
+    p.add_argument("--out", metavar="DIR", default="reproduce",
+                   help="figures and tables (default: reproduce)")
+    p.add_argument("--results-dir", metavar="DIR", default="results",
+                   help="one results directory per run (default: results)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace results directories that hold a different run")
+    config_options(p, config, names=REPRODUCE_OPTIONS)
+    data_dir_option(p)
+    cache_options(p)
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars, no progress of the report on stderr")
+    table_options(p)
+    jobs_option(p)
+    p.add_argument("--executor", choices=executor_names(), default="local",
+                   help="where the runs compute: local (here, one after the other; the "
+                   "default) or slurm (one SLURM array task per run, through submitit)")
+    p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=None,
+                   help="keep the runs already finished (a results directory holding the "
+                   "same run, from unchanged data) instead of computing them again (default: "
+                   "yes with --executor slurm, no with local)")
+    for name in executor_names():
+        executor_class(name).add_arguments(p)
+    return p
+
+
+def run_reproduce(args: argparse.Namespace, config: type) -> int:
+    import time
+
+    from ..drawing import FigureWorkers
+    from ..encoders.registry import study_models
+    from ..executors import RunsFailed
+    from .report import check_out, reproduce_provenance, write_report
+    from .reproduce import reproduce
+
+    options = {name: getattr(args, name) for name in REPRODUCE_OPTIONS}
+    config_from_args(args, config)  # the run options together, before any work
+    executor = _executor(args)
+    check_out(args.out)  # a report directory it may not write: refused before computing
+    t0 = time.perf_counter()
+    langs = comma_list(args.langs)
+
+    def on_skip(model, lang, why):
+        print(f"skipped {model} ({lang}): {why}", file=sys.stderr)
+
+    # the figure workers start now: their imports overlap the computing
+    with FigureWorkers(args.jobs) as workers:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # each run's notes keep its warnings
+            rep = reproduce(comma_list(args.models) if args.models else None, langs,
+                            results_dir=args.results_dir, data_dir=args.data_dir,
+                            cache=not args.no_cache, cache_dir=args.cache_dir,
+                            progress=not args.quiet, on_skip=on_skip,
+                            overwrite=args.overwrite, **options, **executor)
+        for note in rep.notes:
+            print(f"note: {note}", file=sys.stderr)
+        resumed = set(rep.resumed)
+        for model, lang, path in rep.ran:
+            if (model, lang, path) in resumed:
+                print(f"kept {model} ({lang}) -> {path} (finished earlier; not computed again)")
+            else:
+                print(f"computed {model} ({lang}) -> {path}")
+        for model, lang, why, log in rep.failed:
+            print(f"failed {model} ({lang}): {why}" + (f"; log: {log}" if log else ""),
+                  file=sys.stderr)
+        again = ("run the same command again to compute them: the runs that finished are "
+                 "kept")
+        if rep.results is None:
+            if rep.failed:
+                raise RunsFailed(f"every run that could start failed ({len(rep.failed)}; "
+                                 f"see above); nothing to report. {again}")
+            raise ModelUnavailableError("no model could run here; nothing to report")
+        ran = list(dict.fromkeys(model for model, _, _ in rep.ran))
+        lost = [(model, lang, f"failed: {why}" + (f" (log: {log})" if log else ""))
+                for model, lang, why, log in rep.failed]
+        provenance = reproduce_provenance(ran, langs, rep.skipped + lost,
+                                          [m for m in study_models() if m not in ran])
+        written = write_report(rep.results, args.out, jobs=workers, provenance=provenance,
+                               correct=args.correct, intervals=not args.compact_tables,
+                               progress=None if args.quiet else say)
+    print(f"{len(written)} figures and tables written to {args.out} "
+          f"({time.perf_counter() - t0:.0f} s)")
+    if rep.failed:
+        raise RunsFailed(f"{len(rep.failed)} run(s) failed (see above); the report shows the "
+                         f"others. To complete it, {again}")
+    return 0
+
+
+def _executor(args: argparse.Namespace) -> dict:
+    """``reproduce``'s executor keywords from the options; options of another executor than
+    the one chosen are refused (exit 2)."""
+    from ..executors import executor_class, executor_names
+
+    chosen = executor_class(args.executor)
+    for name in executor_names():
+        other = executor_class(name)
+        given = other.options_from_args(args)
+        if other is not chosen and given:
+            flags = ", ".join(other.cli_options[k] for k in given)
+            raise UsageError(f"{flags}: option(s) of --executor {name}, not of "
+                             f"--executor {args.executor}")
+    options = chosen.options_from_args(args)
+    if not args.quiet:
+        options["on_event"] = say
+    return {"executor": args.executor, "executor_options": options, "resume": args.resume}
+
+
+#: The RunConfig fields that ``reproduce`` passes to every run.
+REPRODUCE_OPTIONS = ("contexts", "layers", "device", "batch_tokens", "store_dtype", "standardise",
+                     "n_boot", "seed")
+
+
+def table_options(p: argparse.ArgumentParser) -> None:
+    """``--correct`` and ``--compact-tables`` of ``report`` and ``reproduce``."""
+    p.add_argument("--correct", choices=CORRECTIONS, default="holm",
+                   help="multiple-comparison correction of the p-values each correlation "
+                   "table and the correlogram show: their \"-\" and blank cells follow the "
+                   "corrected p (default: holm; none: the study's uncorrected marks)")
+    p.add_argument("--compact-tables", action="store_true",
+                   help="correlation cells without their 95%% bootstrap interval (rho alone, "
+                   "as in the study; default: 0.59 [0.50, 0.66])")
+
+
+def compare_ncimp(args: argparse.Namespace, out) -> int:
+    """``ncprobe compare`` of NCIMP results: rho differences, cell by cell."""
+    from ..significance import CORRECTION_NAMES, STARS_NOTE
+    from ..tables import to_latex, to_markdown
+    from . import tables
+    from .comparison import COMPARE_FAMILY, compare, differing_options, write_comparison
+
+    select_a, select_b = selection_of(args.select_a, "a"), selection_of(args.select_b, "b")
+    if args.exclude:  # each --exclude leaves out a directory of one side or the other
+        from ..results.store import drop_excluded, find_results
+
+        drop_excluded(find_results([args.results_a] + ([args.results_b] if args.results_b
+                                                        else [])), args.exclude)
+    a = load_side(args.results_a, args.exclude, args.accept_edited_results)
+    b = (load_side(args.results_b, args.exclude, args.accept_edited_results)
+         if args.results_b else None)
+    if b is not None:  # never two sides of different data in one test
+        from .cells import check_same_data
+
+        check_same_data([a, b], [args.results_a, args.results_b])
+
+    def progress(k: int, total: int, cell: str) -> None:
+        print(f"test {k}/{total}: {cell}", file=sys.stderr, flush=True)
+    df = compare(a, b, select_a=select_a, select_b=select_b, n_boot=args.n_boot,
+                 seed=args.seed, correct=args.correct,
+                 progress=None if args.quiet else progress, options=True)
+    shown = tables.comparison_table(df)
+    how = CORRECTION_NAMES.get(args.correct, args.correct)
+    bounds = bool(df["p_boot_bound"].any() or df["p_corrected_bound"].any())
+    note = (f"diff = rho A - rho B on the n NCs both sides share, [95% paired bootstrap "
+            f"interval] ({args.n_boot} resamples of the NCs, seed {args.seed}); p boot: its "
+            f"two-sided bootstrap p; Williams t (n - 3 df) and p Williams: a classical "
+            f"cross-check; p corrected: p boot {how} across the {int(df['p_boot'].notna().sum())}"
+            f" rows, one family ({COMPARE_FAMILY}); sig.: {STARS_NOTE}"
+            + (f"; < x: a bound, no resample fell on the other side of 0 (the least bootstrap "
+               f"p of {args.n_boot} resamples is 2/{args.n_boot + 1}): the true p is smaller, "
+               "sig. credits only what the bound guarantees" if bounds else ""))
+    text = to_markdown(shown) + "\n" + note + "\n"
+    text += "".join(f"{line}\n" for line in [differing_options(a, b)] if line)  # which is which
+    print(text, end="")
+    if out is not None:
+        title = "Differences of Spearman's rho with the gold score (ncprobe compare)"
+        write_comparison(out, df, markdown=f"{title}\n\n{text}",
+                         latex=to_latex(shown, f"{title}. {note}"),
+                         overwrite=args.overwrite)
+        print(f"written to {out}", file=sys.stderr)
+    return 0
+
+
+def selection_of(items: Sequence[str], side: str) -> dict[str, str | list[str]] | None:
+    """``--a KEY=VALUE ...`` as a selection of :func:`ncprobe.ncimp.comparison.compare`."""
+    from ..query import cannot_select_message
+    from .comparison import SELECT_KEYS
+
+    sel: dict[str, str | list[str]] = {}
+    for item in items:
+        key, eq, value = (x.strip() for x in item.partition("="))
+        values = [v.strip() for v in value.split(",")]
+        if not eq or not key or not all(values):
+            raise UsageError(f"--{side} {item!r}: expected KEY=VALUE or KEY=V1,V2 (e.g. --{side} "
+                             f"context=neut), KEY one of {', '.join(SELECT_KEYS)}")
+        if key not in SELECT_KEYS:
+            raise UsageError(cannot_select_message([key], "the per-NC measures table",
+                                                   SELECT_KEYS, source=f"--{side} {item!r}"))
+        if key in sel:
+            raise UsageError(f"--{side} {key}= given twice; give several values as one comma "
+                             f"list (--{side} {key}=V1,V2)")
+        sel[key] = values[0] if len(values) == 1 else values
+    return sel or None
+
+
+def load_side(path: str, exclude: Sequence[str] = (), accept_edited: bool = False):
+    """One side of ``compare``: never two runs of one cell pooled. An ``--exclude`` may
+    leave out nothing on this side (``ncprobe compare`` checks it against both sides)."""
+    from .results import Results
+
+    return Results.load_many([path], exclude=exclude, accept_edited=accept_edited,
+                        require_match=False)

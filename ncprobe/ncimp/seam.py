@@ -1,0 +1,145 @@
+"""NCIMP, the probe of the reference study, behind the probe seam (:mod:`ncprobe.probes`).
+
+The probe's work is done by the modules the data flow names (``docs/architecture.md``):
+:mod:`ncprobe.data.ncimp` reads its data, :func:`ncprobe.ncimp.pipeline.compute` runs one model on
+one language with the options of :class:`~ncprobe.ncimp.config.RunConfig`,
+:class:`~ncprobe.ncimp.results.Results` holds its tables, :mod:`ncprobe.ncimp.report` draws the study's
+figures and tables, :mod:`ncprobe.ncimp.comparison` compares two runs. This module declares them to
+the registry; ``ncprobe run ncimp`` is ``ncprobe compute``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..probes.base import Probe
+
+if TYPE_CHECKING:
+    from ..data.sources import UpstreamFile
+    from ..errors import DataError
+    from .results import Results
+
+__all__ = ["NcimpProbe"]
+
+
+class NcimpProbe(Probe):
+    """NCIMP (He et al., Computational Linguistics 2025): noun compounds in minimal pairs."""
+
+    name = "ncimp"
+    asks = ("How far does a noun compound's vector move when a word of it is substituted, "
+            "and does that follow its compositionality?")
+    data = ("NCIMP: NCTTI noun compounds in naturalistic and neutral sentences, English and "
+            "Portuguese (+ NCS)")
+    shorthand = "compute"
+    report_options = ("examples", "space", "level")
+    help = "cosines, measures and correlations for one model and language"
+    description = (
+        "Encode the NCIMP stimuli with one model, compare every probe with its original, "
+        "compute the measures of the study (Sim, Affinity, Scaled Similarity, ratio, rogue "
+        "dimensions) and their Spearman correlations with the gold compositionality score, "
+        "write the results (parquet + run.json) and print a summary.")
+
+    def commands(self) -> dict:
+        from .cli import add_reproduce_parser, run_reproduce
+
+        return {"reproduce": (add_reproduce_parser, run_reproduce)}
+
+    def results_class(self) -> type["Results"]:
+        from .results import Results
+
+        return Results
+
+    def config_class(self) -> type:
+        from .config import RunConfig
+
+        return RunConfig
+
+    def run(self, config: Any = None, /, **options: Any) -> "Results":
+        from .pipeline import compute
+
+        return compute(config, **options)
+
+    def add_run_arguments(self, parser: argparse.ArgumentParser, config: type | None = None
+                          ) -> None:
+        from .cli import add_compute_arguments
+
+        add_compute_arguments(parser, config or self.config_class())
+
+    def run_from_args(self, args: argparse.Namespace, config: type | None = None) -> int:
+        from .cli import run_compute
+
+        return run_compute(args, config or self.config_class())
+
+    def report_from_args(self, args: argparse.Namespace, formats: Sequence[str]) -> int:
+        from .cli import report_ncimp
+
+        return report_ncimp(args, formats)
+
+    def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
+        from .cli import compare_ncimp
+
+        return compare_ncimp(args, out)
+
+    def models_text(self) -> str:
+        from ..encoders.registry import aligned, models_for, offline_models, study_models
+        from ..schema import LANGS
+
+        specs = models_for(self.name)
+        langs = list(dict.fromkeys([*LANGS] + [k for s in specs for k in s.ids if k != "*"]))
+        rows = [("alias", "family", f"model ({' / '.join(langs)})", "pip install", "needs")]
+        for spec in specs:
+            ids = " / ".join(dict.fromkeys(spec.ids.get(k, spec.ids.get("*", "-"))
+                                           for k in langs))
+            rows.append((spec.alias, spec.family, ids, spec.install, spec.requirements))
+        return "\n".join([
+            aligned(rows),
+            f"\nOffline: {', '.join(offline_models())}. The study's models: "
+            f"{', '.join(study_models())}.\n`ncprobe reproduce` runs these, the offline ones "
+            "first, and says why it skips each one that cannot run here.",
+            "\nAlso: any HuggingFace id (org/name), a local model directory, a vector file "
+            "(word2vec .bin/.txt, GloVe .txt; gensim .kv with --allow-pickle), or "
+            "gensim:<gensim-data name>.\n"
+            "gensim:NAME and word2vec (en) load through gensim.downloader, which downloads "
+            "and runs Python code\nfrom the gensim-data repository: ncprobe refuses them "
+            "unless you pass --allow-gensim-downloader.\n"
+            "--layers, --dtype and --device apply to transformer models only (ELMo: "
+            "--device); elsewhere they are refused.\n"
+            "HuggingFace ids and transformer model directories need ncprobe[hf] (install "
+            "torch first: see the README), ELMo directories ncprobe[elmo]."])
+
+    # --- its data ---------------------------------------------------------------------------
+
+    def reads(self, f: "UpstreamFile") -> bool:
+        # the NCIMP files are the pins every run needs (required) or may read (optional)
+        return f.need in ("required", "optional")
+
+    def data_info(self, root: Path) -> tuple[dict, list[str], list[str]]:
+        from ..data.ncimp.check import stimuli_info
+
+        return stimuli_info(root)
+
+    def data_info_lines(self, info: dict) -> list[str]:
+        lines = []
+        for lang, d in info["languages"].items():
+            cls = " / ".join(f"{d['classes'][c]}" for c in ("I", "PC", "C"))
+            means = " / ".join("-" if d["class_mean_gold"][c] is None
+                               else f"{d['class_mean_gold'][c]:.2f}" for c in ("I", "PC", "C"))
+            per = ", ".join(f"{k} {lo}-{hi}" if lo != hi else f"{k} {lo}"
+                            for k, (lo, hi) in d["stimuli_per_context"].items())
+            lines.append(f"\n{lang.upper()}: {d['ncs']} NCs, {d['scored']} with a gold score"
+                         + (f" (unscored: {', '.join(d['unscored'])})" if d["unscored"]
+                            else ""))
+            lines.append(f"  classes I/PC/C: {cls}; mean gold {means}")
+            lines.append(f"  contexts: {d['contexts']['naturalistic']} naturalistic, "
+                         f"{d['contexts']['neutral']} neutral; stimuli per context: {per}")
+            lines.append(f"  mean naturalistic length: {d['mean_naturalistic_length']} words; "
+                         f"{d['stimuli']} stimuli ({d['spliced_stimuli']} spliced)")
+        return lines
+
+    def check_data(self, root: Path) -> tuple[list["DataError"], list[str], list[str]]:
+        from ..data.ncimp.check import check_ncimp
+
+        return check_ncimp(root)
+
