@@ -21,6 +21,10 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .errors import OptionError, UsageError
 
+#: The bootstrap resamples of every probe's intervals by default (``n_boot``, ``--n-boot``):
+#: the one default every config class, function and report of a probe takes.
+N_BOOT = 1000
+
 C = TypeVar("C")
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,6 +40,23 @@ def dtype_field() -> Any:
     """The ``dtype`` field of a config that runs a model (``--dtype``): ``None``, the
     model's default."""
     return field(default=None, metadata={"help": "float32 (CPU default), float16, bfloat16"})
+
+
+def batch_size_field(what: str = "sentences") -> Any:
+    """The ``batch_size`` field of a config that runs a model (``--batch-size N``): ``what``
+    per forward pass, 32 by default."""
+    return field(default=32, metadata={
+        "metavar": "N", "type": "positive_int",
+        "help": f"{what} per forward pass (default %(default)s)"})
+
+
+def accept_modified_field(files: str) -> Any:
+    """The ``accept_modified_data`` field of a probe's config (``--accept-modified-data``):
+    run on its data ``files`` (``"AStitch"``) edited on purpose instead of stopping."""
+    return field(default=False, metadata={
+        "help": f"run on {files} files that differ from their pinned upstream copy (edited on "
+                "purpose) instead of stopping (exit 3); they are named in the notes and "
+                "recorded in run.json"})
 
 
 def field_default(f: Field) -> Any:

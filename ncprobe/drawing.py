@@ -89,10 +89,10 @@ def _warm() -> None:
 
     matplotlib.use("Agg")  # a worker: ncprobe's own process
 
-    from .ncimp import figures as plots
+    from .plots.theme import new_figure, style
 
-    with plots.style():
-        fig = plots.new_figure(figsize=(1, 1), layout="constrained")
+    with style():
+        fig = new_figure(figsize=(1, 1), layout="constrained")
         ax = fig.add_subplot()
         ax.boxplot([[0.0, 1.0, 2.0]])
         ax.set_title("A$_{x}$")
@@ -178,22 +178,21 @@ class FigureWorkers:
 
     Args:
         jobs: processes that draw figures, this one included (1 or more).
-        figures: the most figures the report will draw; ``None``: every figure a report
-            may draw (the study's and ncprobe's additions).
+        figures: the most figures the report will draw (a probe's report knows its count:
+            NCIMP's, :func:`ncprobe.ncimp.report.most_figures`); ``None``: not known, the
+            processes are capped by the CPUs alone.
     """
 
     def __init__(self, jobs: int, *, figures: int | None = None) -> None:
         if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
             raise UsageError(f"jobs={jobs!r}: give a whole number of processes, 1 or more")
-        if figures is None:
-            from .ncimp import figures as plots
-
-            figures = len(plots.FIGURES) + len(plots.ADDED_FIGURES)
         self.asked = jobs
-        self.jobs = max(1, min(jobs, figures, usable_cpus()))
+        cpus = usable_cpus()
+        self.jobs = max(1, min(jobs, cpus, jobs if figures is None else figures))
         if self.jobs < jobs:
-            log.info("jobs=%d: %d process(es) draw the figures (%d figure(s) at most, %d "
-                     "CPU(s) usable)", jobs, self.jobs, figures, usable_cpus())
+            log.info("jobs=%d: %d process(es) draw the figures (%s figure(s) at most, %d "
+                     "CPU(s) usable)", jobs, self.jobs,
+                     "any number of" if figures is None else figures, cpus)
         self.pool: ProcessPoolExecutor | None = None  # started by __enter__ for jobs > 1
 
     def __enter__(self) -> "FigureWorkers":

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Protocol, Sequence
+import os
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -226,6 +227,15 @@ class Embeddings:
         self.close()
 
 
+def view_names(encoder) -> list[str]:
+    """The names of an encoder's views in results tables: its own ``view_names``, else each
+    view's layers joined by ``+``."""
+    named = getattr(encoder, "view_names", None)
+    if named:
+        return list(named)
+    return ["+".join(str(i) for i in v) for v in encoder.views]
+
+
 def own_store(store: EmbeddingStore, encoder: Encoder) -> EmbeddingStore:
     """The store entry of ``encoder``'s own sentence embedding beside ``store`` (same cache
     root and storage dtype): fingerprint ``encoder.own_fingerprint()``, one view, sentence
@@ -304,6 +314,38 @@ def embed(stimuli: Sequence[Stimulus], encoder: Encoder, *, store: EmbeddingStor
         # the locks also load the shards other processes stored meanwhile
         return _embed(stimuli, encoder, store, own, batch_size, batch_tokens, flush_every,
                       flush_bytes, progress, store.dtype)
+
+
+def embed_cached(stimuli: Sequence[Stimulus], encoder: Encoder, *, cache: bool = True,
+                 cache_dir: str | os.PathLike | None = None, store_dtype: str | None = None,
+                 **options: Any) -> tuple[Embeddings, list[EmbeddingStore]]:
+    """:func:`embed` through the embedding cache, as every probe reaches it: the encoder's
+    store entry opened under the cache root (:func:`ncprobe._io.cache_root` of
+    ``cache_dir``; none when not ``cache``), its shape declared
+    (:func:`ncprobe.cache.shapes.vector_shape`), and beside it the entry of the encoder's own
+    sentence embedding where it has one (:func:`own_store`).
+
+    Args:
+        cache: use the cache (``False``: nothing read or stored).
+        cache_dir: the cache root (default ``$NCPROBE_CACHE`` or the user cache).
+        store_dtype: how vectors are kept (default: float32, or the fingerprint's).
+        options: more keywords of :func:`embed` (``batch_size``, ``progress`` ...).
+
+    Returns:
+        ``(embeddings, stores)``: the stores opened (the layer views', then the own
+        embedding's), whose ``problems`` a run records.
+    """
+    from .cache.shapes import vector_shape
+
+    stores: list[EmbeddingStore] = []
+    if cache:
+        stores.append(EmbeddingStore(encoder.fingerprint(), root=cache_dir,
+                                     shape=vector_shape(encoder), dtype=store_dtype))
+        if has_own_sentence(encoder):
+            stores.append(own_store(stores[0], encoder))
+    emb = embed(stimuli, encoder, store=stores[0] if stores else None,
+                own=stores[1] if len(stores) > 1 else None, store_dtype=store_dtype, **options)
+    return emb, stores
 
 
 def _embed(stimuli: Sequence[Stimulus], encoder: Encoder, store: EmbeddingStore | None,

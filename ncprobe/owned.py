@@ -283,25 +283,17 @@ INDEX_LABEL = "index of several probes' reports"
 def report_kind(kind: str, label: str) -> str:
     """Make the report kind ``kind`` (the name its manifest records: its probe's) known as
     ``label`` (``NCIMP report``), for the messages that name a report of that kind found
-    where another kind is written. Returns ``kind``."""
+    where another kind is written: what a probe's report writer declares of its own report
+    when it checks or writes a directory (:func:`check_report_dir`, :func:`write_owned`).
+    Returns ``kind``."""
     _LABELS[kind] = label
     return kind
 
 
 def kind_label(kind: str) -> str:
-    """The label of the report kind ``kind`` (:func:`report_kind`); ``<kind> report`` for a
-    kind no probe makes known.
-
-    A kind is a probe's name: one not made known yet is looked up in the probe registry
-    (:mod:`ncprobe.probes`), whose results layout gives its report's label
-    (:func:`ncprobe.results.store.register_layout`), whatever this process imported before.
-    """
-    if kind not in _LABELS:
-        from .probes import PROBES, results_class
-
-        if kind in PROBES:
-            with contextlib.suppress(ImportError):  # a label for a message: never an error
-                results_class(kind)
+    """The label of the report kind ``kind``: as its report writer declared it in this
+    process (:func:`report_kind`), else ``<kind> report`` (the kind is its probe's name).
+    This module asks no probe registry: what names the probes is above it."""
     return _LABELS.get(kind, f"{kind} report")
 
 

@@ -4,7 +4,8 @@ the one check that a table has the columns a reader needs (:func:`check_table`).
 Every selection of rows ncprobe makes goes through :func:`filter_rows`, in one of two modes:
 
 * **strict** — what a user names must exist: :meth:`Results.select
-  <ncprobe.ncimp.results.Results.select>` and the sides of :func:`~ncprobe.ncimp.comparison.compare`. A
+  <ncprobe.ncimp.results.Results.select>` and the sides of
+  :func:`~ncprobe.ncimp.comparison.compare`. A
   filter on a column that cannot be filtered on, or a value the table does not hold, is a
   :class:`~ncprobe.errors.UsageError` (also a ``ValueError``) with one message for each
   mistake (:func:`cannot_select_message`, :func:`not_present_message`);

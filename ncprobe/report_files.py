@@ -257,11 +257,14 @@ def write_probe_report(out_dir, *, figures: Sequence[tuple[str, Any]],
                        kind=kind, label=label, overwrite=overwrite, logger=logger)
 
 
-def check_index_dir(out_dir, probes: Sequence[str], *, overwrite: bool = False) -> None:
+def check_index_dir(out_dir, probes: Sequence[str], *, overwrite: bool = False,
+                    labels: Mapping[str, str] | None = None) -> None:
     """Refuse, before any report is drawn, what :func:`write_index` and the reports of
     ``probes`` (each in the subdirectory of ``out_dir`` named by the probe) would refuse: an
     ``out_dir`` holding a report of its own (or files ncprobe did not write under the index's
-    name), a subdirectory holding another probe's report (unless ``overwrite``).
+    name), a subdirectory holding another probe's report (unless ``overwrite``). ``labels``:
+    each probe's report in words (its layout's ``report_label``); a probe not there is
+    named as :func:`ncprobe.owned.kind_label` names it.
 
     Raises:
         UsageError, OutputError: as :func:`ncprobe.owned.check_report_dir`.
@@ -272,12 +275,13 @@ def check_index_dir(out_dir, probes: Sequence[str], *, overwrite: bool = False) 
     check_report_dir(out, lambda: [INDEX], kind=INDEX_KIND, label=INDEX_LABEL,
                      overwrite=overwrite)
     for probe in probes:
-        check_report_dir(out / probe, lambda: [], kind=probe, label=kind_label(probe),
+        check_report_dir(out / probe, lambda: [],
+                         kind=probe, label=(labels or {}).get(probe) or kind_label(probe),
                          overwrite=overwrite)
 
 
-def write_index(out_dir, reports: Mapping[str, Sequence[str]], *, overwrite: bool = False
-                ) -> Path:
+def write_index(out_dir, reports: Mapping[str, Sequence[str]], *, overwrite: bool = False,
+                labels: Mapping[str, str] | None = None) -> Path:
     """Write the index ``README.md`` of a report of several probes' results into ``out_dir``
     (as ncprobe's own, :func:`ncprobe.owned.write_owned`): a link to each probe's report, in
     the subdirectory named by the probe, with the results directories it shows.
@@ -286,6 +290,9 @@ def write_index(out_dir, reports: Mapping[str, Sequence[str]], *, overwrite: boo
         out_dir: the report directory, holding one subdirectory per probe.
         reports: per probe (in the order shown), the results directories of its report.
         overwrite: replace a report of another kind there.
+        labels: each probe's report in words (its layout's ``report_label``); a probe not
+            there is named as :func:`ncprobe.owned.kind_label` names it (as its report,
+            written before the index, declared it).
 
     Returns:
         The index written.
@@ -298,7 +305,8 @@ def write_index(out_dir, reports: Mapping[str, Sequence[str]], *, overwrite: boo
              "own directory:", ""]
     for probe, dirs in reports.items():
         shown = ", ".join(f"`{d}`" for d in dirs)
-        lines.append(f"- [{probe}]({probe}/{INDEX}): the {kind_label(probe)} of "
+        label = (labels or {}).get(probe) or kind_label(probe)
+        lines.append(f"- [{probe}]({probe}/{INDEX}): the {label} of "
                      f"{len(dirs)} results director{'y' if len(dirs) == 1 else 'ies'} "
                      f"({shown})")
     lines += ["", f"- `{MANIFEST}`: the files ncprobe wrote here, with their SHA-256; a later "

@@ -2,8 +2,8 @@
 names, the stars and the notes that say what a mark means.
 
 No statistics here (:mod:`ncprobe.stats` and :mod:`ncprobe.ncimp.inference` compute them) and no
-drawing (:mod:`ncprobe.ncimp.figures`, :mod:`ncprobe.ncimp.tables`): the words and marks that tables,
-figures, the summary and ``ncprobe compare`` share, each written once.
+drawing (:mod:`ncprobe.ncimp.figures`, :mod:`ncprobe.ncimp.tables`): the words and marks that
+tables, figures, the summary and ``ncprobe compare`` share, each written once.
 
 * :data:`ALPHA`: a p-value at or below it is significant;
 * :data:`~ncprobe.schema.CORRECTIONS` (``holm``, ``fdr_bh``, ``none``), checked in one place,

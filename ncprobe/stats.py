@@ -46,7 +46,13 @@ was as extreme as the data, i.e. the p-value is only the floor and the true p li
   :data:`MAX_FLIPS` as the cap where that is cheap (sign flips);
 * :func:`sign_flip`: the two-sided sign-flip (randomisation) test of summed cluster
   differences, exact over all ``2^k`` patterns when they are few enough, else over random
-  patterns drawn in chunks (memory bounded whatever ``B``), with the bound flags.
+  patterns drawn in chunks (memory bounded whatever ``B``), with the bound flags;
+* :func:`paired_family`: the one engine of the probes' paired cluster-resampling tests
+  (IdioLink's sign flips over idioms, AStitch's swaps over expressions): the resamples chosen
+  for the family, each test's p and bound, the family corrected, the resolution warned about.
+
+:func:`cosine` is the row-wise cosine every probe that compares vectors takes (NCIMP's Eq. 2,
+AStitch's paraphrase probe).
 
 :func:`ncprobe.significance.warn_resolution` warns where a bound limits a decision.
 """
@@ -55,7 +61,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -64,6 +70,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .config import N_BOOT as N_BOOT  # the one default, kept importable from here
 from .schema import CORRECTIONS as CORRECTIONS  # kept importable from here
 from .schema import Correction
 from .significance import ALPHA, FINEST, check_correction
@@ -71,7 +78,6 @@ from .significance import ALPHA, FINEST, check_correction
 if TYPE_CHECKING:
     import pandas as pd
 
-N_BOOT = 1000
 
 
 @dataclass(frozen=True)
@@ -476,6 +482,75 @@ def sign_flip(sums: Sequence[ArrayLike], n_flips: int, *, seed: int = 0) -> list
     return [x for x in out if x is not None]
 
 
+#: The columns a paired-tests table gains from :func:`correct_tests`.
+CORRECTED_COLUMNS: tuple[str, ...] = ("p_corrected", "p_corrected_bound", "significant",
+                                      "correction", "family", "family_size")
+
+#: One resampling test's outcome, as :func:`paired_family` takes it from its ``run``: the
+#: p-value of each column, whether each is a bound, and the test in words.
+TestOutcome = tuple[ArrayLike, ArrayLike, str]
+
+
+def paired_family(rows: list[dict[str, Any]], tests: Sequence[Any],
+                  run: Callable[[Sequence[Any], int], Sequence[TestOutcome]], *,
+                  m: int, n_resamples: int | str, method: Correction, family: str,
+                  columns: Sequence[str], name: str, option: str, noun: str
+                  ) -> pd.DataFrame:
+    """A family of paired cluster-resampling tests as one corrected table: the engine of
+    every probe's ``paired_tests`` (IdioLink's sign flips over idioms, AStitch's swaps over
+    expressions), which compute each pair's own numbers and leave the rest to it.
+
+    The resamples ``B`` are :func:`choose_flips` ``(n_resamples, m, method)``; ``run(tests,
+    B)`` gives each test's :data:`TestOutcome`. A row names its test by ``_test`` (an index
+    into ``tests``, or None: no test, its ``test`` text kept) and the column of that test's
+    p by ``_col`` (default 0); it gets ``p``, ``p_bound`` and ``test`` from the outcome, or
+    ``"<name> (not run: <option>=0)"`` when ``B`` is 0. The table (``columns``, those of
+    :data:`CORRECTED_COLUMNS` last filled in) is corrected as one family by
+    :func:`correct_tests`; a corrected bound that limits a decision is warned about
+    (:func:`~ncprobe.significance.warn_resolution`, ``B`` counted as ``"random <noun>"``).
+
+    Args:
+        rows: one dict per row of the table (``p`` NaN and ``p_bound`` False unless given).
+        tests: what ``run`` tests (per-cluster sums, per-expression counts ...).
+        run: the resampling test of every one of ``tests`` with ``B`` resamples.
+        m: the tests of the family (what ``"auto"`` draws for).
+        n_resamples: ``"auto"`` or a whole number >= 0 (0: no test, p NaN).
+        method: the correction (already checked).
+        family: the family's name (the ``family`` column).
+        columns: the table's columns, in order.
+        name: the test's name in the ``test`` column; ``option``: the option of ``B``.
+        noun: what one resample is, plural (``"sign flips"``, ``"swaps"``).
+    """
+    import pandas as pd
+
+    n, capped = choose_flips(n_resamples, m, method)
+    outcomes = run(tests, n) if n and len(tests) else []
+    for r in rows:
+        r.setdefault("p", math.nan)
+        r.setdefault("p_bound", False)
+        if r.get("_test") is None:
+            continue
+        if not n:
+            r["test"] = f"{name} (not run: {option}=0)"
+            continue
+        p, bound, text = outcomes[int(r["_test"])]
+        col = int(r.get("_col", 0))
+        r["p"] = float(np.atleast_1d(p)[col])
+        r["p_bound"] = bool(np.atleast_1d(bound)[col])
+        r["test"] = text
+    out = pd.DataFrame(rows, columns=[c for c in columns if c not in CORRECTED_COLUMNS])
+    corrected, corrected_bound = correct_tests(out, method, family)
+    if n:
+        from .significance import warn_resolution
+
+        warn_resolution(corrected, corrected_bound, rows="paired tests",
+                        resamples=f"{n:,} random {noun}", option=option,
+                        needed=resamples_for(m, method),
+                        capped=f"'auto' draws at most {MAX_FLIPS:,}" if capped else "",
+                        stacklevel=4)
+    return out[list(columns)]
+
+
 @dataclass(frozen=True)
 class RhoDifference:
     """:func:`paired_bootstrap_rho_diff`: ``rho_a - rho_b`` on ``n`` items, its percentile
@@ -711,3 +786,26 @@ def one_blas_thread() -> AbstractContextManager[Any]:
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=1, user_api="blas")
+
+
+def cosine(a: np.ndarray, b: np.ndarray, *, norm_a: np.ndarray | None = None,
+           norm_b: np.ndarray | None = None) -> np.ndarray:
+    """Row-wise cosine (NCIMP's Eq. 2) in float64; NaN where a row has NaN or zero norm.
+
+    Args:
+        a, b: vectors, one per row.
+        norm_a, norm_b: ``np.linalg.norm(a, axis=-1)`` (and of ``b``) when already known
+            (a vector compared with many probes is then normed once).
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    num = np.einsum("...d,...d->...", a, b)
+    if norm_a is None:
+        norm_a = np.linalg.norm(a, axis=-1)
+    if norm_b is None:
+        norm_b = np.linalg.norm(b, axis=-1)
+    den = norm_a * norm_b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = num / den
+    out = np.where(den > 0, out, np.nan)
+    return np.clip(out, -1.0, 1.0)

@@ -706,7 +706,11 @@ def test_non_staged_encoder_warns_and_batches_by_count(caplog) -> None:
 
 def test_run_config_batch_tokens() -> None:
     from ncprobe.ncimp.config import RunConfig
-    from ncprobe.results.store import run_identity
+    from ncprobe.ncimp.results import NCIMP_LAYOUT
+    from ncprobe.results.store import run_identity as identity
+
+    def run_identity(meta):  # NCIMP's runs
+        return identity(meta, NCIMP_LAYOUT)
 
     for bad in (-1, -4096):
         with pytest.raises(ValueError):

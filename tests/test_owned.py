@@ -145,14 +145,27 @@ def test_the_retrieval_report_does_not_import_the_ncimp_report():
     assert ".owned" in imported(ncprobe.report_files)
 
 
-@pytest.mark.parametrize("case", ["report", "results"])
-def test_another_probe_is_named_whatever_was_imported_before(tmp_path, case):
-    """A fresh interpreter that imported only the NCIMP side still names the retrieval probe's
-    report and its reader: the probe registry gives them."""
-    import hashlib
-    import json
+def _fresh(script: str, cwd: Path) -> str:
+    """What a fresh interpreter running ``script`` prints (an exception: its type and text)."""
     import subprocess
     import sys
+
+    wrapped = ("try:\n" + "".join(f"    {line}\n" for line in script.strip().split("\n"))
+               + "except Exception as e:\n    print(type(e).__name__, e)\n")
+    return subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True,
+                          timeout=120, cwd=cwd).stdout
+
+
+@pytest.mark.parametrize("case", ["report", "results"])
+def test_another_probe_is_named_whatever_was_imported_before(tmp_path, case):
+    """A fresh interpreter that imported only the NCIMP side names the retrieval probe's report
+    and how to read its results, from what the directory records alone (the store and the
+    report writer ask no probe registry, issue 39)."""
+    import hashlib
+    import json
+
+    from ncprobe.probes import results_class
+    from ncprobe.retrieval.results import RetrievalResults
 
     index = b"# ncprobe retrieval report\n"
     rep = tmp_path / "rep"
@@ -166,12 +179,46 @@ def test_another_probe_is_named_whatever_was_imported_before(tmp_path, case):
     (res / "run.json").write_text(json.dumps({"format": 4, "probe": "idiolink", "runs": []}))
     code = {"report": f"from ncprobe.ncimp.report import check_out\ncheck_out({str(rep)!r})",
             "results": f"from ncprobe.ncimp.results import Results\nResults.load({str(res)!r})"}
-    script = ("import sys\ntry:\n" + "".join(f"    {line}\n" for line in code[case].split("\n"))
-              + "except Exception as e:\n    print(type(e).__name__, e)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=120, cwd=tmp_path).stdout
+    out = _fresh(code[case], tmp_path)
     if case == "report":
-        assert out.startswith(f"UsageError {rep} holds a retrieval report (IdioLink) (1 file(s)")
+        # the kind the manifest records, the NCIMP report's own label for what it would write
+        assert out.startswith(f"UsageError {rep} holds an idiolink report (1 file(s)"), out
+        assert "an NCIMP report written there" in out
     else:
-        assert out.startswith(f"UsageError {res} holds results of the 'idiolink' probe")
-        assert "read it with ncprobe.retrieval.RetrievalResults.load" in out
+        assert out.startswith(f"UsageError {res} holds results of the 'idiolink' probe, not "
+                              "of the 'ncimp' probe"), out
+        assert "read it with its probe's results class " \
+               "(ncprobe.probes.results_class('idiolink').load;" in out
+        # and what it says to call is the retrieval probe's reader
+        assert results_class("idiolink") is RetrievalResults
+
+
+def test_a_fresh_interpreter_reads_a_probes_results_through_its_class_alone(tmp_path):
+    """The store knows no probe (issue 39): in a fresh interpreter that imported the store and
+    no module of the NCC probe (nothing registered), the NCC results class reads its
+    directory, with the run id ``run.json`` holds, and no probe is looked up in the registry
+    on the way."""
+    import json
+
+    from tests.ncc import handmade
+
+    d = handmade.results().to_parquet(tmp_path / "ncc-run")
+    written = json.loads((d / "run.json").read_text(encoding="utf-8"))
+    script = f"""
+import json, sys
+import ncprobe.results.store as store
+before = sorted(m for m in sys.modules if m.startswith(("ncprobe.ncc", "ncprobe.retrieval",
+                                                        "ncprobe.astitch")))
+from ncprobe.ncc.results import NccResults
+res = NccResults.load({str(d)!r})
+import ncprobe.probes as registry
+print(json.dumps({{"before": before, "looked_up": sorted(registry._LOADED),
+                  "run_id": res.run_id, "rows": {{n: len(t) for n, t in res.tables.items()}},
+                  "probe": store.probe_of({str(d)!r})}}))
+"""
+    out = _fresh(script, tmp_path)
+    got = json.loads(out)
+    assert got["before"] == []  # the store imported no probe's module
+    assert got["looked_up"] == []  # and reading asked the registry for none
+    assert got["run_id"] == written["run_id"] and got["probe"] == written["probe"] == "ncc"
+    assert got["rows"] == {n: t["rows"] for n, t in written["tables"].items()}

@@ -203,6 +203,7 @@ def test_an_interrupted_first_report_resumes(res, tmp_path, monkeypatch, two_fig
 
 def test_report_into_a_results_directory_is_refused(results_dir, tmp_path, capsys,
                                                     monkeypatch):
+    from ncprobe.ncimp.results import NCIMP_LAYOUT
     from ncprobe.results.store import check_target
 
     monkeypatch.setattr(report, "_render", lambda *a, **k: pytest.fail("drew a figure"))
@@ -214,7 +215,7 @@ def test_report_into_a_results_directory_is_refused(results_dir, tmp_path, capsy
     assert sorted(os.listdir(results_dir)) == before
     # compute can still write that directory again (it holds nothing but its run)
     meta = json.loads((results_dir / "run.json").read_text())["runs"]
-    check_target(results_dir, meta)
+    check_target(results_dir, meta, layout=NCIMP_LAYOUT)
 
 
 @pytest.mark.parametrize("formats", ["bogus", "", "../x", "a/b", "png,", "png,png", "PNG"])
@@ -444,14 +445,16 @@ def test_a_report_of_another_probe_is_replaced_only_with_overwrite(
     source = {"ncimp": results_dir, "idiolink": retrieval_dir}
     second = "idiolink" if first == "ncimp" else "ncimp"
     out = tmp_path / "rep"
+    # --jobs is the NCIMP report's own option (the retrieval report refuses it)
+    jobs = {"ncimp": ["--jobs", "1"], "idiolink": []}
     assert cli.main(["report", str(source[first]), "--out", str(out), "--format", "png",
-                     "--jobs", "1", "--quiet"]) == 0
+                     *jobs[first], "--quiet"]) == 0
     before = _snapshot(out)
     theirs = set(json.loads(before[MANIFEST])["files"])
     assert len(theirs) > 3 and theirs == set(before) - {MANIFEST}
     capsys.readouterr()
     assert cli.main(["report", str(source[second]), "--out", str(out), "--format", "png",
-                     "--jobs", "1", "--quiet"]) == 2
+                     *jobs[second], "--quiet"]) == 2
     err = capsys.readouterr().err
     said = {"ncimp": "an NCIMP report", "idiolink": "a retrieval report"}
     assert f"holds {said[first]}" in err and f"{len(theirs)} file(s)" in err
@@ -460,7 +463,7 @@ def test_a_report_of_another_probe_is_replaced_only_with_overwrite(
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="ncprobe.ncimp.report"):
         assert cli.main(["report", str(source[second]), "--out", str(out), "--format", "png",
-                         "--jobs", "1", "--quiet", "--overwrite"]) == 0
+                         *jobs[second], "--quiet", "--overwrite"]) == 0
     after = _snapshot(out)
     ours = set(json.loads(after[MANIFEST])["files"])
     assert ours == set(after) - {MANIFEST}
@@ -472,7 +475,7 @@ def test_a_report_of_another_probe_is_replaced_only_with_overwrite(
     # the manifest now says whose report it is: the same report again needs no --overwrite
     assert json.loads(after[MANIFEST])["report"] == second
     assert cli.main(["report", str(source[second]), "--out", str(out), "--format", "png",
-                     "--jobs", "1", "--quiet"]) == 0
+                     *jobs[second], "--quiet"]) == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -513,10 +516,13 @@ def test_figure_workers_never_outnumber_figures_or_cpus(results_dir, tmp_path, m
     with drawing.FigureWorkers(1, figures=10) as w:
         assert w.jobs == 1
     assert _CountingPool.asked == [9, 2]  # workers besides this process; none for 1
-    # no figure count given: every figure a report may draw, the study's two kept here and
-    # the layer-wise figure
+    # no figure count given: the CPUs alone cap them (the shared pool counts no probe's
+    # figures); NCIMP's reproduce gives every figure its report may draw, the study's two
+    # kept here and the layer-wise figure
     monkeypatch.setattr(drawing, "usable_cpus", lambda: 16)
     with drawing.FigureWorkers(24) as w:
+        assert w.jobs == 16
+    with drawing.FigureWorkers(24, figures=report.most_figures()) as w:
         assert w.jobs == len(two_figures) + 1
     # the report of two figures with --jobs 24: one worker besides this process
     _CountingPool.asked = []

@@ -20,8 +20,10 @@ from ncprobe.stats import (
     bootstrap_spearman,
     class_tests,
     correct,
+    cosine,
     meng_z,
     paired_bootstrap_rho_diff,
+    paired_family,
     spearman,
     williams_t,
 )
@@ -340,3 +342,71 @@ def test_class_tests_degenerate():
     assert tied.iloc[1]["rank_biserial"] == 0.0
     two = class_tests([1.0, 2.0, 3.0, 4.0], ["PC", "C", "PC", "C"], correct_method="holm")
     assert two.iloc[1][["cls_a", "cls_b"]].tolist() == ["PC", "C"]
+
+
+def _enumerated(sums: list[float]) -> tuple[float, str]:
+    """The exact two-sided sign-flip p of ``sums``, every sign pattern written out."""
+    import itertools
+
+    observed = abs(sum(sums))
+    patterns = list(itertools.product((1, -1), repeat=len(sums)))
+    extreme = sum(abs(sum(s * x for s, x in zip(signs, sums, strict=True))) >= observed - 1e-12
+                  for signs in patterns)
+    return extreme / len(patterns), f"by hand ({len(patterns)} patterns)"
+
+
+_COLUMNS = ("name", "diff", "p", "p_bound", "test", "p_corrected", "p_corrected_bound",
+            "significant", "correction", "family", "family_size")
+
+
+def test_paired_family_by_hand():
+    # two tests over clusters, each p by hand: [3, 1, 1] (sum 5; of the 8 patterns +-5 reach
+    # it: p 2/8) and [1, 2, -0.5] (sum 2.5; +-3.5 and +-2.5 reach it: p 4/8); Holm over the
+    # two: 0.25 * 2 = 0.5, then max(0.5, 0.5 * 1) = 0.5
+    tests = [[3.0, 1.0, 1.0], [1.0, 2.0, -0.5]]
+    assert _enumerated(tests[0])[0] == 0.25 and _enumerated(tests[1])[0] == 0.5
+    seen: list[int] = []
+
+    def run(todo, n):
+        seen.append(n)
+        return [(*_enumerated(t)[:1], False, _enumerated(t)[1]) for t in todo]
+
+    rows = [{"name": "x", "diff": 5.0, "_test": 0}, {"name": "y", "diff": 2.5, "_test": 1},
+            {"name": "none", "diff": math.nan, "_test": None, "test": "no clusters"}]
+    out = paired_family(rows, tests, run, m=2, n_resamples="auto", method="holm",
+                        family="fam", columns=_COLUMNS, name="flip", option="n_x",
+                        noun="flips")
+    assert list(out.columns) == list(_COLUMNS)
+    assert seen == [2000]          # 'auto': 1,000 per test of the family under Holm
+    np.testing.assert_allclose(out["p"], [0.25, 0.5, math.nan])
+    np.testing.assert_allclose(out["p_corrected"], [0.5, 0.5, math.nan])
+    assert out["test"].tolist() == ["by hand (8 patterns)"] * 2 + ["no clusters"]
+    assert out["family"].tolist() == ["fam"] * 3 and (out["family_size"] == 2).all()
+    assert not out["significant"].any() and not out["p_bound"].any()
+    assert (out["correction"] == "holm").all()
+
+
+def test_paired_family_not_run_and_bounds():
+    rows = [{"name": "x", "diff": 1.0, "_test": 0}]
+    out = paired_family([dict(r) for r in rows], [[1.0]], lambda t, n: [], m=1, n_resamples=0,
+                        method="holm", family="f", columns=_COLUMNS, name="flip",
+                        option="n_x", noun="flips")
+    assert out["test"].tolist() == ["flip (not run: n_x=0)"]
+    assert math.isnan(out["p"][0]) and out["family_size"][0] == 0
+    # a random test none of whose 5 resamples reached the data: p is the floor 1/6, a bound,
+    # above 0.05, so the decision is unresolved and said; 'auto' would draw 1,000
+    from ncprobe.significance import ResolutionWarning
+
+    with pytest.warns(ResolutionWarning, match=r"5 random flips.*n_x=1,000"):
+        out = paired_family([dict(r, _col=1) for r in rows], [[1.0]],
+                            lambda t, n: [([0.9, 1 / (n + 1)], [False, True], "random")],
+                            m=1, n_resamples=5, method="holm", family="f",
+                            columns=_COLUMNS, name="flip", option="n_x", noun="flips")
+    assert out["p"][0] == pytest.approx(1 / 6) and bool(out["p_bound"][0])
+    assert out["p_corrected"][0] == pytest.approx(1 / 6) and bool(out["p_corrected_bound"][0])
+
+
+def test_cosine_by_hand():
+    a = np.array([[1.0, 0.0], [3.0, 4.0], [0.0, 0.0]])
+    b = np.array([[0.0, 2.0], [6.0, 8.0], [1.0, 1.0]])
+    np.testing.assert_allclose(cosine(a, b), [0.0, 1.0, math.nan])

@@ -414,8 +414,12 @@ def test_report_and_reproduce_take_the_options():
     parser = build_parser()
     args = parser.parse_args(["report", "r", "--correct", "fdr_bh", "--compact-tables"])
     assert args.correct == "fdr_bh" and args.compact_tables
+    # not given: absent (a probe's report option), NCIMP's report then takes its defaults
     args = parser.parse_args(["report", "r"])
-    assert args.correct == "holm" and not args.compact_tables
+    assert not hasattr(args, "correct") and not hasattr(args, "compact_tables")
+    from ncprobe.probes import get_probe
+    defaults = {o.flags[0]: o.default for o in get_probe("ncimp").report_options()}
+    assert defaults["--correct"] == "holm" and defaults["--compact-tables"] is False
     args = parser.parse_args(["reproduce", "--correct", "none"])
     assert args.correct == "none" and not args.compact_tables
     with pytest.raises(SystemExit):

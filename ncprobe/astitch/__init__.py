@@ -15,14 +15,14 @@ permutation tests), :mod:`.results`, :mod:`.report`; the data are read by
 
 from __future__ import annotations
 
+# the files' splits and context variants are the data's (ncprobe.data.astitch reads them)
+from ..data.astitch import SPLITS, VARIANTS
+
 # the languages of the data and the levels of a vector are NCIMP's
 from ..schema import LANGS, LEVELS
 
 __all__ = ["CONTROLS", "FEATURES", "IDIOMATIC", "LANGS", "LEVELS", "LITERAL", "NO_MODEL_NOTE",
            "PROBE_KINDS", "SCORES", "SETTINGS", "SPLITS", "VARIANTS"]
-
-#: The files of Task 1 A, in the order they are read and reported.
-SPLITS: tuple[str, ...] = ("train_zero_shot", "train_one_shot", "train_few_shot", "dev", "test")
 
 #: The linear probe's settings and the splits each trains on (dev chooses, test is reported).
 #: ``one-shot-semeval`` trains on the zero-shot **and** the one-shot rows, as SemEval-2022
@@ -31,9 +31,6 @@ SETTINGS: dict[str, tuple[str, ...]] = {
     "zero-shot": ("train_zero_shot",), "one-shot": ("train_one_shot",),
     "few-shot": ("train_few_shot",),
     "one-shot-semeval": ("train_zero_shot", "train_one_shot")}
-#: The target sentence alone, or with the previous and next sentences (the two file variants:
-#: the column ``context`` of the tables).
-VARIANTS: tuple[str, ...] = ("excluded", "included")
 #: The vectors the linear probe is trained on: (level, context).
 FEATURES: tuple[tuple[str, str], ...] = (("nc", "excluded"), ("sent", "excluded"),
                                          ("nc", "included"))

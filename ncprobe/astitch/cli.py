@@ -39,13 +39,13 @@ def run_astitch_from_args(args: argparse.Namespace, config: type) -> int:
 def compare_astitch(args: argparse.Namespace, out: Path | None) -> int:
     """``ncprobe compare A B`` of AStitch results: the linear probe's cells of A against those
     of B on the same test rows (paired cluster permutation tests, corrected as one family)."""
-    from ..cli.compare import compare_probe_runs
+    from ..probes.commands import compare_probe_runs
     from .config import AStitchConfig
     from .report import tests_latex, tests_markdown
     from .results import AStitchResults
 
     return compare_probe_runs(
-        args, out, AStitchResults, what="AStitch results", how="cell against cell",
+        args, out, AStitchResults, what="AStitch results",
         within="the views and models of one run are already tested in its table tests",
         title="AStitch: paired differences between linear probes (ncprobe compare)",
         markdown=tests_markdown, latex=tests_latex, config=AStitchConfig)

@@ -1,7 +1,7 @@
 """AStitchConfig: everything that defines one ``ncprobe run astitch`` run.
 
-The probe's run options, declared once, as :class:`~ncprobe.ncimp.config.RunConfig` declares NCIMP's:
-each field has its default, its check (``__post_init__``) and its metadata, from which
+The probe's run options, declared once, as :class:`~ncprobe.ncimp.config.RunConfig` declares
+NCIMP's: each field has its default, its check (``__post_init__``) and its metadata, from which
 ``ncprobe run astitch`` makes its option (:func:`ncprobe.probes.options.config_options`).
 :func:`~ncprobe.astitch.probe.run_astitch` takes the fields as keywords.
 """
@@ -16,7 +16,16 @@ from typing import Sequence
 
 from .._io import safe_name
 from ..cache.dtypes import check_store_dtype
-from ..config import check_counts, check_models, device_field, document_fields, dtype_field
+from ..config import (
+    N_BOOT,
+    accept_modified_field,
+    batch_size_field,
+    check_counts,
+    check_models,
+    device_field,
+    document_fields,
+    dtype_field,
+)
 from ..errors import UsageError
 from ..schema import Correction, Dtype
 from ..significance import check_correction
@@ -112,7 +121,7 @@ class AStitchConfig:
         "help": "draws of the within-expression permutation control (the training labels "
                 "shuffled among each expression's uses, the probe fitted per draw) and of "
                 "stratified chance (default %(default)s)"})
-    n_boot: int = field(default=1000, metadata={
+    n_boot: int = field(default=N_BOOT, metadata={
         "metavar": "N", "type": "count",
         "help": "expression resamples of the 95%% intervals (default %(default)s)"})
     n_perm: int | None = field(default=None, metadata={
@@ -134,13 +143,8 @@ class AStitchConfig:
         "help": "how vectors are kept in the embedding cache: float32 (default, exact), "
                 "float16 or bfloat16 (half the disk: a large model's every layer; results "
                 "move slightly, the bound is in the notes)"})
-    batch_size: int = field(default=32, metadata={
-        "metavar": "N", "type": "positive_int",
-        "help": "sentences per forward pass (default %(default)s)"})
-    accept_modified_data: bool = field(default=False, metadata={
-        "help": "run on AStitch files that differ from their pinned upstream copy (edited on "
-                "purpose) instead of stopping (exit 3); they are named in the notes and "
-                "recorded in run.json"})
+    batch_size: int = batch_size_field()
+    accept_modified_data: bool = accept_modified_field("AStitch")
 
     def __post_init__(self) -> None:
         models = _items(self.models)

@@ -218,7 +218,7 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise UsageError(f"jobs={jobs!r} (--jobs): give a whole number >= 1")
     say = on_step or _silent
-    runs = model_runs(cfg, out, overwrite=overwrite)
+    runs = model_runs(cfg, out, layout=AStitchResults.layout, overwrite=overwrite)
     # every model (and the static control) is checked before any work, from its config alone
     # (transformer weights load on the first encode)
     encoders = {(m, lang): _encoder(m, lang, cfg, control=m not in cfg.models)
@@ -414,18 +414,11 @@ def _vectors(todo: list, encoder, cfg: AStitchConfig, cache: bool, cache_dir,
              progress: bool) -> Iterator[tuple[Any, dict]]:
     """The stimuli's vectors through the embedding cache (read one view at a time), and the
     encoder's fingerprint."""
-    from .._io import cache_root
-    from ..cache.shapes import vector_shape
-    from ..cache.store import EmbeddingStore
-    from ..embed import embed, own_store
-    from ..encoders.base import has_own_sentence
+    from ..embed import embed_cached
 
-    store = (EmbeddingStore(encoder.fingerprint(), root=cache_root(cache_dir),
-                            shape=vector_shape(encoder), dtype=cfg.store_dtype)
-             if cache else None)
-    own = own_store(store, encoder) if store is not None and has_own_sentence(encoder) else None
-    emb = embed(todo, encoder, store=store, batch_size=cfg.batch_size, progress=progress,
-                own=own, store_dtype=cfg.store_dtype)
+    emb = embed_cached(todo, encoder, cache=cache, cache_dir=cache_dir,
+                       store_dtype=cfg.store_dtype, batch_size=cfg.batch_size,
+                       progress=progress)[0]
     with emb:
         yield emb, encoder.fingerprint()
 
@@ -433,7 +426,7 @@ def _vectors(todo: list, encoder, cfg: AStitchConfig, cache: bool, cache_dir,
 def _views(encoder, emb) -> list[tuple[str, tuple[str, ...]]]:
     """``(name, levels)`` of each layer view, then the model's own sentence embedding (a
     sentence-transformers model; the sentence level only)."""
-    from ..ncimp.pipeline import view_names
+    from ..embed import view_names
 
     names = view_names(encoder)
     views = [(name, tuple(LEVELS)) for name in names[:emb.views]]
@@ -463,7 +456,7 @@ def _view_vectors(emb, view: int, levels: Sequence[str], rows: np.ndarray | None
 
 def _cosine_rows(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``cos(x[a], x[b])`` row by row, NaN where ``b`` is -1 (no paraphrase)."""
-    from ..ncimp.measures import cosine
+    from ..stats import cosine
 
     out = np.full(len(a), np.nan)
     ok = b >= 0

@@ -44,12 +44,21 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..config import N_BOOT
 from ..errors import UsageError
-from ..probes.base import SIDE_NAMES, ProbeResults, check_model_runs, refuse_pooling
+from ..probes.base import (
+    SIDE_NAMES,
+    ModelRunResults,
+    ProbeResults,
+    SharedRows,
+    check_model_runs,
+    refuse_pooling,
+)
 from ..query import check_table, filter_rows
 from ..results import store
 from ..significance import check_correction
 from . import CONTROLS, NO_MODEL_NOTE, SCORES, SETTINGS, SPLITS
+from .config import AStitchConfig
 from .linear import LINEAR_COLUMNS, PRED_COLUMNS, PRED_KEYS, PRED_OPTIONAL
 from .paraphrase import AUROC_COLUMNS, SCORE_COLUMNS
 from .report import EXCLUDED_COLUMNS, view_text
@@ -79,24 +88,22 @@ ASTITCH_NUMERIC = frozenset({
     "f1_a", "f1_b", "diff", "diff_low", "diff_high", "p",
     "p_bound", "p_corrected", "p_corrected_bound", "significant", "family_size",
 } & {c for cols in ASTITCH_COLUMNS.values() for c in cols})
-#: The results directory layout of the probe (registered with the results store).
-LAYOUT = store.register_layout(store.Layout(
+#: The results directory layout of the probe (declared by :class:`AStitchResults`).
+LAYOUT = store.Layout(
     "astitch", ASTITCH_TABLES, ASTITCH_COLUMNS, ASTITCH_NUMERIC, run_keys=("model",),
-    read_with="read it with ncprobe.astitch.results.AStitchResults.load (ncprobe report / "
-              "compare read it)", report_label=REPORT_LABEL,
+    report_label=REPORT_LABEL, config=AStitchConfig,
     # 2: the tables of issue 38 (ncc: baselines, nested selection, repeats; astitch: subsets,
     # within-expression AUROC and control, baselines)
-    version=2))
+    version=2)
 #: The ``probe_kind`` of the rows that are the same in every run of the same data and options
 #: (the controls; and the baselines and ceilings, :data:`SHARED_KINDS`).
 SHARED_KIND = "control"
 SHARED_KINDS = (SHARED_KIND, "baseline")
-#: The tables that hold such rows (``excluded`` is shared whole).
-_WITH_SHARED = ("predictions", "linear")
-#: Options that say where and how fast a run ran, not what it computed.
-_NOT_OPTIONS = ("model", "device", "dtype", "batch_size")
-#: The bootstrap resamples when the runs do not say.
-N_BOOT = 1000
+#: The rows of the predictions and linear tables that no run's model made (its controls),
+#: the same in every run of one data (``excluded`` is shared whole).
+_CONTROL_TABLES = ("predictions", "linear")
+_CONTROL_ROWS = SharedRows("control rows (majority, expression-only, static)", "probe_kind",
+                           SHARED_KINDS)
 _DISPLAY = {"expression": "expression-only"}
 
 
@@ -108,11 +115,6 @@ def family_name(models: Iterable[str]) -> str:
 def across_family(names: Sequence[str]) -> str:
     """The family of two runs compared: ``astitch across runs: <a> vs <b>``."""
     return f"astitch across runs: {names[0]} vs {names[1]}"
-
-
-def _is_shared(df: pd.DataFrame) -> pd.Series:
-    """The rows of a predictions or linear table that no run's model made (its controls)."""
-    return df["probe_kind"].astype(str).isin(SHARED_KINDS)
 
 
 def _subset(df: pd.DataFrame, subset: str = "all") -> pd.DataFrame:
@@ -150,7 +152,7 @@ def _ci(value: Any, lo: Any, hi: Any, *, pct: bool, digits: int = 1, signed: boo
 
 
 @dataclass
-class AStitchResults(ProbeResults):
+class AStitchResults(ModelRunResults):
     """What :func:`ncprobe.astitch.probe.run_astitch` returns, and what a results directory
     loads as.
 
@@ -167,6 +169,14 @@ class AStitchResults(ProbeResults):
 
     #: How the probe's results directories are stored (:mod:`ncprobe.results.store`).
     layout: ClassVar[store.Layout] = LAYOUT
+    title = "AStitch"
+    tested_within = "the cells of one run are already tested in its own table tests"
+    default_table = "linear"
+    #: The control rows and the excluded rows, the same in every run of the same data and
+    #: options: kept once when results are joined; each run's tests stay as they are (one
+    #: family per run).
+    shared_rows = {**dict.fromkeys(_CONTROL_TABLES, _CONTROL_ROWS),
+                   "excluded": SharedRows("excluded rows")}
 
     scores: pd.DataFrame
     auroc: pd.DataFrame
@@ -251,17 +261,6 @@ class AStitchResults(ProbeResults):
         return [x for x in ("en", "pt") if x in held] + sorted(held - {"en", "pt"})
 
     # --- reading the tables -------------------------------------------------------------------
-
-    def select(self, table: str | None = None, **filters: Any) -> pd.DataFrame:
-        """Rows of one table (default ``linear``) through the one filter engine
-        (:func:`ncprobe.query.filter_rows`): a value or a list of values per column, e.g.
-        ``select("auroc", split="test", score="contrast")``.
-
-        Raises:
-            UsageError: an unknown table or column, or a value no row has (the message lists
-                the values there are), so a typo never gives an empty frame.
-        """
-        return self.select_rows(table or "linear", filters)
 
     def wide(self, table: str = "linear") -> pd.DataFrame:
         """One row per layer view (in the order of the table), one column per cell.
@@ -554,18 +553,12 @@ class AStitchResults(ProbeResults):
                 "notes": self.notes, "n_boot": shared.get("n_boot"),
                 "edited": self.edited_lines()}
 
-    def report(self, out_dir: str | Path, *, formats: Sequence[str] = ("png", "pdf"),
-               dpi: int = 200, overwrite: bool = False,
-               progress: Callable[[str], None] | None = None) -> list[Path]:
-        """Write the report (the AUROC, linear-probe, tests and excluded tables, the four
-        figures, an index) into ``out_dir``: :func:`ncprobe.astitch.report.write_astitch_report`
-        (``overwrite``: replace another probe's report there; ``progress``: told of each file
-        written)."""
+    def report_writer(self) -> Callable[..., list[Path]]:
+        """:func:`ncprobe.astitch.report.write_astitch_report`: the AUROC, linear-probe, tests
+        and excluded tables, the four figures, an index."""
         from .report import write_astitch_report
 
-        return write_astitch_report(self.tables, self.report_meta(), out_dir,
-                                    formats=formats, dpi=dpi, overwrite=overwrite,
-                                    progress=progress)
+        return write_astitch_report
 
     def _cells(self, chosen: Any, side: str) -> list[dict]:
         """The linear cells a side of :meth:`compare` names: each model's view of the best
@@ -637,10 +630,8 @@ class AStitchResults(ProbeResults):
         """
         from .stats import paired_tests
 
-        if not isinstance(other, AStitchResults):
-            raise UsageError("AStitch results are compared with other AStitch results (the "
-                             "cells of one run are already tested in its own table tests)")
-        names = list(names or ["results 1", "results 2"])
+        other, names, n_boot, seed, correction = self.compare_defaults(
+            other, names, n_boot, seed, correction)
         check_same_data([self, other], names)
         cells_a, cells_b = self._cells(a, "a"), other._cells(b, "b")
         keys = list(PRED_KEYS)
@@ -678,9 +669,7 @@ class AStitchResults(ProbeResults):
             return out
 
         pairs = [(renamed(ra, names[0]), renamed(rb, names[1])) for ra, rb in pairs_rows]
-        n_boot = self.option("n_boot", N_BOOT) if n_boot is None else n_boot
-        seed = self.option("seed", 0) if seed is None else seed
-        method = check_correction(correction or self.option("correction", "holm"))
+        method = check_correction(correction)
         if n_perm is None:
             n_perm = self.option("n_perm", None)
             n_perm = "auto" if n_perm is None else n_perm
@@ -699,37 +688,14 @@ class AStitchResults(ProbeResults):
         check_model_runs(runs, _held_models(tables), meta_file, run="an AStitch run")
 
     @classmethod
-    def concat(cls, results: Sequence["AStitchResults"], names: Sequence[str] | None = None
-               ) -> "AStitchResults":
-        """Several results as one. The control rows and the excluded rows, the same in every
-        run of the same data and options, are kept once; every model's rows are stacked
-        after them; each run's tests stay as they are (one family per run).
-
-        Raises:
-            UsageError: a model in two results (never pooled), results of different data,
-                or whose control or excluded rows differ (other options: each is reported
-                on its own).
-        """
-        results = list(results)
-        if not results:
-            raise UsageError("no AStitch results to join")
-        names = list(names or [f"results {i + 1}" for i in range(len(results))])
+    def check_joinable(cls, results: Sequence["AStitchResults"], names: Sequence[str]
+                       ) -> None:
+        """Refuse results of different data (:func:`check_same_data`), or a model in two of
+        them (never pooled)."""
         check_same_data(results, names)
         refuse_pooling([res.models + _held_models(res.tables) for res in results], names,
                        "leave one out with --exclude")
-        first = results[0]
-        frames = {}
-        for table in ASTITCH_TABLES:
-            parts = [first.tables[table]]
-            for res, name in zip(results[1:], names[1:], strict=True):
-                df = res.tables[table]
-                if table == "excluded" or table in _WITH_SHARED:
-                    _check_shared(first, res, table, names[0], name)
-                if table == "excluded":
-                    continue
-                parts.append(df[~_is_shared(df)] if table in _WITH_SHARED else df)
-            frames[table] = pd.concat(parts, ignore_index=True)
-        return cls(**frames, meta=[m for r in results for m in r.meta])
+
 
 def _model_ids(fingerprint: Any) -> list[str]:
     """The model ids a run's fingerprint names: its ``model``, or each language's (a run
@@ -846,35 +812,6 @@ def _cell_notes(auroc: pd.DataFrame, fits: pd.DataFrame, model: str) -> list[str
     return notes
 
 
-def _shared_rows(res: AStitchResults, table: str) -> pd.DataFrame:
-    df = res.tables[table]
-    if table in _WITH_SHARED:
-        df = df[_is_shared(df)]
-    return df.reset_index(drop=True)
-
-
-def _check_shared(first: AStitchResults, other: AStitchResults, table: str, name_a: str,
-                  name_b: str) -> None:
-    """Refuse to join results whose control rows (or excluded rows) of ``table`` differ."""
-    try:  # equal values; a table read from parquet and one computed may differ in dtype
-        pd.testing.assert_frame_equal(_shared_rows(first, table), _shared_rows(other, table),
-                                      check_dtype=False)
-        return
-    except AssertionError:
-        pass
-    keys = sorted({k for m in first.meta + other.meta for k in m["config"]
-                   if k not in _NOT_OPTIONS}, key=str)
-    options = [f"{k} {first.option(k, None)!r} in {name_a}, {other.option(k, None)!r} in "
-               f"{name_b}" for k in keys if first.option(k, None) != other.option(k, None)]
-    raise UsageError(f"{name_a} and {name_b} hold different "
-                     + ("excluded rows" if table == "excluded" else
-                        "control rows (majority, expression-only, static)")
-                     + f" (table {table})"
-                     + (f": the runs' options differ ({'; '.join(options)})" if options else "")
-                     + ". Runs of other options are never shown in one table: report each on "
-                     "its own, or leave one out with --exclude")
-
-
 def check_same_data(results: Sequence[AStitchResults], names: Sequence[str]) -> None:
     """Refuse to put AStitch results of different data side by side: every data file both
     read must have the same git blob id.
@@ -899,8 +836,8 @@ def _held_models(tables: Mapping[str, pd.DataFrame]) -> list[str]:
     held: list[str] = []
     for name in ("scores", "auroc", "predictions", "linear"):
         df = tables[name]
-        if name in _WITH_SHARED:
-            df = df[~_is_shared(df)]
+        if name in _CONTROL_TABLES:
+            df = df[~_CONTROL_ROWS.mask(df)]
         held += list(dict.fromkeys(df["model"].astype(str)))
     return list(dict.fromkeys(held))
 

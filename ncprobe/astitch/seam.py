@@ -15,6 +15,7 @@ from ..probes.base import Probe
 
 if TYPE_CHECKING:
     from ..data.sources import UpstreamFile
+    from ..probes.options import Option
     from .results import AStitchResults
 
 __all__ = ["AStitchProbe"]
@@ -69,6 +70,11 @@ class AStitchProbe(Probe):
         from .cli import run_astitch_from_args
 
         return run_astitch_from_args(args, config or self.config_class())
+
+    def compare_options(self) -> tuple["Option", ...]:
+        from ..probes.options import compare_test_options
+
+        return compare_test_options()
 
     def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
         from .cli import compare_astitch

@@ -40,7 +40,8 @@ enumerated (exact), else ``B`` random subsets give ``p = (1 + #{|d*| >= |d|}) / 
 ``p_bound`` where none reached ``|d|``. ``B`` follows :func:`ncprobe.stats.choose_flips` (1,000
 per test of the family under Holm), the family is corrected by
 :func:`ncprobe.stats.correct_bounded`, and a bound that limits a decision is warned about
-(:func:`ncprobe.significance.warn_resolution`), as :mod:`ncprobe.retrieval.stats` does.
+(:func:`ncprobe.significance.warn_resolution`): the engine :mod:`ncprobe.retrieval.stats` runs
+too (:func:`ncprobe.stats.paired_family`).
 """
 
 from __future__ import annotations
@@ -54,15 +55,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ..errors import UsageError
-from ..significance import check_correction, warn_resolution
-from ..stats import (
-    MAX_FLIPS,
-    choose_flips,
-    correct_tests,
-    resample_counts,
-    resamples_for,
-    subset_chunks,
-)
+from ..significance import check_correction
+from ..stats import choose_flips, paired_family, resample_counts, subset_chunks
 
 __all__ = ["LEVEL", "SUBSETS", "TEST_COLUMNS", "ambiguous", "cell_rows", "check_labels",
            "cluster_auroc", "cluster_scores", "draw_scores", "expression_index", "label",
@@ -600,7 +594,7 @@ def _row_ids(frame: pd.DataFrame, rows: np.ndarray, key: Mapping[str, Any]) -> p
     return ids
 
 
-def _swap_tests(tests: list[tuple[np.ndarray, np.ndarray]], n_perm: int, seed: int
+def _swap_tests(tests: Sequence[tuple[np.ndarray, np.ndarray]], n_perm: int, seed: int
                 ) -> list[tuple[float, bool, str]]:
     """The permutation test of each ``(sums_a, sums_b)`` (per-expression confusion sums of
     the same rows, ``(k, 6)`` each): ``(p, bound, description)`` in order. Tests with the
@@ -729,22 +723,12 @@ def paired_tests(pred_table: pd.DataFrame, pairs: Sequence[tuple[Mapping[str, An
         rows.append({"a": label(cell_a), "b": label(cell_b), "lang": cell_a["lang"],
                      "setting": set_a if set_a == set_b else f"{set_a} vs {set_b}",
                      "n": len(g), "n_expressions": k, "f1_a": f1_a, "f1_b": f1_b,
-                     "diff": f1_a - f1_b, "diff_low": lo, "diff_high": hi, "p": _NAN,
-                     "p_bound": False,
-                     "test": "cluster swap permutation over expressions (not run: n_perm=0)"})
+                     "diff": f1_a - f1_b, "diff_low": lo, "diff_high": hi,
+                     "_test": len(tests)})
         tests.append((sa, sb))
-    n_perm_used, capped = choose_flips(n_perm, len(tests), method)
-    if n_perm_used and tests:
-        for r, (p, bound, text) in zip(rows, _swap_tests(tests, n_perm_used, seed), strict=True):
-            r["p"], r["p_bound"], r["test"] = p, bound, text
-    out = pd.DataFrame(rows, columns=[c for c in TEST_COLUMNS if c not in (
-        "family", "p_corrected", "p_corrected_bound", "significant", "correction",
-        "family_size")])
-    corrected, corrected_bound = correct_tests(out, method, family)
+    out = paired_family(rows, tests, lambda t, n: _swap_tests(t, n, seed), m=len(tests),
+                        n_resamples=n_perm, method=method, family=family,
+                        columns=TEST_COLUMNS, option="n_perm", noun="swaps",
+                        name="cluster swap permutation over expressions")
     out["p_bound"] = out["p_bound"].astype(bool)
-    if n_perm_used and tests:
-        warn_resolution(corrected, corrected_bound, rows="paired tests",
-                        resamples=f"{n_perm_used:,} random swaps", option="n_perm",
-                        needed=resamples_for(len(tests), method),
-                        capped=(f"'auto' draws at most {MAX_FLIPS:,}" if capped else ""))
-    return out[list(TEST_COLUMNS)]
+    return out

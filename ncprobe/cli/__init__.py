@@ -31,13 +31,11 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 from .._io import UNWRITABLE_ERRNOS, output_error
 from .._version import VERSION as __version__
 from ..errors import DataErrors, NcprobeError, UsageError
-from ..ncimp.cli import REPRODUCE_OPTIONS
-from ..ncimp.config import DEFAULT_MODEL, RunConfig
 from ..probes.options import config_from_args, config_options
 from . import cache, compare, data, models, pairs, run
 
 __all__ = ["COMMANDS", "Command", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "EXIT_USAGE",
-           "REPRODUCE_OPTIONS", "build_parser", "config_from_args", "config_options", "main"]
+           "build_parser", "config_from_args", "config_options", "default_config", "main"]
 
 #: Exit code of a bad option or argument, or of no command (help printed).
 EXIT_USAGE = UsageError.exit_code
@@ -46,7 +44,7 @@ EXIT_INTERRUPTED = 130
 #: Exit code when stdout is a pipe closed early, as for a process killed by SIGPIPE.
 EXIT_BROKEN_PIPE = 141
 
-_DESCRIPTION = f"""\
+_DESCRIPTION = """\
 Probe the embedding spaces of language models for idiomaticity, on the NCIMP
 noun-compound minimal pairs of He et al. (Computational Linguistics, 2025).
 
@@ -54,15 +52,25 @@ Start with:
   ncprobe data download        fetch the NCIMP files (pinned, verified)
   ncprobe data info            what is there: NCs, classes, contexts, probes
   ncprobe compute              every measure for one model and language
-                               (default: {DEFAULT_MODEL} on English, offline)
+                               (default: {model} on English, offline)
 """
+
+
+def default_config() -> type:
+    """The config class the run options of the command line are made from: that of the
+    probe whose shorthand is ``compute`` (its :meth:`~ncprobe.probes.base.Probe.config_class`,
+    NCIMP's :class:`~ncprobe.ncimp.config.RunConfig`), found through the registry."""
+    from ..probes import probes
+
+    return next(p for p in probes() if p.shorthand == "compute").config_class()
 
 
 class Command(NamedTuple):
     """One command of :data:`COMMANDS`."""
 
     #: ``add_parser(subparsers, config)`` adds the command's parser (and its actions) and
-    #: returns it; ``config`` is the RunConfig class the run options are made from.
+    #: returns it; ``config`` is the config class the run options are made from
+    #: (:func:`default_config`, or a subclass of it).
     add_parser: Callable[..., argparse.ArgumentParser]
     #: ``run(args, config)`` runs it and returns the exit code; a command with actions
     #: (``data download``) is only run with one (without, its help is printed: exit 2).
@@ -92,10 +100,16 @@ COMMANDS: dict[str, Command] = {
 
 def build_parser(config: type | None = None) -> argparse.ArgumentParser:
     """The ``ncprobe`` parser; the run options of ``compute`` and ``reproduce`` are the fields
-    of ``config`` (default :class:`RunConfig`, see :func:`config_options`)."""
-    config = config or RunConfig
+    of ``config`` (default :func:`default_config`, see :func:`config_options`)."""
+    import dataclasses
+
+    from ..config import field_default
+
+    config = config or default_config()
+    model = next((field_default(f) for f in dataclasses.fields(config) if f.name == "model"),
+                 None)
     parser = argparse.ArgumentParser(
-        prog="ncprobe", description=_DESCRIPTION,
+        prog="ncprobe", description=_DESCRIPTION.format(model=model),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ncprobe {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
@@ -145,7 +159,7 @@ def _plain_warnings() -> Iterator[None]:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    config = RunConfig  # looked up here: a test may patch the module's RunConfig
+    config = default_config()  # looked up here: a test may patch the module's default_config
     parser = build_parser(config)
     args = _parse(parser, argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]

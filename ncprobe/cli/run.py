@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UsageError
-from ..ncimp.cli import table_options
 from ..probes.options import (
     accept_edited_option,
+    add_declared_options,
     exclude_option,
-    jobs_option,
+    options_of,
     say,
 )
-from ..schema import LEVELS, SPACES
 
 
 def add_probes_parser(sub, config: type) -> argparse.ArgumentParser:
@@ -100,9 +99,11 @@ def _config_for(probe, config: type) -> type:
 def add_report_parser(sub, config: type) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "report", help="figures and tables from saved results",
-        description="Draw the ten figures of the study (PNG and PDF) and write its tables "
-        "(Markdown and LaTeX) from one or more results directories written by `ncprobe "
-        "compute` or `ncprobe reproduce`.")
+        description="Draw the figures (PNG and PDF) and write the tables (Markdown and "
+        "LaTeX) of a probe's report from one or more results directories of that probe (for "
+        "NCIMP results, written by `ncprobe compute` or `ncprobe reproduce`: the ten figures "
+        "and the tables of the study). Options marked [PROBE results only] are those of one "
+        "probe's report: given for other results, they are exit 2.")
     p.add_argument("results", nargs="+", metavar="RESULTS",
                    help="results directories, or directories to search for them (every "
                    "directory below holding a run.json)")
@@ -118,62 +119,79 @@ def add_report_parser(sub, config: type) -> argparse.ArgumentParser:
     p.add_argument("--format", default="png,pdf",
                    help="comma list of figure formats: png, pdf, svg, svgz, eps, ps, jpg, jpeg, "
                    "tif, tiff, webp (default: png,pdf)")
-    p.add_argument("--examples", default=None, metavar="NCS",
-                   help="comma list of NCs for the example table (default: the six of the study)")
-    p.add_argument("--space", choices=SPACES, default=None,
-                   help="vector space of the figures and the layer-wise figure and table "
-                   "(default: raw; standardised needs runs computed with --standardise)")
-    p.add_argument("--level", choices=LEVELS, default=None,
-                   help="level of figures 3-10 and the layer-wise figure and table (default: "
-                   "nc)")
-    table_options(p)
-    jobs_option(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress on stderr (each figure and table as it is written)")
+    add_declared_options(p, declared_options("report"))
     return p
+
+
+def declared_options(command: str) -> dict:
+    """The options of ``command`` (``report``, ``compare``) that each probe declares
+    (:meth:`~ncprobe.probes.base.Probe.report_options`, ``compare_options``), by its name."""
+    from ..probes import probes
+
+    return {p.name: tuple(getattr(p, f"{command}_options")()) for p in probes()}
+
+
+def probe_options(args: argparse.Namespace, probe, command: str, *, strict: bool = True
+                  ) -> argparse.Namespace:
+    """``args`` as the ``command`` of ``probe``'s results takes them
+    (:func:`~ncprobe.probes.options.options_of`): an option of another probe given is exit 2
+    (``strict``) or left out; the probe's own options not given at their defaults."""
+    declared = declared_options(command)
+    every: dict = {}
+    for options in declared.values():
+        for o in options:
+            every.setdefault(o.dest, o)  # the first declaration: the one the parser has
+    own = tuple(getattr(probe, f"{command}_options")())
+    return options_of(args, probe.name, own, every, command, strict=strict)
 
 
 def run_report(args: argparse.Namespace, config: type) -> int:
     from ..drawing import check_formats
-    from ..probes import get_probe
-    from ..results.store import NCIMP_LAYOUT, results_by_probe
+    from ..probes import get_probe, results_by_probe, results_probe
 
     formats = check_formats(args.format)  # before any results are read
     by_probe = results_by_probe(args.results, args.exclude, require_match=True)
     if len(by_probe) <= 1:
-        return get_probe(next(iter(by_probe), NCIMP_LAYOUT.probe)).report_from_args(args, formats)
+        probe = get_probe(next(iter(by_probe), results_probe(None)))
+        return probe.report_from_args(probe_options(args, probe, "report"), formats)
     return report_each_probe(args, formats, by_probe)
 
 
 def report_each_probe(args: argparse.Namespace, formats, by_probe: dict) -> int:
     """``ncprobe report`` of results of several probes (``by_probe``: each probe's results
     directories): each probe's report in the subdirectory of ``--out`` named by the probe,
-    given only the report options it takes, then an index ``README.md`` linking them. Every
-    directory is checked before any report is drawn."""
+    given only the report options it declares (an option that none of them declares is exit
+    2), then an index ``README.md`` linking them. Every directory is checked before any
+    report is drawn."""
     from pathlib import Path
 
     from ..probes import probes
     from ..report_files import check_index_dir, write_index
 
     found = {p.name: p for p in probes(list(by_probe))}
-    own = list(dict.fromkeys(o for p in probes() for o in p.report_options))
-    given = [o for o in own if getattr(args, o, None) is not None
-             and not any(o in p.report_options for p in found.values())]
+    declared = declared_options("report")
+    taken = {o.dest for name in found for o in declared[name]}
+    given = list(dict.fromkeys(o.flags[0] for options in declared.values() for o in options
+                               if hasattr(args, o.dest) and o.dest not in taken))
     if given:
-        raise UsageError(f"{', '.join('--' + o for o in given)}: no report of these results "
-                         f"takes it (results of {', '.join(found)})")
+        whose = {f: [n for n, options in declared.items() if any(o.flags[0] == f
+                                                                 for o in options)]
+                 for f in given}
+        raise UsageError("; ".join(f"{f}: an option of the report of {' and '.join(w)} results"
+                                   for f, w in whose.items())
+                         + f", and no report of these results takes it (results of "
+                         f"{', '.join(found)})")
     out = Path(args.out)
     check_index_dir(out, list(found), overwrite=args.overwrite)
     if not args.quiet:
         say(f"{args.out}: results of {len(found)} probes ({', '.join(found)}): one report "
             "each, in its own directory")
     for name, probe in found.items():
-        mine = {**vars(args), "results": [str(d) for d in by_probe[name]], "exclude": [],
-                "out": str(out / name)}
-        for option in own:
-            if option not in probe.report_options:
-                mine[option] = None
-        probe.report_from_args(argparse.Namespace(**mine), formats)
+        mine = argparse.Namespace(**{**vars(args), "results": [str(d) for d in by_probe[name]],
+                                     "exclude": [], "out": str(out / name)})
+        probe.report_from_args(probe_options(mine, probe, "report", strict=False), formats)
     index = write_index(out, {name: [str(d) for d in by_probe[name]] for name in found},
                         overwrite=args.overwrite)
     print(f"index of the {len(found)} reports written to {index}")

@@ -67,17 +67,23 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..astitch import LANGS, SPLITS, VARIANTS
 from ..errors import ErrorSink, UsageError
+from ..schema import LANGS
 from .ncimp import modified_note
 from .reading import RESTORE, LoadContext, Table
 from .sources import resolve_data_dir
 from .splice import splice_phrase
 
+#: The files of Task 1 A, in the order they are read and reported.
+SPLITS: tuple[str, ...] = ("train_zero_shot", "train_one_shot", "train_few_shot", "dev", "test")
+#: The target sentence alone, or with the previous and next sentences (the two file variants:
+#: the column ``context`` of the tables).
+VARIANTS: tuple[str, ...] = ("excluded", "included")
+
 __all__ = ["COLUMNS", "PARAPHRASE_COLUMNS", "ROOT", "AStitchData", "AStitchRecord",
            "Paraphrases", "Placement", "Unplaced", "astitch_counts", "counts_lines",
            "load_astitch", "paraphrase_file", "peel", "place_expression", "split_file",
-           "spliced", "task_file"]
+           "spliced", "task_file", "SPLITS", "VARIANTS"]
 
 #: The dataset's folder inside the data directory.
 ROOT = "H-TayyarMadabushi+AStitchInLanguageModels/Dataset"
@@ -121,7 +127,7 @@ class AStitchRecord:
 
     Attributes:
         lang: ``en`` or ``pt``.
-        split: one of :data:`ncprobe.astitch.SPLITS`.
+        split: one of :data:`SPLITS`.
         row: the 1-based data row of both CSV files (the header is line 1, row r line r + 1).
         label: ``0`` idiomatic, ``1`` not idiomatic.
         expression: the file's ``sentence2`` as it is (lower case).
@@ -202,7 +208,7 @@ class AStitchData:
 
     Attributes:
         lang: ``en`` or ``pt``.
-        records: the placed rows, the splits in :data:`~ncprobe.astitch.SPLITS` order, file
+        records: the placed rows, the splits in :data:`SPLITS` order, file
             order within.
         unplaced: the rows whose expression could not be placed.
         paraphrases: expression (stripped, lower case) -> its paraphrases.
@@ -225,7 +231,7 @@ class AStitchData:
         """The placed rows of one split, in file order.
 
         Raises:
-            UsageError: ``name`` is not one of :data:`~ncprobe.astitch.SPLITS`.
+            UsageError: ``name`` is not one of :data:`SPLITS`.
         """
         _check_split(name)
         return [r for r in self.records if r.split == name]

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import DataErrors, ErrorSink
-from ..ncc import NCC_CLASSES
 from .ncimp import SplicedStimuliWarning, load_stimuli, modified_note
 from .reading import RESTORE, LoadContext
 from .scores import _CLASS as _NCTTI_CLASS
@@ -40,7 +39,11 @@ from .sources import resolve_data_dir, upstream_files
 from .splice import splice_phrase
 from .stimuli import NATURALISTIC, NounCompound, Stimuli, Stimulus
 
-__all__ = ["KEYS", "LETTERS", "OPTION_CLASSES", "PROMPT_FILES", "RESULTS_DIR",
+#: The task's classes, from the least to the most compositional: Non-compositional, Partly
+#: compositional, Compositional (the option texts of SemanticQA's NCC items).
+NCC_CLASSES: tuple[str, ...] = ("NC", "PC", "C")
+
+__all__ = ["KEYS", "LETTERS", "NCC_CLASSES", "OPTION_CLASSES", "PROMPT_FILES", "RESULTS_DIR",
            "UNANSWERED", "NccData", "NccItem", "PublishedSystem", "compound_span",
            "load_ncc", "ncc_counts", "ncc_stimuli", "pinned_systems", "prediction_files",
            "prediction_letter", "same_sentence"]

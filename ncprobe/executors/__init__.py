@@ -1,10 +1,11 @@
-"""Where the runs of :func:`ncprobe.ncimp.reproduce.reproduce` compute: here, or on a cluster.
+"""Where the runs of a reproduction (:func:`ncprobe.ncimp.reproduce.reproduce`) compute:
+here, or on a cluster.
 
 A study sweep is many independent runs, one per model x language (and options): each a
-:func:`~ncprobe.ncimp.pipeline.compute` whose results directory and embedding-cache entry are its
-own. :func:`~ncprobe.ncimp.reproduce.reproduce` makes a :class:`Task` of each run that can go ahead,
-hands it to an **executor**, and joins what comes back (an :class:`Outcome` per task). The
-executor decides only where and when a task computes:
+computation (the :class:`Task`'s ``compute``, given by the caller) whose results directory
+and embedding-cache entry are its own. The reproduction makes a :class:`Task` of each run
+that can go ahead, hands it to an **executor**, and joins what comes back (an
+:class:`Outcome` per task). The executor decides only where and when a task computes:
 
 - ``local`` (:class:`~ncprobe.executors.local.LocalExecutor`): in this process, one task
   after the other, as soon as it is submitted;
@@ -21,15 +22,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol
 
 from ..errors import ModelUnavailableError, NcprobeError, UsageError
 
 if TYPE_CHECKING:
-    from ..ncimp.config import RunConfig
-    from ..ncimp.results import Results
+    from ..probes.base import ProbeResults
 
 #: The executors by name: ``module:class``, imported only when used (submitit is optional).
 EXECUTORS: dict[str, str] = {
@@ -117,33 +117,35 @@ def resources_for(model: str, lang: str, device: str | None = None) -> Resources
 
 @dataclass(frozen=True)
 class Task:
-    """One run of a reproduction: a :func:`~ncprobe.ncimp.pipeline.compute` and where it writes.
+    """One run of a reproduction: a computation of one config and where it writes.
 
     Attributes:
         index: its place in the reproduction (model-major, as the command lists them):
             outcomes are joined in this order whatever order they finish in.
         model, lang: as given.
-        config: the run's :class:`~ncprobe.ncimp.config.RunConfig`.
+        config: the run's config (NCIMP's :class:`~ncprobe.ncimp.config.RunConfig`).
         out: its results directory.
-        data_dir, cache, cache_dir: passed to :func:`~ncprobe.ncimp.pipeline.compute`.
-        overwrite: passed to :meth:`~ncprobe.ncimp.results.Results.to_parquet`.
+        data_dir, cache, cache_dir: passed to ``compute``.
+        overwrite: passed to the results' ``to_parquet``.
         progress: a progress bar while encoding (only where a terminal watches).
-        compute: what computes the run, called as :func:`~ncprobe.ncimp.pipeline.compute`
-            (``None``: that function). It travels to a cluster node by reference, so it
-            must be a module-level function.
+        compute: what computes the run (given by the caller, keyword only), called as
+            ``compute(config, data_dir=, cache=, cache_dir=, progress=)`` and returning
+            results with a ``to_parquet`` (:class:`~ncprobe.probes.base.ProbeResults`);
+            NCIMP's reproduction gives :func:`ncprobe.ncimp.reproduce._compute`. It travels
+            to a cluster node by reference, so it must be a module-level function.
     """
 
     index: int
     model: str
     lang: str
-    config: "RunConfig"
+    config: Any
     out: str
     data_dir: str | None = None
     cache: bool = True
     cache_dir: str | None = None
     overwrite: bool = False
     progress: bool = True
-    compute: "Callable[..., Results] | None" = None
+    compute: "Callable[..., ProbeResults]" = field(kw_only=True)
 
     @property
     def label(self) -> str:
@@ -172,24 +174,22 @@ class Outcome:
     task: Task
     status: str
     path: str | None = None
-    results: "Results | None" = None
+    results: "ProbeResults | None" = None
     why: str = ""
     log: str | None = None
     where: str | None = None
 
 
-def compute_task(task: Task) -> tuple["Results | None", Outcome]:
-    """Run ``task`` here: compute, write its results directory.
+def compute_task(task: Task) -> tuple["ProbeResults | None", Outcome]:
+    """Run ``task`` here: compute (``task.compute``), write its results directory.
 
     Returns:
         ``(results, outcome)``: ``ran`` with the results, or ``unavailable`` (``None``) when
         loading the model says it cannot run here. Any other error propagates.
     """
-    from ..ncimp.pipeline import compute
-
     try:
-        res = (task.compute or compute)(task.config, data_dir=task.data_dir, cache=task.cache,
-                      cache_dir=task.cache_dir, progress=task.progress)
+        res = task.compute(task.config, data_dir=task.data_dir, cache=task.cache,
+                           cache_dir=task.cache_dir, progress=task.progress)
     except ModelUnavailableError as e:
         return None, Outcome(task, "unavailable", why=str(e), where=socket.gethostname())
     out = res.to_parquet(task.out, overwrite=task.overwrite)

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-#: The task's classes, from the least to the most compositional: Non-compositional, Partly
-#: compositional, Compositional (the option texts of SemanticQA's NCC items).
-NCC_CLASSES: tuple[str, ...] = ("NC", "PC", "C")
+#: The task's classes (SemanticQA's, declared with its data): NC, PC, C.
+from ..data.semanticqa import NCC_CLASSES
 
 #: Every answer an item can get: a class, ``none`` (the 4th option, "None of the above") or
 #: ``unanswered`` (a prediction with no letter A-D). Only a class can be right.

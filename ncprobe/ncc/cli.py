@@ -30,12 +30,12 @@ def run_ncc_from_args(args: argparse.Namespace, config: type) -> int:
 def compare_ncc(args: argparse.Namespace, out: Path | None) -> int:
     """``ncprobe compare A B`` of NCC results: every classifier of A against every one of B
     on the same items (paired bootstrap, exact McNemar, corrected as one family of its own)."""
-    from ..cli.compare import compare_probe_runs
+    from ..probes.commands import compare_probe_runs
     from .report import tests_latex, tests_markdown
     from .results import NccResults
 
     return compare_probe_runs(
-        args, out, NccResults, what="NCC results", how="classifier against classifier",
+        args, out, NccResults, what="NCC results",
         within="the classifiers of one run are already tested against the systems in its "
         "table tests",
         title="SemanticQA NCC: paired differences between classifiers (ncprobe compare)",

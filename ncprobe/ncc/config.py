@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Sequence
 
 from .._io import safe_name
-from ..config import check_counts, check_models, device_field, document_fields, dtype_field
+from ..config import (
+    N_BOOT,
+    accept_modified_field,
+    batch_size_field,
+    check_counts,
+    check_models,
+    device_field,
+    document_fields,
+    dtype_field,
+)
 from ..errors import UsageError
 from ..schema import Dtype
 from . import NccCorrection, check_ncc_correction
@@ -58,7 +67,7 @@ class NccConfig:
         "help": "cross-validation repeats, seeds seed..seed+R-1; an item's prediction is the "
                 "modal one over the repeats, and each row's accuracy in each repeat gives its "
                 "mean and range (default %(default)s)"})
-    n_boot: int = field(default=1000, metadata={
+    n_boot: int = field(default=N_BOOT, metadata={
         "metavar": "N", "type": "count",
         "help": "item resamples of the intervals and the paired tests (default %(default)s)"})
     seed: int = field(default=0, metadata={
@@ -75,13 +84,8 @@ class NccConfig:
                 "fixed in advance (default %(default)s)"})
     device: str | None = device_field()
     dtype: Dtype | None = dtype_field()
-    batch_size: int = field(default=32, metadata={
-        "metavar": "N", "type": "positive_int",
-        "help": "sentences (prompts) per forward pass (default %(default)s)"})
-    accept_modified_data: bool = field(default=False, metadata={
-        "help": "run on SemanticQA or NCIMP files that differ from their pinned upstream copy "
-                "(edited on purpose) instead of stopping (exit 3); they are named in the notes "
-                "and recorded in run.json"})
+    batch_size: int = batch_size_field("sentences (prompts)")
+    accept_modified_data: bool = accept_modified_field("SemanticQA or NCIMP")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "models", tuple(check_models(self.models)))

@@ -58,7 +58,7 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
 
     cfg = config_of(NccConfig, config, options, caller="run_ncc")
     say = on_step or _silent
-    runs = model_runs(cfg, out, overwrite=overwrite)
+    runs = model_runs(cfg, out, layout=NccResults.layout, overwrite=overwrite)
     # every model is checked before any work, from its config alone (weights load on the
     # first encode): an unknown model, a layer it lacks, a device not there or (behaviour) a
     # model that cannot answer is refused now, not after the models before it were computed

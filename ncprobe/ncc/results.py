@@ -46,11 +46,19 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..probes.base import SIDE_NAMES, ProbeResults, check_model_runs, refuse_pooling
+from ..probes.base import (
+    SIDE_NAMES,
+    ModelRunResults,
+    ProbeResults,
+    SharedRows,
+    check_model_runs,
+    refuse_pooling,
+)
 from ..query import filter_rows
 from ..results import store
 from ..significance import CORRECTION_NAMES, p_text
 from . import HUMAN_ACCURACY, KINDS, NCC_CLASSES, PAPER_ROWS, check_ncc_correction
+from .config import NccConfig
 from .report import LABEL as REPORT_LABEL
 from .report import in_kind_order
 from .stats import (
@@ -82,24 +90,23 @@ NCC_NUMERIC = frozenset({
     "precision", "recall", "f1", "accuracy_a", "accuracy_b", "diff", "diff_low", "diff_high",
     "a_only", "b_only", "p", "p_corrected", "significant", "family_size", "count",
     "repeat_mean", "repeat_min", "repeat_max"})
-#: The results directory layout of the probe (registered with the results store).
-LAYOUT = store.register_layout(store.Layout(
+#: The results directory layout of the probe (declared by :class:`NccResults`).
+LAYOUT = store.Layout(
     "ncc", NCC_TABLES, NCC_COLUMNS, NCC_NUMERIC, run_keys=("model",),
-    read_with="read it with ncprobe.ncc.results.NccResults.load (ncprobe report / compare "
-              "read it)", report_label=REPORT_LABEL,
+    report_label=REPORT_LABEL, config=NccConfig,
     # 2: the tables of issue 38 (ncc: baselines, nested selection, repeats; astitch: subsets,
     # within-expression AUROC and control, baselines)
-    version=2))
+    version=2)
 #: The kinds of row that answer the items themselves (what systems *say*) ...
 SAID = ("published", "behaviour")
 #: ... and the rows that are the same in every run of the same data and options.
 SHARED = ("baseline", "published", "ceiling")
-#: The options that decide the shared rows (the classifiers' folds and seeds: the ceiling).
-_SHARED_OPTIONS = ("folds", "repeats", "seed", "n_boot", "regularisation", "correction")
+#: The shared rows in words (when two results' differ).
+_SHARED_WHAT = "published or gold-ceiling rows"
 
 
 @dataclass
-class NccResults(ProbeResults):
+class NccResults(ModelRunResults):
     """What :func:`ncprobe.ncc.probe.run_ncc` returns, and what a results directory loads as.
 
     Attributes:
@@ -116,6 +123,18 @@ class NccResults(ProbeResults):
 
     #: How the probe's results directories are stored (:mod:`ncprobe.results.store`).
     layout: ClassVar[store.Layout] = LAYOUT
+    title = "NCC"
+    tested_within = ("the classifiers of one run are already tested against the systems in "
+                     "its table tests")
+    default_table = "accuracy"
+    #: The published, baseline and gold-ceiling rows (and the ceiling's tests against the
+    #: published systems, a family fixed by the question), the same in every run of the same
+    #: data and options: kept once when results are joined; every other test stays as it is.
+    shared_rows = {**{t: SharedRows(_SHARED_WHAT, "kind", SHARED)
+                      for t in ("items", "accuracy", "per_class", "confusion")},
+                   "tests": SharedRows(_SHARED_WHAT, "family", (CEILING_FAMILY,))}
+    #: The options that decide the shared rows (the classifiers' folds and seeds: the ceiling).
+    shared_options = ("folds", "repeats", "seed", "n_boot", "regularisation", "correction")
 
     items: pd.DataFrame
     accuracy: pd.DataFrame
@@ -166,17 +185,6 @@ class NccResults(ProbeResults):
             raise UsageError(f"items: {e}") from None
 
     # --- reading the tables -------------------------------------------------------------------
-
-    def select(self, table: str | None = None, **filters: Any) -> pd.DataFrame:
-        """Rows of one table (default ``accuracy``) through the one filter engine
-        (:func:`ncprobe.query.filter_rows`): a value or a list of values per column, e.g.
-        ``select(kind="published", setting="5-shot")``.
-
-        Raises:
-            UsageError: an unknown table or column, or a value no row has (the message lists
-                the values there are), so a typo never gives an empty frame.
-        """
-        return self.select_rows(table or "accuracy", filters)
 
     def wide(self, by: str = "system") -> pd.DataFrame:
         """A wide table.
@@ -405,17 +413,16 @@ class NccResults(ProbeResults):
                 "agreement": self.agreement_systems(), "edited": self.edited_lines(),
                 "reading": self.reading()}
 
-    def report(self, out_dir: str | Path, *, formats: Sequence[str] = ("png", "pdf"),
-               dpi: int = 200, overwrite: bool = False,
-               progress: Callable[[str], None] | None = None) -> list[Path]:
-        """Write the report (the comparison table, the tests, the items, the figures, an
-        index) into ``out_dir``: :func:`ncprobe.ncc.report.write_ncc_report` (``overwrite``:
-        replace another probe's report there; ``progress``: told of each file written)."""
+    def report_writer(self) -> Callable[..., list[Path]]:
+        """:func:`ncprobe.ncc.report.write_ncc_report`: the comparison table, the tests, the
+        items, the figures, an index."""
         from .report import write_ncc_report
 
-        return write_ncc_report({**self.tables, "agreement": self.agreement()},
-                                self.report_meta(), out_dir, formats=formats, dpi=dpi,
-                                overwrite=overwrite, progress=progress)
+        return write_ncc_report
+
+    def report_tables(self) -> dict[str, pd.DataFrame]:
+        """The tables and the per-item agreement (:meth:`agreement`)."""
+        return {**self.tables, "agreement": self.agreement()}
 
     def _rows(self, chosen: Any, side: str) -> list[dict]:
         """The accuracy rows a side of :meth:`compare` names: its representation rows
@@ -480,16 +487,11 @@ class NccResults(ProbeResults):
         """
         from .stats import correct_families, paired_test
 
-        if not isinstance(other, NccResults):
-            raise UsageError("NCC results are compared with other NCC results (the classifiers "
-                             "of one run are already tested against the systems in its table "
-                             "tests)")
-        names = list(names or ["results 1", "results 2"])
+        other, names, n_boot, seed, correction = self.compare_defaults(
+            other, names, n_boot, seed, correction)
         check_same_items([self, other], names)
         rows_a, rows_b = self._rows(a, "a"), other._rows(b, "b")
-        n_boot = self.option("n_boot", N_BOOT) if n_boot is None else n_boot
-        seed = self.option("seed", 0) if seed is None else seed
-        correction = check_ncc_correction(correction or self.option("correction", "holm"))
+        correction = check_ncc_correction(correction)
         ids = sorted(set(self.items["item"].astype(str)))
         out, diffs = [], []
         right_b = other._correct(rows_b)
@@ -521,36 +523,12 @@ class NccResults(ProbeResults):
         check_model_runs(runs, _held_models(tables), meta_file, run="an NCC run")
 
     @classmethod
-    def concat(cls, results: Sequence["NccResults"], names: Sequence[str] | None = None
-               ) -> "NccResults":
-        """Several results as one. The published, baseline and gold-ceiling rows (and the
-        ceiling's tests against the published systems), the same in every run of the same
-        data and options, are kept once; every model's rows are stacked after them; every
-        other test stays as it is (its family is fixed by the question, never by the run).
-
-        Raises:
-            UsageError: a model in two results (never pooled), results of different items or
-                data, or whose published or ceiling rows differ (other options: each is
-                reported on its own).
-        """
-        results = list(results)
-        if not results:
-            raise UsageError("no NCC results to join")
-        names = list(names or [f"results {i + 1}" for i in range(len(results))])
+    def check_joinable(cls, results: Sequence["NccResults"], names: Sequence[str]) -> None:
+        """Refuse results of different items or data (:func:`check_same_items`), or a model
+        in two of them (never pooled)."""
         check_same_items(results, names)
         refuse_pooling([res.models + _held_models(res.tables) for res in results], names,
                        "leave one out with --exclude")
-        first = results[0]
-        frames = {}
-        for table in NCC_TABLES:
-            parts = [first.tables[table]]
-            for res, name in zip(results[1:], names[1:], strict=True):
-                _check_shared(first, res, table, names[0], name)
-                df = res.tables[table]
-                parts.append(df[~_shared_rows(df, table)])
-            frames[table] = pd.concat(parts, ignore_index=True)
-        return cls(**frames, meta=[m for r in results for m in r.meta])
-
 
 
 def _with_repeats(accuracy: pd.DataFrame, repeats: pd.DataFrame | None) -> pd.DataFrame:
@@ -606,37 +584,6 @@ def _cell(row: Mapping, value: str, lo: str, hi: str) -> str:
     if pd.isna(row[lo]) or pd.isna(row[hi]):
         return text
     return f"{text} [{100 * row[lo]:.1f}, {100 * row[hi]:.1f}]"
-
-
-def _shared_rows(df: pd.DataFrame, table: str) -> np.ndarray:
-    """The rows of a table that are the same in every run of the same data and options: the
-    published, baseline and ceiling rows; of the tests, the ceiling's against the published
-    systems (its own family, fixed by the question)."""
-    if table == "tests":
-        return (df["family"].astype(str) == CEILING_FAMILY).to_numpy(bool)
-    return df["kind"].astype(str).isin(SHARED).to_numpy(bool)
-
-
-def _check_shared(first: NccResults, other: NccResults, table: str, name_a: str,
-                  name_b: str) -> None:
-    """Refuse to join results whose published or ceiling rows of ``table`` differ."""
-    def shared(res: NccResults) -> pd.DataFrame:
-        df = res.tables[table]
-        return df[_shared_rows(df, table)].reset_index(drop=True)
-
-    try:  # equal values; a table read from parquet and one computed may differ in dtype
-        pd.testing.assert_frame_equal(shared(first), shared(other), check_dtype=False)
-        return
-    except AssertionError:
-        pass
-    options = [f"{k} {first.option(k, None)!r} in {name_a}, {other.option(k, None)!r} in "
-               f"{name_b}" for k in _SHARED_OPTIONS
-               if first.option(k, None) != other.option(k, None)]
-    raise UsageError(f"{name_a} and {name_b} hold different published or gold-ceiling rows "
-                     f"(table {table})" + (f": the runs' options differ ({'; '.join(options)})"
-                                           if options else "")
-                     + ". Runs of other options are never shown in one table: report each on "
-                     "its own, or leave one out with --exclude")
 
 
 def check_same_items(results: Sequence[NccResults], names: Sequence[str]) -> None:

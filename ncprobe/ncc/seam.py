@@ -15,6 +15,7 @@ from ..probes.base import Probe
 
 if TYPE_CHECKING:
     from ..data.sources import UpstreamFile
+    from ..probes.options import Option
     from .results import NccResults
 
 __all__ = ["NccProbe"]
@@ -74,6 +75,11 @@ class NccProbe(Probe):
         from .cli import run_ncc_from_args
 
         return run_ncc_from_args(args, config or self.config_class())
+
+    def compare_options(self) -> tuple["Option", ...]:
+        from ..probes.options import compare_test_options
+
+        return compare_test_options()
 
     def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
         from .cli import compare_ncc

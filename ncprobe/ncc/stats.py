@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ..config import N_BOOT as N_BOOT  # the one default of every probe
 from ..significance import ALPHA
 from ..stats import correct as correct_p_values
 from ..stats import one_blas_thread, resample_counts
@@ -61,7 +62,6 @@ SYSTEM_KINDS: tuple[str, ...] = ("published", "behaviour")
 #: Rows of the accuracy table only, never of the items table: what a rule that reads no item
 #: scores (:func:`baseline_table`).
 BASELINE = "baseline"
-N_BOOT = 1000
 LEVEL = 0.95
 
 #: The joint item permutations of ``maxt`` (the identity among them: the smallest p is

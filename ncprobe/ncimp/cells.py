@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..results.store import data_read
 
 if TYPE_CHECKING:
-    from .results import Results
+    from ..probes.base import ProbeResults
 
 __all__ = ["CELL_KEYS", "check_same_data", "refuse_repeated_cells"]
 
@@ -52,7 +52,7 @@ def refuse_repeated_cells(measures: pd.DataFrame, what: str, advice: str) -> Non
         f"NCs twice. {advice}")
 
 
-def check_same_data(results: Sequence[Results], names: Sequence[str]) -> None:
+def check_same_data(results: Sequence[ProbeResults], names: Sequence[str]) -> None:
     """Refuse NCIMP results computed from different data to be joined or compared: a data
     file that two of them read (``run.json``'s ``data_sources``: file -> git blob id) with
     different blob ids. Files that only one read (another language's) are no conflict.

@@ -13,15 +13,18 @@ from typing import Sequence
 from ..argtypes import comma_list
 from ..errors import ModelUnavailableError, UsageError
 from ..probes.options import (
+    Option,
     cache_options,
+    compare_test_options,
     config_from_args,
     config_options,
     data_dir_option,
     jobs_option,
+    option,
     print_results,
     say,
 )
-from ..schema import CORRECTIONS
+from ..schema import CORRECTIONS, LEVELS, SPACES
 
 
 def add_compute_arguments(p: argparse.ArgumentParser, config: type) -> None:
@@ -53,12 +56,13 @@ def add_compute_arguments(p: argparse.ArgumentParser, config: type) -> None:
 def run_compute(args: argparse.Namespace, config: type) -> int:
     from ..results.store import check_target, check_writable
     from .pipeline import compute, run_dir
+    from .results import NCIMP_LAYOUT
 
     cfg = config_from_args(args, config)
     out = args.out or run_dir("results", cfg.model, cfg.lang, cfg)
     # refuse before computing when --out holds another run (or is not ncprobe's), or cannot
     # be written there (read-only, no permission: exit 6)
-    check_target(out, cfg.to_dict(), overwrite=args.overwrite)
+    check_target(out, cfg.to_dict(), layout=NCIMP_LAYOUT, overwrite=args.overwrite)
     check_writable(out)
     with warnings.catch_warnings():
         # the notes of the run repeat every warning; the summary prints them once
@@ -119,8 +123,8 @@ def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
     cache_options(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bars, no progress of the report on stderr")
-    table_options(p)
-    jobs_option(p)
+    for o in (*table_options(), jobs_option()):
+        o.add(p)
     p.add_argument("--executor", choices=executor_names(), default="local",
                    help="where the runs compute: local (here, one after the other; the "
                    "default) or slurm (one SLURM array task per run, through submitit)")
@@ -139,7 +143,7 @@ def run_reproduce(args: argparse.Namespace, config: type) -> int:
     from ..drawing import FigureWorkers
     from ..encoders.registry import study_models
     from ..executors import RunsFailed
-    from .report import check_out, reproduce_provenance, write_report
+    from .report import check_out, most_figures, reproduce_provenance, write_report
     from .reproduce import reproduce
 
     options = {name: getattr(args, name) for name in REPRODUCE_OPTIONS}
@@ -153,7 +157,7 @@ def run_reproduce(args: argparse.Namespace, config: type) -> int:
         print(f"skipped {model} ({lang}): {why}", file=sys.stderr)
 
     # the figure workers start now: their imports overlap the computing
-    with FigureWorkers(args.jobs) as workers:
+    with FigureWorkers(args.jobs, figures=most_figures()) as workers:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # each run's notes keep its warnings
             rep = reproduce(comma_list(args.models) if args.models else None, langs,
@@ -219,23 +223,55 @@ REPRODUCE_OPTIONS = ("contexts", "layers", "device", "batch_tokens", "store_dtyp
                      "n_boot", "seed")
 
 
-def table_options(p: argparse.ArgumentParser) -> None:
-    """``--correct`` and ``--compact-tables`` of ``report`` and ``reproduce``."""
-    p.add_argument("--correct", choices=CORRECTIONS, default="holm",
+def table_options() -> tuple[Option, Option]:
+    """``--correct`` and ``--compact-tables`` of NCIMP's ``report`` and ``reproduce``."""
+    return (option("--correct", choices=CORRECTIONS, default="holm",
                    help="multiple-comparison correction of the p-values each correlation "
                    "table and the correlogram show: their \"-\" and blank cells follow the "
-                   "corrected p (default: holm; none: the study's uncorrected marks)")
-    p.add_argument("--compact-tables", action="store_true",
+                   "corrected p (default: holm; none: the study's uncorrected marks)"),
+            option("--compact-tables", action="store_true",
                    help="correlation cells without their 95%% bootstrap interval (rho alone, "
-                   "as in the study; default: 0.59 [0.50, 0.66])")
+                   "as in the study; default: 0.59 [0.50, 0.66])"))
+
+
+def report_options() -> tuple[Option, ...]:
+    """The options of ``ncprobe report`` that NCIMP's report takes (beyond every report's)."""
+    return (option("--examples", default=None, metavar="NCS",
+                   help="comma list of NCs for the example table (default: the six of the "
+                   "study)"),
+            option("--space", choices=SPACES, default=None,
+                   help="vector space of the figures and the layer-wise figure and table "
+                   "(default: raw; standardised needs runs computed with --standardise)"),
+            option("--level", choices=LEVELS, default=None,
+                   help="level of figures 3-10 and the layer-wise figure and table "
+                   "(default: nc)"),
+            *table_options(), jobs_option())
+
+
+def compare_options() -> tuple[Option, ...]:
+    """The options of ``ncprobe compare`` that NCIMP's comparison takes: the selections of
+    each side's rows (``--a``, ``--b``; with them one run may be both sides), and the
+    resamples, seed and correction of the tests."""
+    from .comparison import SELECT_KEYS
+
+    keys = ", ".join(SELECT_KEYS)
+    return (*(option(f"--{side}", dest=f"select_{side}", action="append", default=[],
+                     metavar="KEY=VALUE", selects_side=True,
+                     help=f"keep side {side.upper()}'s rows with KEY=VALUE (repeatable; KEY "
+                     f"one of {keys}). One value compares that key across the sides (shown "
+                     "as KEY A / KEY B); a comma list only filters")
+              for side in ("a", "b")),
+            *compare_test_options())
 
 
 def compare_ncimp(args: argparse.Namespace, out) -> int:
     """``ncprobe compare`` of NCIMP results: rho differences, cell by cell."""
+    from ..probes.commands import differing_options, write_comparison
     from ..significance import CORRECTION_NAMES, STARS_NOTE
     from ..tables import to_latex, to_markdown
     from . import tables
-    from .comparison import COMPARE_FAMILY, compare, differing_options, write_comparison
+    from .comparison import COMPARE_FAMILY, compare
+    from .config import RunConfig
 
     select_a, select_b = selection_of(args.select_a, "a"), selection_of(args.select_b, "b")
     if args.exclude:  # each --exclude leaves out a directory of one side or the other
@@ -268,7 +304,8 @@ def compare_ncimp(args: argparse.Namespace, out) -> int:
                f"p of {args.n_boot} resamples is 2/{args.n_boot + 1}): the true p is smaller, "
                "sig. credits only what the bound guarantees" if bounds else ""))
     text = to_markdown(shown) + "\n" + note + "\n"
-    text += "".join(f"{line}\n" for line in [differing_options(a, b)] if line)  # which is which
+    text += "".join(f"{line}\n" for line in [differing_options(a, b, config=RunConfig)]
+                    if line)  # which is which
     print(text, end="")
     if out is not None:
         title = "Differences of Spearman's rho with the gold score (ncprobe compare)"

@@ -33,13 +33,13 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
+from ..probes.options import COMPARE_N_BOOT
 from ..query import filter_rows
 from ..schema import GOLD, Correction
 from ..significance import ALPHA, check_correction, warn_resolution
@@ -48,16 +48,14 @@ from .cells import CELL_KEYS, check_same_data, refuse_repeated_cells
 from .selection import default_views
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .runs import ResultsData as Results
 
 log = logging.getLogger(__name__)
 
-#: Resamples of a comparison: more than a run's intervals use (``N_BOOT``), because the least
-#: bootstrap p is 2 / (n_boot + 1) and Holm multiplies it by the number of tests (a table of
-#: 44 cells needs n_boot > 1760 for any cell to be significant after the correction, and
-#: 88,000 for a floored p to reach ``***``: below that a floored p is a bound, said and
-#: warned about).
-COMPARE_N_BOOT = 10_000
+# The resamples of a comparison by default, COMPARE_N_BOOT, are those of every probe's
+# `ncprobe compare` (ncprobe.probes.options): more than a run's intervals use (a table of 44
+# cells needs n_boot > 1760 for any cell to be significant after Holm's correction, and
+# 88,000 for a floored p to reach ``***``).
 #: What every row of a comparison is corrected with (its ``family`` column).
 COMPARE_FAMILY = "this comparison: every cell tested"
 #: What a selection may filter on: the cell keys (:data:`ncprobe.ncimp.cells.CELL_KEYS`, in the
@@ -390,150 +388,3 @@ def _what_exists(side_a: pd.DataFrame, side_b: pd.DataFrame, pair_on: list[str],
     why = "; ".join(apart) if apart else "no combination of the keys is on both sides"
     return (f"{why}. {_holds(side_a, 'a')}. {_holds(side_b, 'b')}. Select matching rows with "
             f"{say.both()} (a key given one value is compared across the sides)")
-
-
-# --- the comparison table as a file (``ncprobe compare --out``) -----------------------------
-
-#: The file formats of a comparison table, by suffix: ``.md`` and ``.tex`` the printed table,
-#: ``.csv`` and ``.parquet`` every column of :func:`compare`, unrounded.
-COMPARE_FORMATS = (".md", ".tex", ".csv", ".parquet")
-
-
-def check_comparison_out(out: Path, overwrite: bool) -> None:
-    """Refuse a comparison file ``out`` that would replace a user's file or cannot be
-    written, before any work (:func:`write_comparison` checks again before writing).
-
-    Raises:
-        UsageError: not a :data:`COMPARE_FORMATS` suffix, a directory, no parent
-            directory, inside a results directory, or an existing file without
-            ``overwrite``; the message names the option ``--out``.
-        OutputError: ``out``'s directory cannot be written (read-only, full, no permission,
-            a file where a directory is needed, a link loop), named with the cause.
-    """
-    import os
-
-    from .._io import check_can_write
-
-    if out.suffix.lower() not in COMPARE_FORMATS:
-        raise UsageError(f"--out {out}: write a {', '.join(COMPARE_FORMATS)} file")
-    if out.is_dir():
-        raise UsageError(f"--out {out} is a directory; name a file, e.g. {out / 'compare.md'}"
-                         " (even --overwrite never replaces a directory)")
-    if not out.parent.is_dir():
-        # a file (or a link loop) where a directory is needed cannot be written: the one
-        # writability check names the part in the way (exit 6); a folder that is merely not
-        # there is the user's to create
-        check_can_write(out.parent, target=out, what="comparison table")
-        raise UsageError(f"--out {out}: no directory {out.parent}; create it, or choose "
-                         "another --out")
-    if (out.parent / "run.json").is_file():
-        raise UsageError(f"--out {out}: {out.parent} is a results directory; a file written "
-                         "into it would stop `ncprobe compute` from rewriting it: choose "
-                         "another --out")
-    if os.path.lexists(out) and not overwrite:
-        raise UsageError(f"--out {out} exists; choose another --out, or pass --overwrite to "
-                         "replace it")
-    # writable here? (a read-only or full disk, no permission): before 30 s of tests
-    check_can_write(out.parent, target=out, what="comparison table")
-
-
-def write_comparison(out: Path, df: pd.DataFrame, *, markdown: str, latex: str,
-                     overwrite: bool) -> None:
-    """Write a comparison to ``out`` (checked by :func:`check_comparison_out`), by its
-    suffix: ``markdown`` (``.md``) or ``latex`` (``.tex``), the table as shown, or ``df``,
-    :func:`compare`'s output, as ``.csv`` or ``.parquet``. Atomically, with the mode a
-    plain ``open()`` gives under the umask.
-
-    Raises:
-        UsageError: ``out`` appeared while the tests ran (without ``overwrite``), or is now
-            a directory; nothing is written.
-        OutputError: it cannot be written.
-    """
-    import io
-    import os
-
-    from .._io import atomic_write_bytes, atomic_write_text, output_error
-
-    # again: a file that appeared there while the tests ran is not replaced either
-    if os.path.lexists(out) and not overwrite:
-        raise UsageError(f"--out {out} was created while the tests ran; nothing written "
-                         "(the table is printed above): choose another --out, or pass "
-                         "--overwrite")
-    suffix = out.suffix.lower()
-    try:
-        if suffix == ".md":
-            atomic_write_text(out, markdown)
-        elif suffix == ".tex":
-            atomic_write_text(out, latex)
-        elif suffix == ".csv":
-            atomic_write_text(out, df.to_csv(index=False))
-        else:
-            buf = io.BytesIO()
-            df.to_parquet(buf, index=False)
-            atomic_write_bytes(out, buf.getvalue())
-    except IsADirectoryError:
-        raise UsageError(f"--out {out} is now a directory; nothing written") from None
-    except OSError as e:
-        raise output_error(e, out, what="comparison table") from None
-
-
-def differing_options(a: Any, b: Any | None, *, config: type | None = None) -> str | None:
-    """The run options in which side A's runs differ from side B's, in words, or None.
-
-    ``a`` and ``b`` are results with ``meta`` (one dict per run, its ``config``): NCIMP's,
-    whose options are :class:`~ncprobe.ncimp.config.RunConfig`'s, or another probe's, whose options
-    class is ``config`` (its defaults fill what a ``run.json`` leaves out).
-
-    Everything a run was computed with counts (its ``config`` in ``run.json``: store dtype,
-    dtype, device, batch size, resamples ...), except the model (each side's is shown) and
-    the cell keys that pair the rows (language, contexts, levels, layers). An option that a
-    run's ``run.json`` leaves out had its default. So a float16 run against a float32 run
-    of one model says which side is which. Two runs of one model name with different
-    weights (fingerprints) say so too.
-    """
-    if b is None or b is a:  # one Results under two selections: the same runs
-        return None
-    import json
-    from dataclasses import MISSING, fields
-
-    from ..cache.dtypes import LOSS_KEY
-    from .config import RunConfig
-
-    cls = config or RunConfig
-    order = [f.name for f in fields(cls)]
-    defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
-    paired = {"model", "lang", "contexts", "levels", "layers"}
-
-    def shown(v: object) -> str:
-        return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
-
-    def options(res: Results) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for m in res.meta:
-            cfg = {**defaults, **(m.get("config") or {})}
-            if m.get(LOSS_KEY) is not None:  # how far half precision moved its cosines
-                cfg["store_dtype"] = (f"{cfg.get('store_dtype')} (cosines within "
-                                      f"{m[LOSS_KEY]:.2g})")
-            for k, v in cfg.items():
-                if k not in paired and shown(v) not in out.setdefault(k, []):
-                    out[k].append(shown(v))
-        return out
-
-    oa, ob = options(a), options(b)
-    keys = sorted(set(oa) | set(ob), key=lambda k: (order.index(k) if k in order
-                                                      else len(order), k))
-    differ = [k for k in keys if oa.get(k) != ob.get(k)]
-    prints = [{json.dumps(m.get("fingerprint"), sort_keys=True, default=str) for m in r.meta}
-              for r in (a, b)]
-    if not differ and prints[0] == prints[1]:
-        return None
-
-    def side(opts: dict[str, list[str]]) -> str:
-        return ", ".join(f"{k} {'/'.join(opts.get(k, ['-']))}" for k in differ)
-    text = (f"The sides' runs differ in options other than those compared: A {side(oa)}; "
-            f"B {side(ob)}." if differ else "")
-    models = {str(m["config"].get("model")) for r in (a, b) for m in r.meta}
-    if prints[0] != prints[1] and len(models) == 1:
-        text += (" " if text else "") + ("The sides' model has one name and other weights "
-                                         "(its fingerprints differ).")
-    return text

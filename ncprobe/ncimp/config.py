@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Iterable, TypeGuard
 
 from ..config import (
+    N_BOOT,
     device_field,
     dtype_field,
 )
@@ -156,7 +157,7 @@ class RunConfig:
         "help": "gold score: comp (Eq. 1, token-level, default) or type"})
     per_sentence: bool = field(default=False, metadata={
         "help": "also correlate sentence measures with each sentence's token score"})
-    n_boot: int = field(default=1000, metadata={
+    n_boot: int = field(default=N_BOOT, metadata={
         "help": "bootstrap resamples for confidence intervals (default %(default)s; 0: none)"})
     seed: int = field(default=0, metadata={"help": "bootstrap seed (default %(default)s)"})
     top_k: int = field(default=5, metadata={

@@ -1,7 +1,7 @@
 """Statistics on results: what the tables and figures test and summarise, computed once here.
 
-The presentation layer (:mod:`ncprobe.ncimp.tables`, :mod:`ncprobe.ncimp.figures`, the summary) draws and
-formats these; it computes no statistic of its own. Everything here returns numbers in
+The presentation layer (:mod:`ncprobe.ncimp.tables`, :mod:`ncprobe.ncimp.figures`, the summary)
+draws and formats these; it computes no statistic of its own. Everything here returns numbers in
 tidy frames or arrays: no display strings, no matplotlib (seaborn's ``_statistics.py`` is the
 model).
 
@@ -37,7 +37,7 @@ from ..stats import spearman
 from .selection import conditions_in, model_order, select
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .results import Results
+    from .runs import ResultsData as Results
 
 #: The pairs of classes of the per-class tests, in order.
 CLASS_PAIRS: tuple[tuple[str, str], ...] = (("I", "PC"), ("I", "C"), ("PC", "C"))
@@ -192,8 +192,8 @@ def correlogram_matrix(results: Results, condition: str, *, level: str = "nc",
     Variables are (model, measure) pairs (and ``("", "gold")`` first when ``gold``), each
     a vector of per-NC values of one condition; rho and p are pairwise over the NCs
     both have (:func:`ncprobe.stats.spearman`). A variable with fewer than three values is
-    left out. (:func:`ncprobe.ncimp.figures.correlogram_matrix` is this with the figure's measures by
-    default.)
+    left out. (:func:`ncprobe.ncimp.figures.correlogram_matrix` is this with the figure's measures
+    by default.)
 
     Returns:
         ``(variables, rho, p)``: a list of (model, measure) and two square arrays.

@@ -47,6 +47,7 @@ from ..schema import (
     SCALED,
     SUBSTITUTION_MEASURES,
 )
+from ..stats import cosine as cosine  # Eq. 2, shared with the probes that compare vectors
 
 #: Distance from 1 (for Sim(rand)) or 0 (for a ratio's denominator) below which a
 #: scaled value is undefined.
@@ -55,29 +56,6 @@ EPS = 1e-6
 __all__ = ["AFFINITIES", "EPS", "MEASURES", "SUBSTITUTION_MEASURES", "RATIO", "RUN_KEYS", "SCALED",
            "affinity", "cosine", "nc_measures", "ratio", "scaled_similarity",
            "sentence_measures", "undefined_counts"]
-
-
-def cosine(a: np.ndarray, b: np.ndarray, *, norm_a: np.ndarray | None = None,
-           norm_b: np.ndarray | None = None) -> np.ndarray:
-    """Row-wise cosine (Eq. 2) in float64; NaN where a row has NaN or zero norm.
-
-    Args:
-        a, b: vectors, one per row.
-        norm_a, norm_b: ``np.linalg.norm(a, axis=-1)`` (and of ``b``) when already known
-            (a vector compared with many probes is then normed once).
-    """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    num = np.einsum("...d,...d->...", a, b)
-    if norm_a is None:
-        norm_a = np.linalg.norm(a, axis=-1)
-    if norm_b is None:
-        norm_b = np.linalg.norm(b, axis=-1)
-    den = norm_a * norm_b
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = num / den
-    out = np.where(den > 0, out, np.nan)
-    return np.clip(out, -1.0, 1.0)
 
 
 def affinity(sim_i, sim_j):

@@ -22,7 +22,7 @@ from .._io import cache_root, json_sha256, safe_name
 from .._version import VERSION as __version__
 from ..config import config_of, takes_config
 from ..data.stimuli import Stimuli
-from ..embed import embed, own_store
+from ..embed import embed, own_store, view_names
 from ..encoders.base import has_own_sentence
 from ..errors import UsageError
 from ..schema import LEVELS, Level
@@ -50,8 +50,8 @@ def compute(config: RunConfig | None = None, /, *, stimuli: Stimuli | None = Non
     its default.
 
     Args:
-        config: a :class:`~ncprobe.ncimp.config.RunConfig`, instead of the keyword options (not both).
-        stimuli: stimuli to use instead of the NCIMP files (e.g. ``load_pairs(...)``).
+        config: a :class:`~ncprobe.ncimp.config.RunConfig`, instead of the keyword options (not
+        both). stimuli: stimuli to use instead of the NCIMP files (e.g. ``load_pairs(...)``).
         encoder: an encoder object to use instead of loading ``config.model``; every table
             and ``meta["config"]["model"]`` then name ``encoder.name``. The config's
             ``layers``, ``device`` and ``dtype`` must then be unset (they apply when
@@ -164,15 +164,6 @@ def _levels(cfg: RunConfig, encoder) -> tuple[Level, ...]:
         raise UsageError(f"model {encoder.name!r} gives no {'/'.join(missing)}-level vectors "
                          f"(it has: {', '.join(have)}); choose --level {','.join(have)}")
     return tuple(cfg.levels)
-
-
-def view_names(encoder) -> list[str]:
-    """The names of an encoder's views in results tables: its own ``view_names``, else each
-    view's layers joined by ``+``."""
-    named = getattr(encoder, "view_names", None)
-    if named:
-        return list(named)
-    return ["+".join(str(i) for i in v) for v in encoder.views]
 
 
 def _versions() -> dict:

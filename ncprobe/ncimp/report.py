@@ -6,9 +6,10 @@
 table with nothing to show for these results (e.g. NC-level figures of a
 sentence-level-only model) is left out and named in the index, never drawn empty.
 
-Every figure and table is a :class:`~ncprobe.ncimp.view.Spec` (:data:`ncprobe.ncimp.figures.FIGURE_SPECS`,
-:data:`ncprobe.ncimp.tables.TABLE_SPECS`), built alike from one :class:`~ncprobe.ncimp.view.View` of the
-report's options: a new figure or table is a spec in one of those lists, not a branch here.
+Every figure and table is a :class:`~ncprobe.ncimp.view.Spec`
+(:data:`ncprobe.ncimp.figures.FIGURE_SPECS`,
+:data:`ncprobe.ncimp.tables.TABLE_SPECS`), built alike from one :class:`~ncprobe.ncimp.view.View`
+of the report's options: a new figure or table is a spec in one of those lists, not a branch here.
 
 The files are ncprobe's own (:mod:`ncprobe.owned`): the output directory may hold other
 files, which are never deleted or overwritten; every file is recorded with its SHA-256 in the
@@ -29,20 +30,29 @@ from .._version import VERSION as __version__
 from ..drawing import FORMATS, FigureWorkers, check_formats, figure_bytes
 from ..errors import NcprobeError, UsageError
 from ..owned import Put, check_report_dir, write_owned
-from ..results.store import NCIMP_LAYOUT
 from ..significance import CORRECTION_NAMES, check_correction
+from .runs import NCIMP_LAYOUT
 from .view import Spec, View
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..schema import Correction
-    from .results import Results
+    from .runs import ResultsData as Results
 
 log = logging.getLogger(__name__)
 
-#: The kind of this report, recorded in its manifest: the probe whose results it shows.
-KIND = NCIMP_LAYOUT.probe
-#: This report in words, in messages (``an NCIMP report``).
-LABEL = NCIMP_LAYOUT.report_label
+#: The kind of this report, recorded in its manifest (the probe whose results it shows), and
+#: the report in words, in messages (``an NCIMP report``): the probe's layout declares them
+#: (:data:`ncprobe.ncimp.runs.NCIMP_LAYOUT`).
+KIND, LABEL = NCIMP_LAYOUT.probe, NCIMP_LAYOUT.report_label
+
+
+def most_figures() -> int:
+    """Every figure an NCIMP report may draw (the study's and ncprobe's additions): the most
+    its figure workers ever draw (``FigureWorkers(jobs, figures=most_figures())`` where the
+    report's figures are not known yet, as in ``ncprobe reproduce``)."""
+    from . import figures as plots
+
+    return len(plots.FIGURES) + len(plots.ADDED_FIGURES)
 
 
 def write_report(results: Results, out_dir, *, formats: Sequence[str] = ("png", "pdf"),
@@ -177,8 +187,8 @@ def check_out(out_dir, formats: Sequence[str] = ("png", "pdf"), *,
 
 def _specs(layerwise: bool) -> tuple[list[Spec], list[Spec]]:
     """The figures and the tables a report writes, in order, with the options each takes
-    (:data:`ncprobe.ncimp.figures.FIGURE_SPECS`, :data:`ncprobe.ncimp.tables.TABLE_SPECS`): the layer-wise
-    ones only when ``layerwise``.
+    (:data:`ncprobe.ncimp.figures.FIGURE_SPECS`, :data:`ncprobe.ncimp.tables.TABLE_SPECS`): the
+    layer-wise ones only when ``layerwise``.
 
     Which figures and tables, and the function that builds each, are those of
     :data:`ncprobe.ncimp.figures.FIGURES` and :data:`~ncprobe.ncimp.figures.ADDED_FIGURES`, and of
@@ -268,8 +278,8 @@ def _render(name: str, results: Results, formats: Sequence[str], dpi: int, rc: d
 def _figures(results: Results, formats: Sequence[str], dpi: int, workers: FigureWorkers,
              options: dict[str, dict] | None = None):
     """``(name, (blobs, notes))`` for every figure, in figure order: the study's, then those
-    of :data:`ncprobe.ncimp.figures.ADDED_FIGURES` named in ``options`` (name -> the figure's keyword
-    options; ``None``: the study's figures with their defaults).
+    of :data:`ncprobe.ncimp.figures.ADDED_FIGURES` named in ``options`` (name -> the figure's
+    keyword options; ``None``: the study's figures with their defaults).
 
     With workers, they take figures from the front of the list while this process
     takes them from the back, so no process waits on another while figures remain.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 from ..encoders.registry import availability, offline_models, study_models
 from ..errors import UsageError
@@ -100,6 +100,7 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
     from .._io import cache_root
     from ..executors import Outcome, make_executor
     from ..results.store import check_target, check_writable
+    from .results import NCIMP_LAYOUT
 
     models = list(models) if models else default_models()
     for what, given in (("model", models), ("language", list(langs))):
@@ -143,7 +144,8 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
         if why is None:
             cfg = _run_config(model, lang, options)
             out = run_dir(results_dir, model, lang, cfg)
-            check_target(out, cfg.to_dict(), overwrite=overwrite, option="--results-dir")
+            check_target(out, cfg.to_dict(), layout=NCIMP_LAYOUT, overwrite=overwrite,
+                         option="--results-dir")
             check_writable(out)  # a read-only or unwritable results_dir: exit 6 now
 
     keep = runner.resume_default if resume is None else resume
@@ -191,7 +193,8 @@ def reproduce(models: Sequence[str] | None = None, langs: Sequence[str] = ("en",
         if outcome.status in ("ran", "resumed"):
             assert outcome.path is not None
             ran.append((task.model, task.lang, outcome.path))
-            parts.append(outcome.results if outcome.results is not None
+            # a task of this reproduction computes NCIMP's Results (_compute)
+            parts.append(cast(Results, outcome.results) if outcome.results is not None
                          else Results.load(outcome.path))
             if outcome.status == "resumed":
                 resumed.append((task.model, task.lang, outcome.path))
@@ -218,11 +221,13 @@ def _finished(task: Task) -> Results | None:
     from ..data.sources import resolve_data_dir
     from ..errors import NcprobeError
     from ..results.store import inspect_dir, run_identity
+    from .results import NCIMP_LAYOUT
 
     kind, _, runs = inspect_dir(task.out)
     if kind != "results" or len(runs) != 1:
         return None
-    if run_identity(runs)[0]["config"] != run_identity(task.config.to_dict())[0]["config"]:
+    if (run_identity(runs, NCIMP_LAYOUT)[0]["config"]
+            != run_identity(task.config.to_dict(), NCIMP_LAYOUT)[0]["config"]):
         return None
     root = resolve_data_dir(task.data_dir)
     for name, blob in (runs[0].get("data_sources") or {}).items():

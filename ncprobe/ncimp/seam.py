@@ -3,7 +3,8 @@
 The probe's work is done by the modules the data flow names (``docs/architecture.md``):
 :mod:`ncprobe.data.ncimp` reads its data, :func:`ncprobe.ncimp.pipeline.compute` runs one model on
 one language with the options of :class:`~ncprobe.ncimp.config.RunConfig`,
-:class:`~ncprobe.ncimp.results.Results` holds its tables, :mod:`ncprobe.ncimp.report` draws the study's
+:class:`~ncprobe.ncimp.results.Results` holds its tables, :mod:`ncprobe.ncimp.report` draws the
+study's
 figures and tables, :mod:`ncprobe.ncimp.comparison` compares two runs. This module declares them to
 the registry; ``ncprobe run ncimp`` is ``ncprobe compute``.
 """
@@ -19,6 +20,7 @@ from ..probes.base import Probe
 if TYPE_CHECKING:
     from ..data.sources import UpstreamFile
     from ..errors import DataError
+    from ..probes.options import Option
     from .results import Results
 
 __all__ = ["NcimpProbe"]
@@ -33,7 +35,7 @@ class NcimpProbe(Probe):
     data = ("NCIMP: NCTTI noun compounds in naturalistic and neutral sentences, English and "
             "Portuguese (+ NCS)")
     shorthand = "compute"
-    report_options = ("examples", "space", "level")
+    reads_unnamed_results = True
     help = "cosines, measures and correlations for one model and language"
     description = (
         "Encode the NCIMP stimuli with one model, compare every probe with its original, "
@@ -71,6 +73,16 @@ class NcimpProbe(Probe):
         from .cli import run_compute
 
         return run_compute(args, config or self.config_class())
+
+    def report_options(self) -> tuple["Option", ...]:
+        from .cli import report_options
+
+        return report_options()
+
+    def compare_options(self) -> tuple["Option", ...]:
+        from .cli import compare_options
+
+        return compare_options()
 
     def report_from_args(self, args: argparse.Namespace, formats: Sequence[str]) -> int:
         from .cli import report_ncimp

@@ -1,8 +1,8 @@
 """Selecting and labelling the rows of a :class:`~ncprobe.ncimp.results.Results` that figures and
 tables show.
 
-Shared by :mod:`ncprobe.ncimp.figures` and :mod:`ncprobe.ncimp.tables` (no plotting here; the names and
-labels are those of :mod:`ncprobe.schema`):
+Shared by :mod:`ncprobe.ncimp.figures` and :mod:`ncprobe.ncimp.tables` (no plotting here; the names
+and labels are those of :mod:`ncprobe.schema`):
 
 * a **condition** is language x context group: ``EN-Nat``, ``EN-Neut``, ``PT-Nat``,
   ``PT-Neut`` (and ``EN-Neut-pl`` / ``PT-Neut-pl`` for the plural neutral

@@ -23,7 +23,7 @@ from ..stats import correct as correct_p
 from .inference import quartiles
 
 if TYPE_CHECKING:
-    from .results import Results
+    from .runs import ResultsData as Results
 
 __all__ = ["summary"]
 

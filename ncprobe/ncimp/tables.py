@@ -52,7 +52,7 @@ from .selection import model_order, select
 from .view import Spec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .results import Results
+    from .runs import ResultsData as Results
 
 #: The example NCs of the study's per-NC table.
 EXAMPLE_NCS = ("grey matter", "eager beaver", "Dutch courage", "eternal rest", "economic aid",
@@ -313,8 +313,8 @@ def _num(x: float, fmt: str) -> str:
 
 
 def comparison_table(df: pd.DataFrame) -> pd.DataFrame:
-    """The display form of :func:`ncprobe.ncimp.comparison.compare`'s output (for :func:`to_markdown`
-    and :func:`to_latex`).
+    """The display form of :func:`ncprobe.ncimp.comparison.compare`'s output (for
+    :func:`to_markdown` and :func:`to_latex`).
 
     Indexed by the cell keys of ``df`` (``model A``, ``model B``, the other keys fixed per
     side, then the matched keys; measures and levels by their display names), one column

@@ -1,7 +1,8 @@
 """What a report shows, said once: the :class:`View` (space, level, contexts, layers,
 correction, cell format, example NCs) and the :class:`Spec` of each figure and table.
 
-Every figure (:data:`ncprobe.ncimp.figures.FIGURE_SPECS`) and table (:data:`ncprobe.ncimp.tables.TABLE_SPECS`)
+Every figure (:data:`ncprobe.ncimp.figures.FIGURE_SPECS`) and table
+(:data:`ncprobe.ncimp.tables.TABLE_SPECS`)
 is a spec: its name, its builder (``build(results, **options)``) and the fields of the view
 it takes as keyword options. :func:`ncprobe.ncimp.report.write_report` makes one view and
 dispatches every spec alike (``spec.options(view)``): no figure or table is special-cased by

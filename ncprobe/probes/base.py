@@ -7,18 +7,22 @@ from __future__ import annotations
 import argparse
 import json
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from ..data.sources import UpstreamFile
     from ..errors import DataError
     from ..results.store import Layout
+    from .options import Option
 
 #: A results class (what its class methods return).
 R = TypeVar("R", bound="ProbeResults")
+M = TypeVar("M", bound="ModelRunResults")
 
 
 #: How each side of a probe's ``compare`` is named to a user: the command line's RESULTS_A and
@@ -75,6 +79,36 @@ def refuse_pooling(models: Sequence[Sequence[str]], names: Sequence[str], advice
                 raise UsageError(f"model {model!r} is in both {seen[model]} and {name}: "
                                  f"two runs of one model are never pooled; {advice}")
             seen[model] = name
+
+
+#: Options that say where and how fast a run ran, not what it computed: never why two runs'
+#: shared rows differ.
+NOT_OPTIONS: tuple[str, ...] = ("model", "device", "dtype", "batch_size")
+
+
+@dataclass(frozen=True)
+class SharedRows:
+    """The rows of one table that every run of the same data and options holds alike (a
+    probe's controls, its published systems): :meth:`ProbeResults.concat` keeps them once,
+    from the first results, and refuses results whose rows differ.
+
+    Attributes:
+        what: the rows in words, in that refusal (``"control rows (majority, ...)"``).
+        column, values: the rows whose ``column`` is one of ``values``; no column: the whole
+            table.
+    """
+
+    what: str
+    column: str | None = None
+    values: tuple[str, ...] = ()
+
+    def mask(self, df: "pd.DataFrame") -> "np.ndarray":
+        """Which rows of ``df`` are shared."""
+        import numpy as np
+
+        if self.column is None:
+            return np.ones(len(df), dtype=bool)
+        return df[self.column].astype(str).isin(self.values).to_numpy(bool)
 
 
 class ProbeResults(ABC):
@@ -140,11 +174,15 @@ class ProbeResults(ABC):
             found = store.drop_excluded(found, exclude, require_match=False)
         return [cls.load(d, accept_edited=accept_edited) for d in found], [str(d) for d in found]
 
+    #: The probe's results in words, in messages (``"NCC"``: ``no NCC results to join``).
+    title: ClassVar[str] = "probe"
+
     @classmethod
     @abstractmethod
     def concat(cls: type[R], *args: Any, **kwargs: Any) -> R:
         """``concat(results, names=None)``: several results as one (``names``: what each is
-        called in a refusal); never two runs of one cell pooled."""
+        called in a refusal); never two runs of one cell pooled
+        (:meth:`ModelRunResults.concat` for a probe whose runs are one model each)."""
 
     def to_parquet(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write the results directory ``path`` as one unit
@@ -246,15 +284,172 @@ class ProbeResults(ABC):
 
     # --- what is drawn from them ------------------------------------------------------------
 
-    @abstractmethod
-    def report(self, *args: Any, **kwargs: Any) -> list[Path]:
-        """``report(out_dir, **options)``: write the probe's report (figures, tables, an
-        index) into ``out_dir``; returns the files written."""
+    def report(self, out_dir: str | Path, *, formats: Sequence[str] = ("png", "pdf"),
+               dpi: int = 200, overwrite: bool = False,
+               progress: Callable[[str], None] | None = None) -> list[Path]:
+        """Write the probe's report (figures, tables, an index) into ``out_dir``:
+        :meth:`report_writer` of :meth:`report_tables` and :meth:`report_meta`
+        (``overwrite``: replace another probe's report there; ``progress``: told of each file
+        written); returns the files written."""
+        return self.report_writer()(self.report_tables(), self.report_meta(), out_dir,
+                                    formats=formats, dpi=dpi, overwrite=overwrite,
+                                    progress=progress)
+
+    def report_writer(self) -> Callable[..., list[Path]]:
+        """The probe's report writer: ``(tables, meta, out_dir, *, formats, dpi, overwrite,
+        progress)``, returning the files written."""
+        raise NotImplementedError(f"{type(self).__name__} has no report writer")
+
+    def report_tables(self) -> dict[str, "pd.DataFrame"]:
+        """The tables the report is written from: the results' own by default."""
+        return self.tables
+
+    def report_meta(self) -> dict:
+        """What the report's index says of the runs."""
+        raise NotImplementedError(f"{type(self).__name__} has no report metadata")
 
     @abstractmethod
     def compare(self, *args: Any, **kwargs: Any) -> "pd.DataFrame":
-        """``compare(other=None, **options)``: paired tests between these results and
-        ``other`` (or within these), corrected across one stated family; a tidy DataFrame."""
+        """``compare(other=None, *, names=None, n_boot=None, seed=None, correction=None,
+        **options)``: paired tests between these results and ``other`` (or within these),
+        corrected across one stated family; a tidy DataFrame. ``names``: what the two are
+        called (their directories); ``n_boot``, ``seed``, ``correction``: default the runs'
+        shared options (:meth:`compare_defaults`); ``options``: the probe's own (NCC's and
+        AStitch's ``a`` and ``b``, AStitch's ``n_perm``, IdioLink's ``n_flips``)."""
+
+    #: What one run's own tests already compare: said when :meth:`compare` is given no
+    #: other results of the probe.
+    tested_within: ClassVar[str] = "a run's own tests are in its table tests"
+
+    def compare_defaults(self: R, other: Any, names: Sequence[str] | None,
+                         n_boot: int | None, seed: int | None, correction: str | None
+                         ) -> tuple[R, list[str], Any, Any, str]:
+        """What :meth:`compare` shares across probes: ``other`` checked to be results of
+        this probe (and returned as such), the two sides' names (default ``results 1``,
+        ``results 2``), and ``n_boot``, ``seed`` and ``correction`` where not given: the
+        runs' shared options, else :data:`ncprobe.config.N_BOOT`, 0 and ``holm`` (checked by
+        the tests that take them).
+
+        Raises:
+            UsageError: ``other`` is not results of this probe.
+        """
+        from ..config import N_BOOT
+        from ..errors import UsageError
+
+        if not isinstance(other, type(self)):
+            raise UsageError(f"{self.title} results are compared with other {self.title} "
+                             f"results ({self.tested_within})")
+        return (other, list(names or ["results 1", "results 2"]),
+                self.option("n_boot", N_BOOT) if n_boot is None else n_boot,
+                self.option("seed", 0) if seed is None else seed,
+                correction or self.option("correction", "holm"))
+
+
+class ModelRunResults(ProbeResults):
+    """The results of a probe whose runs are one model each (NCC, AStitch, IdioLink): one
+    :meth:`select` over its tables, and one :meth:`concat` that keeps the rows its runs share
+    (:attr:`shared_rows`) once."""
+
+    #: The table :meth:`select` reads when none is named (the probe's headline table).
+    default_table: ClassVar[str]
+
+    def select(self, table: str | None = None, **filters: Any) -> "pd.DataFrame":
+        """Rows of one table (default :attr:`default_table`) through the one filter engine
+        (:func:`ncprobe.query.filter_rows`): a value or a list of values per column, e.g.
+        ``select("accuracy", kind="published")``.
+
+        Raises:
+            UsageError: an unknown table or column, or a value no row has (the message lists
+                the values there are), so a typo never gives an empty frame.
+        """
+        return self.select_rows(table or self.default_table, filters)
+
+    #: The rows its runs share, by table (:class:`SharedRows`): :meth:`concat` keeps them once
+    #: and refuses results whose shared rows differ; a table not named is stacked whole.
+    shared_rows: ClassVar[Mapping[str, SharedRows]] = {}
+    #: The options named when two results' shared rows differ (``None``: every option of
+    #: their runs but :data:`NOT_OPTIONS`).
+    shared_options: ClassVar[tuple[str, ...] | None] = None
+
+    @classmethod
+    def check_joinable(cls: type[M], results: Sequence[M], names: Sequence[str]) -> None:
+        """Refuse to join ``results`` (called ``names``) that are not results of one question:
+        here a model in two of them (:func:`refuse_pooling`); a probe adds its own (the same
+        items, the same data files).
+
+        Raises:
+            UsageError: naming the results and what differs.
+        """
+        refuse_pooling([res.models for res in results], names, "leave one out")
+
+    @classmethod
+    def concat(cls: type[M], results: Sequence[M], names: Sequence[str] | None = None) -> M:
+        """Several results as one (``names``: what each is called in a refusal, default
+        ``results 1``, ``results 2`` ...): each table stacked in the results' order, the rows
+        of :attr:`shared_rows` kept once (the first results'), never two runs of one cell
+        pooled (:meth:`check_joinable`). A probe of other runs overrides it (NCIMP's).
+
+        Raises:
+            UsageError: no results, results :meth:`check_joinable` refuses, or whose shared
+                rows differ (other options: each is reported on its own).
+        """
+        import pandas as pd
+
+        from ..errors import UsageError
+
+        results = list(results)
+        if not results:
+            raise UsageError(f"no {cls.title} results to join")
+        names = list(names or [f"results {i + 1}" for i in range(len(results))])
+        cls.check_joinable(results, names)
+        first = results[0]
+        frames = {}
+        for table in cls.layout.tables:
+            rule = cls.shared_rows.get(table)
+            parts = [first.tables[table]]
+            for res, name in zip(results[1:], names[1:], strict=True):
+                df = res.tables[table]
+                if rule is not None:
+                    first.check_shared(res, table, rule, names[0], name)
+                    if rule.column is None:
+                        continue  # the whole table is shared: the first results' once
+                    df = df[~rule.mask(df)]
+                parts.append(df)
+            frames[table] = pd.concat(parts, ignore_index=True)
+        return cls(**frames, meta=[m for r in results for m in r.meta])  # type: ignore[call-arg]
+
+    def check_shared(self, other: ProbeResults, table: str, rule: SharedRows, name_a: str,
+                     name_b: str) -> None:
+        """Refuse to join ``other`` to these results when the rows ``rule`` names of
+        ``table`` differ (equal values: a table read from parquet and one computed may differ
+        in dtype); the message names the options of the runs that differ.
+
+        Raises:
+            UsageError: naming both results, the rows and the table.
+        """
+        import pandas as pd
+
+        from ..errors import UsageError
+
+        def shared(res: ProbeResults) -> pd.DataFrame:
+            df = res.tables[table]
+            return df[rule.mask(df)].reset_index(drop=True)
+
+        try:
+            pd.testing.assert_frame_equal(shared(self), shared(other), check_dtype=False)
+            return
+        except AssertionError:
+            pass
+        keys = self.shared_options if self.shared_options is not None else sorted(
+            {k for m in self.meta + other.meta for k in m["config"] if k not in NOT_OPTIONS},
+            key=str)
+        options = [f"{k} {self.option(k, None)!r} in {name_a}, {other.option(k, None)!r} in "
+                   f"{name_b}" for k in keys if self.option(k, None) != other.option(k, None)]
+        raise UsageError(f"{name_a} and {name_b} hold different {rule.what} (table {table})"
+                         + (f": the runs' options differ ({'; '.join(options)})" if options
+                            else "")
+                         + ". Runs of other options are never shown in one table: report each "
+                         "on its own, or leave one out with --exclude")
 
 
 class Probe(ABC):
@@ -263,8 +458,9 @@ class Probe(ABC):
 
     The command line reaches every probe through these methods only: ``ncprobe run NAME``
     (:meth:`add_run_arguments`, :meth:`run_from_args`), ``ncprobe probes`` (:attr:`asks`,
-    :attr:`data`, :meth:`tables`), ``report`` (:meth:`add_report_arguments`,
-    :meth:`report_from_args`), ``compare`` (:meth:`compare_from_args`), ``models --probe``
+    :attr:`data`, :meth:`tables`), ``report`` (:meth:`report_options`,
+    :meth:`report_from_args`), ``compare`` (:meth:`compare_options`,
+    :meth:`compare_from_args`), ``models --probe``
     (:meth:`models_text`), ``data info | check`` (:meth:`reads`, :meth:`data_info`,
     :meth:`data_info_lines`, :meth:`check_data`).
     """
@@ -282,15 +478,14 @@ class Probe(ABC):
     #: measures); a probe's package imports no other probe's package beyond these
     #: (``tests/test_import_cycles.py``).
     uses: ClassVar[tuple[str, ...]] = ()
+    #: Whether a results directory whose ``run.json`` names no probe holds this probe's
+    #: results (its layout is not ``named``): one built-in probe only, NCIMP
+    #: (:func:`ncprobe.probes.results_probe`).
+    reads_unnamed_results: ClassVar[bool] = False
     #: One line of ``ncprobe run --help``.
     help: ClassVar[str]
     #: What ``ncprobe run NAME --help`` (and its shorthand's) says it does.
     description: ClassVar[str]
-    #: The options of ``ncprobe report`` (their ``dest``) that only this probe's report
-    #: takes; a report of a folder holding several probes' results gives each probe's
-    #: report only its own.
-    report_options: ClassVar[tuple[str, ...]] = ()
-
     def commands(self) -> dict[str, tuple[Callable[..., argparse.ArgumentParser],
                                           Callable[[argparse.Namespace, type], int]]]:
         """Commands of its own beyond ``run``, ``report`` and ``compare`` (NCIMP's
@@ -328,24 +523,34 @@ class Probe(ABC):
 
     # --- what its results give --------------------------------------------------------------
 
-    def report_from_args(self, args: argparse.Namespace, formats: Sequence[str]) -> int:
-        """``ncprobe report`` of results directories of this probe; the exit code.
+    def report_options(self) -> tuple["Option", ...]:
+        """The options of ``ncprobe report`` that its report takes beyond those every report
+        takes (the results directories, ``--out``, ``--overwrite``, ``--exclude``,
+        ``--accept-edited-results``, ``--format``, ``--quiet``): :class:`~ncprobe.probes.
+        options.Option` s (NCIMP's: ``--examples``, ``--space``, ``--level``, ``--correct``,
+        ``--compact-tables``, ``--jobs``). Given for results of a probe that does not declare
+        it, an option is refused (exit 2); :meth:`report_from_args` gets its own, at their
+        defaults when not given, and no other. None by default."""
+        return ()
 
-        By default: the report command's options of the NCIMP report (``--examples``,
-        ``--space``, ``--level``) are refused, the directories read and joined
-        (:meth:`ProbeResults.load_many`), results read although edited said first, and
-        :meth:`ProbeResults.report` written. NCIMP's probe overrides it."""
+    def compare_options(self) -> tuple["Option", ...]:
+        """The options of ``ncprobe compare`` that its comparison takes beyond those every
+        comparison takes (the two sides, ``--out``, ``--overwrite``, ``--exclude``,
+        ``--accept-edited-results``, ``--quiet``), as :meth:`report_options` for ``report``
+        (most probes: :func:`~ncprobe.probes.options.compare_test_options`, ``--n-boot``,
+        ``--seed``, ``--correct``). None by default."""
+        return ()
+
+    def report_from_args(self, args: argparse.Namespace, formats: Sequence[str]) -> int:
+        """``ncprobe report`` of results directories of this probe (``args``: the options
+        every report takes and those of :meth:`report_options`); the exit code.
+
+        By default: the directories read and joined (:meth:`ProbeResults.load_many`), results
+        read although edited said first, and :meth:`ProbeResults.report` written."""
         import sys
 
-        from ..errors import UsageError
         from .options import say
 
-        given = [opt for opt, value in (("--examples", args.examples),
-                                        ("--space", args.space), ("--level", args.level))
-                 if value is not None]
-        if given:
-            raise UsageError(f"{', '.join(given)}: options of the NCIMP report; {self.name} "
-                             "results have no such choice")
         res = self.results_class().load_many(args.results, exclude=args.exclude,
                                              accept_edited=args.accept_edited_results)
         for line in res.edited_lines():  # first, where it cannot be missed
@@ -357,7 +562,10 @@ class Probe(ABC):
 
     @abstractmethod
     def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
-        """``ncprobe compare`` of results directories of this probe; the exit code."""
+        """``ncprobe compare`` of results directories of this probe (``args``: the options
+        every comparison takes and those of :meth:`compare_options`; ``out``: ``--out``,
+        checked, :func:`~ncprobe.probes.commands.check_comparison_out`); the exit code
+        (:func:`~ncprobe.probes.commands.compare_probe_runs` does it for most probes)."""
 
     @abstractmethod
     def models_text(self) -> str:

@@ -1,10 +1,21 @@
-"""Options shared by several commands, the run options made from a config class, and the run
-of a probe from them (:func:`probe_run_options`, :func:`run_probe`).
+"""What a probe needs to declare its options: the run options made from a config class and
+the run of a probe from them (:func:`probe_run_options`, :func:`run_probe`), the options of
+``ncprobe report`` and ``ncprobe compare`` a probe declares (:class:`Option`), and options
+shared by several commands.
 
-:func:`config_options` adds one option per field of a config class (:class:`RunConfig`:
-``compute`` takes them all, ``reproduce`` those in :data:`REPRODUCE_OPTIONS`;
+:func:`config_options` adds one option per field of a config class (NCIMP's
+:class:`~ncprobe.ncimp.config.RunConfig`: ``compute`` takes them all, ``reproduce`` some;
 :class:`~ncprobe.retrieval.config.RetrievalConfig`: ``retrieve``); :func:`config_from_args`
 makes the config of the options parsed, naming the option of any value the config refuses.
+
+A probe declares the options of ``report`` and ``compare`` that its own report and comparison
+take (:meth:`~ncprobe.probes.base.Probe.report_options`,
+:meth:`~ncprobe.probes.base.Probe.compare_options`: a tuple of :class:`Option`, made by
+:func:`option` or by the helpers here, :func:`compare_test_options`, :func:`jobs_option`).
+The command line adds the options every probe declares once each (:func:`add_declared_options`;
+an option two probes declare is one option: equal declarations) and, once it knows whose
+results it reads, refuses an option given that this probe does not declare and gives it its
+own options' defaults (:func:`options_of`).
 """
 
 from __future__ import annotations
@@ -22,14 +33,14 @@ from .. import argtypes as _argtypes
 from ..argtypes import positive_int
 from ..config import field_default
 from ..errors import UsageError
-from ..ncimp.config import RunConfig
+from ..schema import CORRECTIONS
 
 
-def config_options(parser: argparse.ArgumentParser, config: type | None = None,
+def config_options(parser: argparse.ArgumentParser, config: type,
                    names: Sequence[str] | None = None, *, start: str | None = None,
                    stop: str | None = None) -> None:
-    """Add one option per field of the config class ``config`` (default :class:`RunConfig`;
-    any frozen dataclass whose fields all have defaults, e.g.
+    """Add one option per field of the config class ``config`` (any frozen dataclass whose
+    fields all have defaults, e.g. :class:`~ncprobe.ncimp.config.RunConfig`,
     :class:`~ncprobe.retrieval.config.RetrievalConfig`), in field order, built from the
     field alone: every field, or those in ``names``, or those from ``start`` (included) up
     to ``stop`` (left out), so that a command may put its own options between them.
@@ -46,7 +57,6 @@ def config_options(parser: argparse.ArgumentParser, config: type | None = None,
     field gets the non-empty items of all, in order. Other checks are ``config``'s own, in
     :func:`config_from_args`.
     """
-    config = config or RunConfig
     hints = typing.get_type_hints(config)
     order = [f.name for f in dataclasses.fields(config)]
     first = order.index(start) if start is not None else 0
@@ -96,8 +106,8 @@ def _option(f: dataclasses.Field) -> str:
     return f.metadata.get("option", "--" + f.name.replace("_", "-"))
 
 
-def config_from_args(args: argparse.Namespace, config: type | None = None):
-    """The ``config`` (default :class:`RunConfig`) of the options parsed into ``args`` (the
+def config_from_args(args: argparse.Namespace, config: type):
+    """The ``config`` (a config class) of the options parsed into ``args`` (the
     fields it has no option for at their defaults).
 
     ``config`` checks the values once, all together: a value is never judged against the
@@ -111,7 +121,6 @@ def config_from_args(args: argparse.Namespace, config: type | None = None):
         UsageError: a value ``config`` refuses; the message names its option (or the
             options refused together) and says why.
     """
-    config = config or RunConfig
     fields = [f for f in dataclasses.fields(config) if hasattr(args, f.name)]
     values = {f.name: getattr(args, f.name) for f in fields}
     given = [f for f in fields if values[f.name] != field_default(f)]
@@ -213,13 +222,14 @@ def cache_options(p: argparse.ArgumentParser) -> None:
                    "$NCPROBE_CACHE or the user cache directory)")
 
 
-def jobs_option(p: argparse.ArgumentParser) -> None:
-    """``--jobs`` of ``report`` and ``reproduce``."""
-    default = min(os.cpu_count() or 1, 4)
-    p.add_argument("--jobs", type=positive_int, default=default, metavar="N",
-                   help="processes that draw the figures, this one included (default: the "
-                   "CPUs, at most 4; here %(default)s); never more than the figures to draw "
-                   "or the CPUs this process may use; the files do not depend on it")
+def jobs_option() -> Option:
+    """``--jobs`` of a report that draws its figures in several processes (NCIMP's
+    ``report`` and ``reproduce``)."""
+    return option("--jobs", type=positive_int, default=min(os.cpu_count() or 1, 4),
+                  metavar="N",
+                  help="processes that draw the figures, this one included (default: the "
+                  "CPUs, at most 4; here %(default)s); never more than the figures to draw "
+                  "or the CPUs this process may use; the files do not depend on it")
 
 
 def accept_edited_option(p: argparse.ArgumentParser) -> None:
@@ -243,3 +253,148 @@ def exclude_option(p: argparse.ArgumentParser) -> None:
 def say(line: str) -> None:
     """One line of progress on stderr (``--quiet`` leaves it out); stdout stays for results."""
     print(line, file=sys.stderr, flush=True)
+
+
+# --- the options of `ncprobe report` and `ncprobe compare` that a probe declares ---------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One option of ``ncprobe report`` or ``ncprobe compare`` that a probe's report or
+    comparison takes (:meth:`~ncprobe.probes.base.Probe.report_options`,
+    :meth:`~ncprobe.probes.base.Probe.compare_options`): its flags and the keywords of
+    ``argparse``'s ``add_argument`` (``help`` included; ``%(default)s`` in it is the
+    default). Made by :func:`option`. Two probes that declare one flag declare one option:
+    equal declarations (make it with one helper, e.g. :func:`compare_test_options`)."""
+
+    #: The option's flags (``("--n-flips",)``), the first a long one.
+    flags: tuple[str, ...]
+    #: The keywords of ``add_argument``.
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+    #: With it given, one results directory may be on both sides of ``ncprobe compare``: it
+    #: selects each side's rows (NCIMP's ``--a`` and ``--b``).
+    selects_side: bool = False
+
+    @property
+    def dest(self) -> str:
+        """The attribute of the parsed options that holds its value."""
+        return self.settings.get("dest") or self.flags[0].lstrip("-").replace("-", "_")
+
+    @property
+    def default(self) -> Any:
+        """Its value when it is not given (what ``argparse`` gives it)."""
+        parser = argparse.ArgumentParser(add_help=False)
+        self.add(parser)
+        return getattr(parser.parse_args([]), self.dest)
+
+    def add(self, parser: argparse.ArgumentParser) -> None:
+        """Add it to ``parser`` as declared (a command of one probe: ``reproduce``)."""
+        parser.add_argument(*self.flags, **self.settings)
+
+    def add_declared(self, parser: argparse.ArgumentParser, whose: Sequence[str] | None
+                     ) -> None:
+        """Add it to ``parser`` so that it is absent from the options parsed unless given
+        (``default=argparse.SUPPRESS``), its help saying whose it is (``whose``: the probes
+        that declare it; ``None``: every probe's)."""
+        text = self.settings.get("help")
+        if text is not None:
+            text = text.replace("%(default)s", str(self.default))
+            if whose is not None:
+                text += f" [{', '.join(whose)} results only]"
+        parser.add_argument(*self.flags, **{**self.settings, "default": argparse.SUPPRESS,
+                                            "help": text})
+
+
+def option(*flags: str, selects_side: bool = False, **settings: Any) -> Option:
+    """An :class:`Option` of ``report`` or ``compare``: ``flags`` and ``settings`` as for
+    ``argparse``'s ``add_argument``.
+
+    >>> option("--n-flips", type=int, default=7, help="flips").default
+    7
+    """
+    return Option(tuple(flags), dict(settings), selects_side)
+
+
+#: The resamples of ``ncprobe compare``'s bootstrap by default: more than a run's intervals
+#: use, because the least bootstrap p is 2 / (n_boot + 1) and a correction multiplies it by
+#: the number of tests (a table of 44 cells needs n_boot > 1760 for any cell to be
+#: significant after Holm's correction; below that a floored p is a bound, said and warned
+#: about).
+COMPARE_N_BOOT = 10_000
+
+
+def compare_test_options() -> tuple[Option, ...]:
+    """``--n-boot``, ``--seed`` and ``--correct`` of ``ncprobe compare``: the resamples, their
+    seed and the correction of a comparison that tests pairs by resampling."""
+    return (
+        option("--n-boot", type=positive_int, default=COMPARE_N_BOOT, metavar="N",
+               help=f"bootstrap resamples (default {COMPARE_N_BOOT}; the least p is 2/(N+1), "
+               "so Holm over m rows needs N > 40 m for any row to be significant and N >= "
+               "2000 m for ***; a p at that floor is shown as a bound, '< 0.0002', and warned "
+               "about). Retrieval results: the resamples of the intervals only"),
+        option("--seed", type=_argtypes.count, default=0, metavar="S",
+               help="seed of the resamples (default 0): the same inputs give the same table"),
+        option("--correct", choices=CORRECTIONS, default="holm",
+               help="multiple-comparison correction of the bootstrap p-values across the "
+               "rows (default holm)"))
+
+
+def add_declared_options(parser: argparse.ArgumentParser,
+                         declared: dict[str, Sequence[Option]]) -> dict[str, Option]:
+    """Add to ``parser`` every option that the probes declare (``declared``: each probe's
+    options by its name, in registry order), once each, absent from the options parsed
+    unless given, its help naming the probes whose it is unless it is every probe's
+    (:meth:`Option.add_declared`); returns them by ``dest``.
+
+    A declaration that differs from an earlier probe's option of the same flag or ``dest``
+    (a plugin's ``--seed`` of another default) is left out, with a warning on stderr naming
+    both probes: that probe then takes the option at its own default.
+    """
+    found: dict[str, Option] = {}
+    whose: dict[str, list[str]] = {}
+    flags: dict[str, str] = {}
+    for name, options in declared.items():
+        for o in options:
+            same = found.get(o.dest) or next(
+                (found[flags[f]] for f in o.flags if f in flags), None)
+            if same is not None and same != o:
+                first = whose[same.dest][0]
+                print(f"warning: the probe {name} declares {o.flags[0]} otherwise than the "
+                      f"probe {first} (one option, two declarations): {name}'s is left out, "
+                      "its results take it at its default; declare it as the other probe "
+                      "does (the same helper), or under another name", file=sys.stderr)
+                continue
+            if same is None:
+                found[o.dest] = o
+                flags.update({f: o.dest for f in o.flags})
+            whose.setdefault(o.dest, []).append(name)
+    for dest, o in found.items():
+        o.add_declared(parser, None if len(whose[dest]) == len(declared) else whose[dest])
+    return found
+
+
+def options_of(args: argparse.Namespace, probe: str, own: Sequence[Option],
+               declared: dict[str, Option], command: str, *, strict: bool = True
+               ) -> argparse.Namespace:
+    """The options parsed (``args``, by a parser of :func:`add_declared_options`) as the
+    ``command`` (``report``, ``compare``) of the results of the probe ``probe`` takes them:
+    its own options (``own``) that were not given at their defaults, and none of the other
+    ``declared`` options.
+
+    Raises:
+        UsageError: (``strict``) an option given that ``probe`` does not declare, naming it,
+            the probe and its own options; without ``strict`` such an option is left out
+            (the report of one probe's results among several probes').
+    """
+    mine = {o.dest for o in own}
+    foreign = [o for dest, o in declared.items() if dest not in mine and hasattr(args, dest)]
+    if foreign and strict:
+        named = ", ".join(o.flags[0] for o in foreign)
+        theirs = ", ".join(o.flags[0] for o in own) or "none"
+        raise UsageError(f"{named}: not {'an option' if len(foreign) == 1 else 'options'} of "
+                         f"{probe} results' {command} (its own options: {theirs})")
+    values = {k: v for k, v in vars(args).items() if k not in declared or k in mine}
+    for o in own:
+        if o.dest not in values:
+            values[o.dest] = o.default
+    return argparse.Namespace(**values)

@@ -27,11 +27,14 @@ Nothing here knows the :class:`~ncprobe.ncimp.results.Results` class: the tables
 as a mapping of DataFrames by name, with the runs' metadata.
 
 Every probe's results are such a directory. A :class:`Layout` says which tables a probe
-writes, their columns and which hold numbers, and what each run's config must name; the
-NCIMP layout (:data:`NCIMP_LAYOUT`) is the default, and another probe registers its own
-(:func:`register_layout`; the retrieval probe's is in :mod:`ncprobe.retrieval.results`).
-``run.json`` names every probe but the default one (key ``probe``, part of the run id), so
-results of one probe are never read as another's (:func:`probe_of`).
+writes, their columns and which hold numbers, what each run's config must name and the
+config class whose defaults fill it; each probe's results class declares its own
+(``layout``: NCIMP's in :mod:`ncprobe.ncimp.results`), and every function here that needs
+one is given it: this module names no probe and asks no registry. ``run.json`` names the
+probe (key ``probe``, part of the run id) unless its layout says not to (``named``: NCIMP's,
+whose results were written before probes were named), so results of one probe are never
+read as another's; :func:`probe_of` returns the name ``run.json`` gives, ``None`` where it
+gives none (the probe registry, :mod:`ncprobe.probes`, says whose such results are).
 """
 
 from __future__ import annotations
@@ -62,13 +65,13 @@ from ..owned import (
     locked_temp_dir,
     remove_if_only,
     remove_temp_dirs,
-    report_kind,
 )
-from ..schema import RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, RESULT_TABLES
+from ..schema import RESULT_TABLES
 
 log = logging.getLogger(__name__)
 
-#: The tables of a Results, in the order they are written (``<table>.parquet``).
+#: NCIMP's tables (:data:`ncprobe.schema.RESULT_TABLES`; its layout:
+#: :data:`ncprobe.ncimp.results.NCIMP_LAYOUT`), for the code that takes them from here.
 TABLES = RESULT_TABLES
 #: The format of a results directory: the run id in ``run.json`` and in every table, each
 #: table's digests in ``run.json`` (what was written is checked when read), the gold score's
@@ -80,11 +83,11 @@ RUN_ID_KEY = b"ncprobe.run_id"
 #: shards found unusable (:attr:`Results.notes <ncprobe.ncimp.results.Results.notes>` lists them).
 #: They are kept in memory only: never written to ``run.json``, never part of the run id.
 RUN_LOG_KEYS = ("encoded", "cache_problems")
-#: RunConfig fields that say where and how fast a run ran, not what it computed: they do not
+#: Config fields that say where and how fast a run ran, not what it computed: they do not
 #: make a different run (nor a different default directory name).
 NOT_IDENTITY = ("batch_size", "batch_tokens", "device")
 
-#: The tables of a Results by name (every name of :data:`TABLES`).
+#: A probe's tables by name (every name of its layout's ``tables``).
 Frames = Mapping[str, pd.DataFrame]
 
 
@@ -99,17 +102,18 @@ class Layout:
         columns: per table, the columns every reader needs.
         numeric: the columns of ``columns`` that hold numbers (or booleans).
         run_keys: the keys of each run's ``config`` that must be text.
-        read_with: how to read these results, said when another probe's reader is given
-            them (``read it with ...``).
-        named: whether ``run.json`` names the probe; only the default probe's
-            (:data:`NCIMP_LAYOUT`) does not.
-        report_label: the probe's report in words (``NCIMP report``), for the messages of
-            another probe's report that meets it (:func:`ncprobe.owned.report_kind`: a
-            report's kind is its probe's name).
+        named: whether ``run.json`` names the probe; NCIMP's does not (its results were
+            written before probes were named: a ``run.json`` without ``probe`` is read by
+            the layout that is not ``named``).
+        report_label: the probe's report in words (``NCIMP report``), in the messages of its
+            report writer (a report's kind is its probe's name).
         version: the version of this probe's tables, raised when a table gains a column a
             reader needs; ``run.json`` records it (key ``version``) from 2 on, and results of
             an earlier version are refused with what to do (recompute them), never read as
             damaged.
+        config: the probe's config class (a dataclass): the defaults of its fields fill a
+            run's ``config`` where ``run.json`` leaves one out (:func:`run_identity`);
+            ``None``: no defaults.
     """
 
     probe: str
@@ -117,59 +121,22 @@ class Layout:
     columns: Mapping[str, tuple[str, ...]]
     numeric: frozenset[str]
     run_keys: tuple[str, ...] = ("model",)
-    read_with: str = "read it with the command that wrote it"
     named: bool = True
     report_label: str = ""
     version: int = 1
+    config: type | None = None
 
 
-#: The NCIMP probe's results (:class:`~ncprobe.ncimp.results.Results`): the default probe, whose
-#: ``run.json`` names none.
-NCIMP_LAYOUT = Layout("ncimp", TABLES, RESULT_COLUMNS, RESULT_NUMERIC_COLUMNS, ("model", "lang"),
-                      read_with="read it with ncprobe.Results.load (ncprobe report / "
-                      "compare)", named=False, report_label="NCIMP report")
-#: Every probe's layout by name (:func:`register_layout`).
-LAYOUTS: dict[str, Layout] = {}
+def _is_result_file(name: str) -> bool:
+    """Whether ``name`` is a file a results directory of any probe may hold: ``run.json``
+    or a table (``<table>.parquet``)."""
+    return name == "run.json" or (name.endswith(".parquet") and not name.startswith("."))
 
 
-def register_layout(layout: Layout) -> Layout:
-    """Make ``layout``'s results directories, and its probe's kind of report, known (a probe's
-    module registers its own)."""
-    LAYOUTS[layout.probe] = layout
-    if layout.report_label:
-        report_kind(layout.probe, layout.report_label)
-    return layout
-
-
-register_layout(NCIMP_LAYOUT)
-
-
-def layout_of(probe: str) -> Layout | None:
-    """The layout of the probe named ``probe``: registered, or registered now by loading the
-    probe's results class from the probe registry (:mod:`ncprobe.probes`); ``None`` for a
-    name no probe has."""
-    if probe not in LAYOUTS:
-        from ..probes import PROBES, results_class
-
-        if probe in PROBES:
-            with contextlib.suppress(ImportError):  # for a message: never an error
-                results_class(probe)
-    return LAYOUTS.get(probe)
-
-
-def _result_files() -> set[str]:
-    """What a results directory of any probe (:data:`ncprobe.probes.PROBES`, each probe's
-    layout loaded here if it was not yet) may hold: its tables and run.json."""
-    from ..probes import PROBES
-
-    for probe in PROBES:
-        layout_of(probe)
-    return {f"{t}.parquet" for lay in LAYOUTS.values() for t in lay.tables} | {"run.json"}
-
-
-def probe_of(path: str | Path) -> str:
-    """The probe whose results the directory ``path`` holds (the default probe's,
-    :data:`NCIMP_LAYOUT`, when ``run.json`` names none).
+def probe_of(path: str | Path) -> str | None:
+    """The probe whose results the directory ``path`` holds, as its ``run.json`` names it;
+    ``None`` where it names none (results of the probe whose layout is not ``named``: the
+    registry says which, :func:`ncprobe.probes.results_probe`).
 
     Raises:
         UsageError: no run.json there. DataError: an unreadable run.json.
@@ -177,42 +144,26 @@ def probe_of(path: str | Path) -> str:
     meta_file = Path(path) / "run.json"
     if not meta_file.is_file():
         raise UsageError(f"{path}: not a results directory (no run.json)")
-    probe = _read_run_json(meta_file).get("probe", NCIMP_LAYOUT.probe)
-    if not isinstance(probe, str):
+    probe = _read_run_json(meta_file).get("probe")
+    if probe is not None and not isinstance(probe, str):
         raise DataError(f"'probe' is {probe!r}, not a name: the file was edited or damaged",
                         file=str(meta_file))
     return probe
 
 
 def results_by_probe(paths, exclude: Iterable[str | os.PathLike] = (), *,
-                     require_match: bool = False) -> dict[str, list[Path]]:
+                     require_match: bool = False) -> dict[str | None, list[Path]]:
     """Every results directory at or below ``paths`` (less those at or below ``exclude``; one
     may leave out nothing unless ``require_match``: :func:`drop_excluded`), by the probe whose
-    results it holds, in the order found."""
+    results it holds (:func:`probe_of`: ``None`` for a ``run.json`` that names none), in the
+    order found."""
     found = find_results(paths)
     if exclude:
         found = drop_excluded(found, exclude, require_match=require_match)
-    by_probe: dict[str, list[Path]] = {}
+    by_probe: dict[str | None, list[Path]] = {}
     for d in found:
         by_probe.setdefault(probe_of(d), []).append(d)
     return by_probe
-
-
-def probe_of_all(paths, exclude: Iterable[str | os.PathLike] = (), *, advice: str,
-                 keep: Iterable[str] | None = None) -> str:
-    """The one probe whose results every results directory at or below ``paths`` (less
-    ``exclude``) holds: ``ncimp`` when none is found.
-
-    Raises:
-        UsageError: directories of different probes: the message names each probe's
-            directories, says ``advice`` (why they cannot go together), and gives the
-            ``--exclude`` options that leave out each probe's directories (those of the
-            probes in ``keep`` only, when given: what leaving the others out could use).
-    """
-    by_probe = results_by_probe(paths, exclude)
-    if len(by_probe) > 1:
-        raise UsageError(mixed_probes_message(by_probe, advice, keep))
-    return next(iter(by_probe)) if by_probe else NCIMP_LAYOUT.probe
 
 
 def mixed_probes_message(by_probe: Mapping[str, list[Path]], advice: str,
@@ -237,20 +188,20 @@ def mixed_probes_message(by_probe: Mapping[str, list[Path]], advice: str,
             + (f". Leave one probe's directories out: {'; '.join(hints)}" if hints else ""))
 
 
-def table_entries(frames: Frames, layout: Layout = NCIMP_LAYOUT) -> dict[str, dict]:
+def table_entries(frames: Frames, layout: Layout) -> dict[str, dict]:
     """Per table, what the run id is made of: its rows and its content digest."""
     return {name: {"rows": len(frames[name]), "content": _table_digest(frames[name])}
             for name in layout.tables}
 
 
-def run_id(frames: Frames, meta: list[dict], layout: Layout = NCIMP_LAYOUT) -> str:
+def run_id(frames: Frames, meta: list[dict], layout: Layout) -> str:
     """A hash of every table's rows and of ``meta`` (less :data:`RUN_LOG_KEYS`): equal
     results give equal ids, however they were computed."""
     return _run_id(table_entries(frames, layout), _stored_meta(meta), layout)
 
 
-def write_results(frames: Frames, meta: list[dict], path: str | Path, *,
-                  overwrite: bool = False, layout: Layout = NCIMP_LAYOUT) -> Path:
+def write_results(frames: Frames, meta: list[dict], path: str | Path, *, layout: Layout,
+                  overwrite: bool = False) -> Path:
     """Write ``frames`` and ``meta`` as a results directory at ``path``: what
     :meth:`Results.to_parquet <ncprobe.ncimp.results.Results.to_parquet>` does (see it for the
     arguments and errors); ``layout`` names the probe and its tables.
@@ -283,7 +234,7 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
     with dir_lock(parent):  # no swap of another writer halfway through meanwhile
         tidy_leftovers(parent, target.name)
     # early: before any writing
-    check_target(target, meta, overwrite=overwrite, probe=layout.probe)
+    check_target(target, meta, layout=layout, overwrite=overwrite)
     runs = _stored_meta(meta)
     tables = table_entries(frames, layout)
     rid = _run_id(tables, runs, layout)
@@ -309,7 +260,7 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
             fh.flush()
             os.fsync(fh.fileno())
         with dir_lock(parent):  # the check and the swap as one step among ncprobe writers
-            check_target(target, meta, overwrite=overwrite, probe=layout.probe)
+            check_target(target, meta, layout=layout, overwrite=overwrite)
             if os.path.lexists(target):
                 aside = parent / aside_name(target.name)
                 os.rename(target, aside)
@@ -329,8 +280,8 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
 
 
 
-def read_results(path: str | Path, *, accept_edited: bool = False,
-                 layout: Layout = NCIMP_LAYOUT) -> tuple[dict[str, pd.DataFrame], list[dict]]:
+def read_results(path: str | Path, *, layout: Layout, accept_edited: bool = False
+                 ) -> tuple[dict[str, pd.DataFrame], list[dict]]:
     """The tables (by name) and the runs' metadata of the results directory ``path``, checked:
     what :meth:`Results.load <ncprobe.ncimp.results.Results.load>` does (see it for
     the arguments and errors); ``layout``: the probe whose results are expected (another
@@ -364,12 +315,10 @@ def _checked_run_json(src: Path, layout: Layout) -> dict:
         raise DataError(f"results format {fmt!r}; this ncprobe reads format {RESULTS_FORMAT}: "
                         "recompute the results with this version, or read them with the "
                         "ncprobe that wrote them", file=str(meta_file))
-    probe = meta.get("probe", NCIMP_LAYOUT.probe)
-    if probe != layout.probe:
-        other = layout_of(str(probe))
-        how = other.read_with if other is not None else Layout.read_with
-        raise UsageError(f"{src} holds results of the {probe!r} probe, not of "
-                         f"{layout.probe!r}; {how}")
+    probe = meta.get("probe")
+    if not _holds(layout, probe):
+        raise UsageError(f"{src} holds {_whose(probe)}, not of the {layout.probe!r} probe; "
+                         f"{_read_with(probe)}")
     version = meta.get("version", 1)
     if version != layout.version:
         newer = isinstance(version, int) and not isinstance(version, bool) and (
@@ -487,8 +436,29 @@ def _stored_meta(meta: list[dict]) -> list[dict]:
     return json.loads(json.dumps(kept, ensure_ascii=False, default=str))
 
 
+def _holds(layout: Layout, probe: str | None) -> bool:
+    """Whether a ``run.json`` naming the probe ``probe`` (``None``: naming none) holds
+    results of ``layout``'s probe."""
+    return probe == layout.probe or (probe is None and not layout.named)
+
+
+def _whose(probe: str | None) -> str:
+    """The results of the probe ``probe`` in words (``None``: a ``run.json`` naming none)."""
+    if probe is None:
+        return ("results whose run.json names no probe (those of the probe that declares "
+                "it reads them: ncprobe.probes.results_probe(None) names it)")
+    return f"results of the {probe!r} probe"
+
+
+def _read_with(probe: str | None) -> str:
+    """How to read results of the probe ``probe`` (``None``: naming none)."""
+    reader = (f"ncprobe.probes.results_class({probe!r}).load" if probe is not None
+              else "ncprobe.probes.results_class(ncprobe.probes.results_probe(None)).load")
+    return f"read it with its probe's results class ({reader}; ncprobe report / compare read it)"
+
+
 def _probe_key(layout: Layout) -> dict:
-    """``run.json``'s probe entry: none for the default probe (``layout.named`` false); and
+    """``run.json``'s probe entry: none where ``layout.named`` is false (NCIMP's); and
     the version of its tables from 2 on (results of version 1 never recorded one)."""
     key = {"probe": layout.probe} if layout.named else {}
     return {**key, "version": layout.version} if layout.version > 1 else key
@@ -542,10 +512,9 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.number, np.bool_)) and not isinstance(v, str)
 
 
-def _check_table(name: str, df: pd.DataFrame, file: Path,
-                 layout: Layout = NCIMP_LAYOUT) -> None:
+def _check_table(name: str, df: pd.DataFrame, file: Path, layout: Layout) -> None:
     """Refuse a table without the columns ncprobe writes, or with text where it writes numbers
-    (``layout.numeric``; NCIMP: :data:`ncprobe.schema.RESULT_NUMERIC_COLUMNS`): every
+    (``layout.numeric``): every
     statistic drawn from it would fail or be wrong."""
     columns = layout.columns[name]
     missing = [c for c in columns if c not in df.columns]
@@ -569,17 +538,18 @@ def _check_table(name: str, df: pd.DataFrame, file: Path,
                             file=str(file), column=col)
 
 
-def run_identity(meta: list[dict] | dict) -> list[dict]:
+def run_identity(meta: list[dict] | dict, layout: Layout) -> list[dict]:
     """What makes runs the same: config (less :data:`NOT_IDENTITY`), model fingerprint, data.
 
-    Accepts a list of run metadata or one RunConfig dict (then only the config is compared).
+    Accepts a list of run metadata or one run's config dict (then only the config is
+    compared). A field of the config class ``layout`` names (:attr:`Layout.config`) that a
+    run's config leaves out reads as its default (NCIMP's ``run.json`` leaves some out at
+    their default: :data:`ncprobe.ncimp.config.OMITTED_AT_DEFAULT`).
     """
     from dataclasses import MISSING
 
-    from ..ncimp.config import RunConfig
-
-    # a field left out of run.json at its default (config.OMITTED_AT_DEFAULT) reads as it
-    defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+    defaults = ({f.name: f.default for f in fields(layout.config) if f.default is not MISSING}
+                if layout.config is not None else {})
     runs = [{"config": meta}] if isinstance(meta, dict) else meta
     out = []
     for m in runs:
@@ -626,9 +596,10 @@ def inspect_dir(path: str | Path) -> tuple[str, str, list[dict]]:
     children = sorted(os.scandir(path), key=lambda c: c.name)
     if not children:
         return "empty", "", []
-    files = _result_files()
+    listed = _listed_files(path / "run.json")
+    allowed = listed.__contains__ if listed is not None else _is_result_file
     others = [c.name for c in children if not c.is_file(follow_symlinks=False)
-              or c.name not in files]
+              or not allowed(c.name)]
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         return "foreign", f"it holds {shown}, which ncprobe does not write there", []
@@ -641,6 +612,21 @@ def inspect_dir(path: str | Path) -> tuple[str, str, list[dict]]:
     if not isinstance(meta.get("format"), int):
         return "foreign", "its run.json has no results format", []
     return "results", "", meta["runs"]
+
+
+def _listed_files(meta_file: Path) -> set[str] | None:
+    """The files the results directory of ``meta_file`` (its ``run.json``) holds as that
+    ``run.json`` lists them: itself and its tables; ``None`` when it lists none (no readable
+    ``run.json``, no ``tables``)."""
+    if not meta_file.is_file():
+        return None
+    try:
+        tables = _read_run_json(meta_file).get("tables")
+    except DataError:
+        return None
+    if not isinstance(tables, dict):
+        return None
+    return {"run.json"} | {f"{t}.parquet" for t in tables}
 
 
 def check_writable(path: str | Path) -> None:
@@ -676,19 +662,18 @@ def data_read(runs: Iterable[Mapping]) -> tuple[dict[str, str], set[str]]:
     return data, modified
 
 
-def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool = False,
-                 option: str = "--out", probe: str | None = None) -> None:
+def check_target(path: str | Path, meta: list[dict] | dict, *, layout: Layout,
+                 overwrite: bool = False, option: str = "--out") -> None:
     """Refuse to write a run into ``path`` when that would replace something it must not.
 
     Args:
         path: the results directory about to be written.
-        meta: the new results' ``meta`` (a list of runs), or a RunConfig dict, or runs
+        meta: the new results' ``meta`` (a list of runs), or a run's config dict, or runs
             with a ``config`` alone (a check before computing, on the configs alone).
+        layout: the layout of the probe whose results are about to be written.
         overwrite: allow replacing a results directory of a different run.
         option: the command's option that chose ``path`` (``--results-dir`` for reproduce,
             whose run directories are named below it), named in the messages.
-        probe: the probe whose results are about to be written (``None``: the default
-            probe's, :data:`NCIMP_LAYOUT`).
 
     Raises:
         UsageError: ``path`` is inside a results directory
@@ -714,24 +699,25 @@ def check_target(path: str | Path, meta: list[dict] | dict, *, overwrite: bool =
     if kind == "foreign":
         raise UsageError(f"{path} is not an ncprobe results directory ({why}); ncprobe never "
                          f"replaces it, even with --overwrite: choose another {option}")
-    refuse_other_probe(path, runs, probe or NCIMP_LAYOUT.probe, option)
-    new = run_identity(meta)
-    old = run_identity(runs)
+    refuse_other_probe(path, runs, layout, option)
+    new = run_identity(meta, layout)
+    old = run_identity(runs, layout)
     if isinstance(meta, dict) or all(m.get("fingerprint") is None for m in meta):
         # a check before computing, on the configs alone: compare configs
         old = [{**o, "fingerprint": None, "data_sources": None} for o in old]
         new = [{**n, "fingerprint": None, "data_sources": None} for n in new]
     if old == new or overwrite:
         return
-    described = ", ".join("/".join(str(r["config"][k]) for k in ("model", "lang")
+    described = ", ".join("/".join(str(r["config"][k]) for k in layout.run_keys
                                    if r["config"].get(k) is not None) for r in runs)
     raise UsageError(f"{path} holds another run ({described}; {_differences(old, new)}); "
                      f"pass --overwrite (Python: overwrite=True) to replace it, or choose another "
                      f"{option}")
 
 
-def refuse_other_probe(path: str | Path, runs: list[dict], probe: str, option: str) -> None:
-    """Refuse to write results of the probe ``probe`` into the results directory ``path``
+def refuse_other_probe(path: str | Path, runs: list[dict], layout: Layout, option: str
+                       ) -> None:
+    """Refuse to write results of ``layout``'s probe into the results directory ``path``
     (whose runs are ``runs``) when it holds another probe's: never replaced, whatever
     ``--overwrite`` says (``option`` chose ``path``).
 
@@ -739,21 +725,22 @@ def refuse_other_probe(path: str | Path, runs: list[dict], probe: str, option: s
         UsageError: naming the probe whose results are there and its models.
     """
     there = probe_of(path)
-    if there == probe:
+    if _holds(layout, there):
         return
     models = ", ".join(dict.fromkeys(str((r.get("config") or {}).get("model", "?"))
                                      for r in runs)) or "no model"
-    raise UsageError(f"{path} holds results of the {there!r} probe (model(s) {models}), not "
-                     f"of the {probe!r} probe: ncprobe never writes one probe's results over "
+    raise UsageError(f"{path} holds {_whose(there)} (model(s) {models}), not of the "
+                     f"{layout.probe!r} probe: ncprobe never writes one probe's results over "
                      f"another's, even with --overwrite; nothing was written: choose another "
                      f"{option}")
 
 
-def model_runs(config: Any, out: str | Path | None = None, *, overwrite: bool = False
-               ) -> dict[str, dict]:
+def model_runs(config: Any, out: str | Path | None = None, *, layout: Layout,
+               overwrite: bool = False) -> dict[str, dict]:
     """What ``run.json`` records of each model's run of a probe's ``config`` (a config
-    dataclass with a ``models`` field, one run per model), by model: the model and every
-    other option (a tuple as a list). With ``out``, the results directory the runs go to is
+    dataclass with a ``models`` field, one run per model; ``layout``: the probe's), by model:
+    the model and every other option (a tuple as a list). With ``out``, the results directory
+    the runs go to is
     refused before any work where it must not be written (:func:`check_target`,
     :func:`check_writable`).
 
@@ -769,10 +756,8 @@ def model_runs(config: Any, out: str | Path | None = None, *, overwrite: bool = 
 
     runs = {m: run(m) for m in config.models}
     if out is not None:
-        from ..probes import probe_of_config
-
-        check_target(out, [{"config": r} for r in runs.values()], overwrite=overwrite,
-                     probe=probe_of_config(config))
+        check_target(out, [{"config": r} for r in runs.values()], layout=layout,
+                     overwrite=overwrite)
         check_writable(out)
     return runs
 
@@ -797,8 +782,7 @@ def tidy_leftovers(parent: Path, name: str) -> None:
     """
     if os.name == "nt":  # no directory locks there (see dir_lock): never guess
         return
-    files = _result_files()
-    remove_temp_dirs(parent, name, files.__contains__, logger=log)
+    remove_temp_dirs(parent, name, _is_result_file, logger=log)
     pattern = aside_re(name)
     olds = sorted(Path(e.path) for e in os.scandir(parent)
                   if pattern.match(e.name) and e.is_dir(follow_symlinks=False))
@@ -816,7 +800,7 @@ def tidy_leftovers(parent: Path, name: str) -> None:
                     "between its two renames", target, whole[0].name)
     for old in olds:
         with contextlib.suppress(FileNotFoundError):  # removed by its writer meanwhile
-            remove_if_only(old, files.__contains__, logger=log)
+            remove_if_only(old, _is_result_file, logger=log)
 
 
 def _remove_results_dir(path: Path) -> None:

@@ -1,17 +1,22 @@
 """``ncprobe retrieve`` (``ncprobe run idiolink``): the IdioLink retrieval probe for one or more
-models: its options and its run, which :class:`~ncprobe.retrieval.seam.IdioLinkProbe` hands
-to the command line."""
+models: its options and its run, and its options of ``ncprobe compare`` and the comparison,
+which :class:`~ncprobe.retrieval.seam.IdioLinkProbe` hands to the command line."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from ..argtypes import positive_int
 from ..probes.options import (
+    Option,
     cache_options,
+    compare_test_options,
     config_from_args,
     config_options,
     data_dir_option,
+    option,
     print_results,
     results_options,
     say,
@@ -62,3 +67,40 @@ def run_retrieve(args: argparse.Namespace, config: type | None = None) -> int:
               + ", ".join(encoded), file=sys.stderr)
     print(f"results written to {out}", file=sys.stderr)
     return 0
+
+
+def compare_options() -> tuple[Option, ...]:
+    """The options of ``ncprobe compare`` that IdioLink's comparison takes: the resamples of
+    the intervals, the seed and the correction, and the sign flips of the paired test."""
+    return (*compare_test_options(),
+            option("--n-flips", type=flips, default="auto", metavar="N|auto",
+                   help="random sign flips of the paired test (default auto: 1,000 per test "
+                   "of the family, so that the least corrected p reaches 0.001; all 2^k "
+                   "patterns when there are fewer)"))
+
+
+def flips(text: str) -> int | str:
+    """argparse type of ``--n-flips``: ``auto`` or a whole number >= 1."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return positive_int(text)
+    except (argparse.ArgumentTypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r}: give auto or a whole number of 1 or "
+                                         "more") from None
+
+
+def compare_idiolink(args: argparse.Namespace, out: Path | None) -> int:
+    """``ncprobe compare A B`` of IdioLink results: A's models against B's, mode by mode, on
+    the same queries (the sign-flip test over idioms, corrected as one family)."""
+    from ..probes.commands import compare_probe_runs
+    from .report import paired_tests_latex, paired_tests_markdown
+    from .results import RetrievalResults
+
+    return compare_probe_runs(
+        args, out, RetrievalResults, what="retrieval results",
+        within="the modes within one run are already tested in its own results (table "
+        "tests)",
+        title="IdioLink: paired differences between models (ncprobe compare)",
+        markdown=paired_tests_markdown, latex=paired_tests_latex,
+        load={"across": False}, options={"n_flips": args.n_flips}, latex_edited=True)

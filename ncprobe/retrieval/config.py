@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal, Sequence, get_args
 
 from .._io import safe_name
-from ..config import check_counts, check_models, document_fields
+from ..config import N_BOOT, check_counts, check_models, document_fields
 from ..errors import UsageError
 from ..schema import Correction, check_choice
 from ..significance import check_correction
@@ -65,7 +65,7 @@ class RetrievalConfig:
     idioms: Sequence[str] | None = field(default=None, metadata={
         "metavar": "I1,I2", "type": "comma_list",
         "help": "only these idioms (their queries and documents; a quick look)"})
-    n_boot: int = field(default=1000, metadata={
+    n_boot: int = field(default=N_BOOT, metadata={
         "metavar": "N", "type": "count",
         "help": "idiom resamples of the intervals (default 1000; 0: none); the paired "
                 "tests draw their own sign flips, 1,000 per test of the run's family"})

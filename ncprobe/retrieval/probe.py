@@ -195,8 +195,8 @@ def planned_runs(config: RetrievalConfig, *, split: str | None = None,
                              "span_fallback": config.span_fallback, "dtype": config.dtype,
                              "batch_size": config.batch_size, "device": config.device}
     if out is not None:
-        check_target(out, [{"config": run} for run in configs.values()], overwrite=overwrite,
-                     probe=RetrievalResults.layout.probe)
+        check_target(out, [{"config": run} for run in configs.values()],
+                     layout=RetrievalResults.layout, overwrite=overwrite)
     return configs
 
 
@@ -262,9 +262,7 @@ def _dense(name: str, encoder, idiolink: IdioLink, cfg: dict, cache_dir, use_cac
            say: Callable[[str], None] = _silent) -> tuple[list[pd.DataFrame], dict]:
     """One dense model's per-query rows, per mode, and its run metadata (``say``: told of
     each step, a line to follow the model's own words)."""
-    from ..cache.shapes import vector_shape
-    from ..cache.store import EmbeddingStore
-    from ..embed import embed
+    from ..embed import embed_cached
     from ..encoders.registry import query_format_of
     from .encode import TextItem, text_encoder
 
@@ -286,14 +284,12 @@ def _dense(name: str, encoder, idiolink: IdioLink, cfg: dict, cache_dir, use_cac
             items.append(TextItem(qt.text, qt.span))
         queries[kind] = items
     items = docs + [it for kind in ("plain", "instructed") for it in queries.get(kind, [])]
-    store = None
-    if use_cache:
-        store = EmbeddingStore(enc.fingerprint(), cache_dir, shape=vector_shape(enc))
     say(f": encoding {len(docs)} documents and {len(items) - len(docs)} query texts")
     # text items and the text encoder are what embed needs of stimuli and encoders (tokens
     # and span; encode and fingerprint)
-    got = embed(items, enc, store=store, batch_size=batch_size,  # type: ignore[arg-type]
-                progress=progress)
+    got, stores = embed_cached(items, enc, cache=use_cache,  # type: ignore[arg-type]
+                               cache_dir=cache_dir, batch_size=batch_size, progress=progress)
+    store = stores[0] if stores else None
     n_d = len(docs)
     doc_vecs = got.sent[:n_d, 0]
     if any(m.endswith("span") for m in modes) and got.span.shape[-1] != doc_vecs.shape[-1]:

@@ -29,10 +29,18 @@ from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 import pandas as pd
 
+from ..config import N_BOOT
 from ..errors import UsageError
-from ..probes.base import ProbeResults, check_model_runs, common_option, refuse_pooling
+from ..probes.base import (
+    ModelRunResults,
+    ProbeResults,
+    check_model_runs,
+    common_option,
+    refuse_pooling,
+)
 from ..query import not_present_message, wanted_values
 from ..results import store
+from .config import RetrievalConfig
 from .metrics import METRICS
 from .report import LABEL as REPORT_LABEL
 
@@ -53,19 +61,17 @@ RETRIEVAL_COLUMNS = {
               "diff_lo", "diff_hi", "p", "p_corrected", "significant", "n", "n_idioms", "test",
               "correction", "p_bound", "p_corrected_bound", "family", "family_size"),
 }
-#: The results directory layout of the probe (registered with the results store).
-LAYOUT = store.register_layout(store.Layout(
+#: The results directory layout of the probe (declared by :class:`RetrievalResults`).
+LAYOUT = store.Layout(
     "idiolink", RETRIEVAL_TABLES, RETRIEVAL_COLUMNS,
     frozenset({"relevant", *METRICS, *_RANGES, *_INTERVALS, "fallback", "n", "n_idioms", "a",
                "b", "diff", "diff_lo", "diff_hi", "p", "p_corrected", "significant"}),
-    run_keys=("model", "split"),
-    read_with="read it with ncprobe.retrieval.RetrievalResults.load (ncprobe report / compare "
-              "read both)", report_label=REPORT_LABEL))
+    run_keys=("model", "split"), report_label=REPORT_LABEL, config=RetrievalConfig)
 _USAGE_ORDER = {"all": 0, "literal": 1, "idiomatic": 2}
 
 
 @dataclass
-class RetrievalResults(ProbeResults):
+class RetrievalResults(ModelRunResults):
     """What :func:`ncprobe.retrieval.retrieve` returns, and what a results directory loads as.
 
     Attributes:
@@ -81,6 +87,9 @@ class RetrievalResults(ProbeResults):
 
     #: How the probe's results directories are stored (:mod:`ncprobe.results.store`).
     layout: ClassVar[store.Layout] = LAYOUT
+    title = "retrieval"
+    tested_within = "the modes within one run are already tested in its own table tests"
+    default_table = "overall"
 
     per_query: pd.DataFrame
     overall: pd.DataFrame
@@ -128,7 +137,7 @@ class RetrievalResults(ProbeResults):
             UsageError: an unknown table or column, or a filter value that no row has (with
                 the values there are), so a typo never gives an empty frame.
         """
-        table = table or "overall"
+        table = table or self.default_table
         held = self.tables.get(table)
         columns = held.columns if held is not None else ()
         sided = {k: v for k, v in filters.items() if v is not None and k not in columns
@@ -187,8 +196,9 @@ class RetrievalResults(ProbeResults):
         return json_rows(self.overall)
 
     def compare(self, other: "ProbeResults | None" = None, *,
-                names: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0,
-                correction: str = "holm", n_flips: int | str = "auto") -> pd.DataFrame:
+                names: Sequence[str] | None = None, n_boot: int | None = None,
+                seed: int | None = None, correction: str | None = None,
+                n_flips: int | str = "auto") -> pd.DataFrame:
         """Every model of these results against every model of ``other`` on the same queries,
         mode by mode: paired tests over idioms (:func:`ncprobe.retrieval.stats.paired_tests`),
         corrected across the rows as one family of their own (named after ``names``, what
@@ -201,11 +211,8 @@ class RetrievalResults(ProbeResults):
         """
         from .stats import across_family, paired_tests
 
-        if not isinstance(other, RetrievalResults):
-            raise UsageError("retrieval results are compared with other retrieval results "
-                             "(the modes within one run are already tested in its own table "
-                             "tests)")
-        names = list(names or ["results 1", "results 2"])
+        other, names, n_boot, seed, correction = self.compare_defaults(
+            other, names, n_boot, seed, correction)
         both = RetrievalResults.concat([self, other], names)
         pairs = [(cell_a, cell_b) for cell_a in self.cells for cell_b in other.cells
                  if cell_a[1] == cell_b[1]]
@@ -228,17 +235,12 @@ class RetrievalResults(ProbeResults):
                 "config": shared, "notes": self.notes, "n_boot": shared.get("n_boot"),
                 "edited": self.edited_lines()}
 
-    def report(self, out_dir: str | Path, *, formats: Sequence[str] = ("png", "pdf"),
-               dpi: int = 200, overwrite: bool = False,
-               progress: Callable[[str], None] | None = None) -> list[Path]:
-        """Write the report (Table 2 layout, the paired tests, the figures, an index) into
-        ``out_dir``: :func:`ncprobe.retrieval.report.write_retrieval_report` (``overwrite``:
-        replace another probe's report there; ``progress``: told of each file written)."""
+    def report_writer(self) -> Callable[..., list[Path]]:
+        """:func:`ncprobe.retrieval.report.write_retrieval_report`: Table 2 layout, the
+        paired tests, the figures, an index."""
         from .report import write_retrieval_report
 
-        return write_retrieval_report(self.tables, self.report_meta(), out_dir,
-                                      formats=formats, dpi=dpi, overwrite=overwrite,
-                                      progress=progress)
+        return write_retrieval_report
 
     # --- on disk ----------------------------------------------------------------------------
 
@@ -275,24 +277,16 @@ class RetrievalResults(ProbeResults):
         return joined
 
     @classmethod
-    def concat(cls, results: Sequence["RetrievalResults"], names: Sequence[str] | None = None
-               ) -> "RetrievalResults":
-        """Several results as one (e.g. two directories to compare). The tables are stacked;
-        each result's paired tests stay as they are, one family per run with its corrected p
-        unchanged (the models of different results are tested against each other only by
-        :func:`tests_across_runs`, which :meth:`load_many` adds, or by ``ncprobe compare``);
-        a model present in two of them is refused, never pooled.
-
-        Raises:
-            UsageError: one model in two results (naming both), or results of different
-                items or data (:func:`check_same_items`).
-        """
-        names = list(names or [f"results {i + 1}" for i in range(len(results))])
-        check_same_items(results, names)  # never two corpora in one table or test
+    def check_joinable(cls, results: Sequence["RetrievalResults"], names: Sequence[str]
+                       ) -> None:
+        """Refuse results of different items or data (:func:`check_same_items`: never two
+        corpora in one table or test), or a model in two of them (never pooled). Each
+        result's paired tests stay as they are when joined, one family per run with its
+        corrected p unchanged (the models of different results are tested against each other
+        only by :func:`tests_across_runs`, which :meth:`load_many` adds, or by ``ncprobe
+        compare``)."""
+        check_same_items(results, names)
         refuse_pooling([res.models for res in results], names, "leave one out")
-        frames = {t: pd.concat([r.tables[t] for r in results], ignore_index=True)
-                  for t in RETRIEVAL_TABLES}
-        return cls(**frames, meta=[m for r in results for m in r.meta])
 
 
 def _cell(row: dict, metric: str) -> str:
@@ -441,7 +435,7 @@ def tests_across_runs(results: Sequence["RetrievalResults"], names: Sequence[str
         return pd.DataFrame(columns=list(TEST_COLUMNS))
     per_query = pd.concat([r.per_query for r in results], ignore_index=True)
     runs = [m for r in results for m in r.meta]
-    return paired_tests(per_query, pairs, n_boot=int(common_option(runs, "n_boot", 1000)),
+    return paired_tests(per_query, pairs, n_boot=int(common_option(runs, "n_boot", N_BOOT)),
                         seed=int(common_option(runs, "seed", 0)),
                         correction=str(common_option(runs, "correction", "holm")),
                         family=across_family(names))

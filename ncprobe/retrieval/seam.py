@@ -16,6 +16,7 @@ from ..probes.base import Probe
 if TYPE_CHECKING:
     from ..data.sources import UpstreamFile
     from ..errors import DataError
+    from ..probes.options import Option
     from .results import RetrievalResults
 
 __all__ = ["IdioLinkProbe"]
@@ -64,18 +65,15 @@ class IdioLinkProbe(Probe):
 
         return run_retrieve(args, config or self.config_class())
 
-    def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
-        from ..cli.compare import compare_probe_runs
-        from .report import paired_tests_latex, paired_tests_markdown
+    def compare_options(self) -> tuple["Option", ...]:
+        from .cli import compare_options
 
-        return compare_probe_runs(
-            args, out, self.results_class(), what="retrieval results",
-            how="model against model, mode by mode",
-            within="the modes within one run are already tested in its own results (table "
-            "tests)",
-            title="IdioLink: paired differences between models (ncprobe compare)",
-            markdown=paired_tests_markdown, latex=paired_tests_latex,
-            load={"across": False}, options={"n_flips": args.n_flips}, latex_edited=True)
+        return compare_options()
+
+    def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
+        from .cli import compare_idiolink
+
+        return compare_idiolink(args, out)
 
     def models_text(self) -> str:
         from ..encoders.prompts import GENERIC

@@ -29,7 +29,8 @@ make the intervals too narrow. Both functions resample **idioms** as clusters.
   :data:`ncprobe.stats.MAX_FLIPS`). The p-values of the table are corrected as one family
   (:func:`ncprobe.stats.correct_bounded`, Holm by default, as ``ncprobe compare`` does),
   named in the ``family`` column with its size in ``family_size``; a corrected bound that
-  limits a decision is warned about (:class:`ncprobe.significance.ResolutionWarning`).
+  limits a decision is warned about (:class:`ncprobe.significance.ResolutionWarning`): the
+  engine AStitch's tests run too (:func:`ncprobe.stats.paired_family`).
 * :func:`default_pairs`: the comparisons a report makes: modes within a model, then models
   within a mode.
 """
@@ -43,16 +44,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..config import N_BOOT
 from ..errors import UsageError
-from ..significance import check_correction, warn_resolution
-from ..stats import (
-    MAX_FLIPS,
-    choose_flips,
-    correct_tests,
-    resample_counts,
-    resamples_for,
-    sign_flip,
-)
+from ..significance import check_correction
+from ..stats import choose_flips, paired_family, resample_counts, sign_flip
 from .metrics import METRICS
 
 __all__ = ["MODE_PAIRS", "TEST_COLUMNS", "USAGES", "across_family", "cluster_intervals",
@@ -132,7 +127,7 @@ def _boot_means(sums: np.ndarray, counts: np.ndarray, n_boot: int, seed: int,
     return lo, hi
 
 
-def cluster_intervals(per_query: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
+def cluster_intervals(per_query: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0,
                       level: float = 0.95) -> pd.DataFrame:
     """Mean metrics per model x mode x query usage with idiom-cluster bootstrap intervals.
 
@@ -232,7 +227,7 @@ def _check_pairs(pairs: Sequence[Pair], cells: dict[Cell, np.ndarray]) -> list[P
 
 
 def paired_tests(per_query: pd.DataFrame, pairs: Sequence[Pair] | None = None, *,
-                 n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                 n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
                  correction: str = "holm", n_flips: int | str = "auto",
                  family: str | None = None) -> pd.DataFrame:
     """Paired comparisons of two cells (model x mode) on the same queries, over idioms.
@@ -317,29 +312,9 @@ def paired_tests(per_query: pd.DataFrame, pairs: Sequence[Pair] | None = None, *
                              "n": n, "n_idioms": k, "_test": test, "_col": j,
                              "test": "sign-flip over idioms (not run: no queries)"})
     # the family: every row with a test; the flips are chosen for its size
-    n_tests = len(sums) * len(METRICS)
-    flips, capped = choose_flips(n_flips, n_tests, method)
-    if flips and sums:
-        tested = sign_flip(sums, flips, seed=seed)
-        for r in rows:
-            if r["_test"] is not None:
-                t, col = tested[int(r["_test"])], int(r["_col"])
-                r["p"], r["p_bound"] = float(t.p[col]), bool(t.bound[col])
-                r["test"] = t.describe()
-    elif sums:
-        for r in rows:
-            if r["_test"] is not None:
-                r["test"] = "sign-flip over idioms (not run: n_flips=0)"
-    out = pd.DataFrame(rows, columns=[c for c in TEST_COLUMNS
-                                      if c not in ("p_corrected", "p_corrected_bound",
-                                                   "significant", "correction", "family",
-                                                   "family_size")])
-    corrected, corrected_bound = correct_tests(
-        out, method, family if family is not None else run_family(
-            list(dict.fromkeys(per_query["model"]))))
-    if flips:
-        warn_resolution(corrected, corrected_bound, rows="paired tests",
-                        resamples=f"{flips:,} random sign flips", option="n_flips",
-                        needed=resamples_for(n_tests, method),
-                        capped=(f"'auto' draws at most {MAX_FLIPS:,}" if capped else ""))
-    return out[list(TEST_COLUMNS)]
+    return paired_family(
+        rows, sums, lambda s, n: [(t.p, t.bound, t.describe()) for t in sign_flip(s, n, seed=seed)],
+        m=len(sums) * len(METRICS), n_resamples=n_flips, method=method,
+        family=family if family is not None else run_family(
+            list(dict.fromkeys(per_query["model"]))),
+        columns=TEST_COLUMNS, name="sign-flip over idioms", option="n_flips", noun="sign flips")

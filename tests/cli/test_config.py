@@ -109,8 +109,8 @@ def test_a_new_field_is_a_new_compute_option(monkeypatch, capsys) -> None:
     assert cli.config_from_args(args, Extended) == Extended(window=3, mode="slow",
                                                             log_vectors=True, n_boot=0)
     assert cli.config_from_args(parser.parse_args(["compute"]), Extended) == Extended()
-    # a patched RunConfig: main's parser and its checks follow it
-    monkeypatch.setattr(cli, "RunConfig", Extended)
+    # a patched config class: main's parser and its checks follow it
+    monkeypatch.setattr(cli, "default_config", lambda: Extended)
     assert exit_code(["compute", "--window", "0"]) == 2
     assert "--window 0: window must be 1 or more" in capsys.readouterr().err
     assert exit_code(["compute", "--mode", "medium"]) == 2
@@ -158,7 +158,7 @@ class Paired(RunConfig):
 
 
 def test_values_refused_together_exit_2_naming_the_options(monkeypatch, capsys) -> None:
-    monkeypatch.setattr(cli, "RunConfig", Paired)
+    monkeypatch.setattr(cli, "default_config", lambda: Paired)
     assert exit_code(["compute", "--n-boot", "0", "--top-k", "0", "--seed", "0"]) == 2
     err = capsys.readouterr().err
     assert "--n-boot 0" in err and "--top-k 0" in err and "cannot both be 0" in err

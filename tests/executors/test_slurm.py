@@ -45,10 +45,12 @@ from ncprobe.executors.slurm_commands import (
     parse_time,
 )
 from ncprobe.ncimp.config import RunConfig
+from ncprobe.ncimp.reproduce import _compute
 
 
 def _task(model: str = "glove-6b-50d", lang: str = "en", **options) -> Task:
-    return Task(0, model, lang, RunConfig(model=model, lang=lang, **options), "out")
+    return Task(0, model, lang, RunConfig(model=model, lang=lang, **options), "out",
+                compute=_compute)
 
 
 # --- the seam ----------------------------------------------------------------------------------
@@ -64,6 +66,43 @@ def test_the_executors_are_found_by_name() -> None:
         make_executor("local", {"mem": "16G"})
     with pytest.raises(UsageError, match="takes no option memory .*partition"):
         make_executor("slurm", {"memory": "16G"})
+
+
+class _Written:
+    """What a task's computation returns: results that record where they were written."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.written: list[tuple[str, bool]] = []
+
+    def to_parquet(self, path, *, overwrite: bool = False) -> Path:
+        self.written.append((str(path), overwrite))
+        return Path(path)
+
+
+def _fake_compute(config, **kwargs):  # module level: a task sends it by reference
+    _fake_compute.calls.append((config, kwargs))  # type: ignore[attr-defined]
+    return _Written(config)
+
+
+def test_a_task_computes_with_the_function_its_caller_gives(tmp_path) -> None:
+    """The shared executors name no probe (issue 39): a task computes with the function its
+    caller gives (NCIMP's reproduction gives its own), never one the executors pick; a task
+    without one is refused when made."""
+    from ncprobe.executors import compute_task
+
+    _fake_compute.calls = []  # type: ignore[attr-defined]
+    cfg = RunConfig(model="glove-6b-50d", lang="en")
+    task = Task(3, "glove-6b-50d", "en", cfg, str(tmp_path / "out"), data_dir="d",
+                cache=False, cache_dir="c", overwrite=True, progress=False,
+                compute=_fake_compute)
+    res, outcome = compute_task(task)
+    assert _fake_compute.calls == [(cfg, {"data_dir": "d", "cache": False,  # type: ignore
+                                          "cache_dir": "c", "progress": False})]
+    assert isinstance(res, _Written) and res.written == [(str(tmp_path / "out"), True)]
+    assert outcome.status == "ran" and outcome.path == str(tmp_path / "out")
+    with pytest.raises(TypeError, match="compute"):
+        Task(0, "glove-6b-50d", "en", cfg, "out")  # type: ignore[call-arg]
 
 
 # --- resources from the registry, and their overrides ------------------------------------------
@@ -362,7 +401,8 @@ def _submit_one(tmp_path: Path, **options) -> tuple[SlurmExecutor, list]:
                        **options)
     ex.prepare(results_dir=tmp_path / "results", cache_dir=None)
     task = Task(0, "glove-6b-50d", "en", RunConfig(model="glove-6b-50d", lang="en"),
-                str(tmp_path / "results" / "glove-en"), data_dir=str(tmp_path), cache=False)
+                str(tmp_path / "results" / "glove-en"), data_dir=str(tmp_path), cache=False,
+                compute=_compute)
     ex.submit(task, lambda outcome: None)
     return ex, [task]
 

@@ -117,8 +117,9 @@ def test_every_probes_results_implement_the_one_interface() -> None:
     wanted = {"load", "load_many", "to_parquet", "tables", "run_id", "notes", "select", "wide",
               "summary", "json_rows", "report", "compare"}
     assert all(hasattr(ProbeResults, name) for name in wanted)
-    # the store's side is written once (the layout's); what a probe computes is its own
-    assert {"concat", "select", "wide", "summary", "json_rows", "report", "compare"} == set(
+    # the store's side is written once (the layout's), and the report's (a probe gives its
+    # writer: ProbeResults.report_writer); what a probe computes is its own
+    assert {"concat", "select", "wide", "summary", "json_rows", "compare"} == set(
         ProbeResults.__abstractmethods__)
     for name in registry.probe_names():
         cls = registry.results_class(name)
@@ -187,9 +188,9 @@ def test_run_idiolink_is_retrieve_and_ncprobe_run_is_retrieve(raw_dir, tmp_path,
 
 # --- a new probe is one registry entry -----------------------------------------------------------
 
-TOY_LAYOUT = store.register_layout(store.Layout(
+TOY_LAYOUT = store.Layout(
     "toy", ("items",), {"items": ("model", "item", "score")}, frozenset({"score"}),
-    run_keys=("model",)))
+    run_keys=("model",))
 
 
 @dataclass(frozen=True)

@@ -361,3 +361,91 @@ def test_a_probes_results_of_another_table_version_are_refused_with_what_to_do(t
     assert "damaged" not in str(got.value)
     with pytest.raises(DataError, match="version 2, written by a newer ncprobe"):
         store.read_results(tmp_path / "v2", layout=old)
+
+
+# ---------------------------------------------------------------------------------------------
+# the store knows no probe (issue 39): every layout is given, a run.json naming none is NCIMP's
+
+
+def test_a_run_json_naming_no_probe_is_read_as_ncimps_with_its_run_id_byte_for_byte(
+        full, tmp_path) -> None:
+    """NCIMP's run.json names no probe (written so before probes were named, and kept so):
+    the store says so (``probe_of`` is None), the registry maps it to the probe that declares
+    it reads such results, and the run id is the hash of exactly what it always hashed (the
+    format, each table's rows and digest, the runs: recomputed here by hand)."""
+    import hashlib
+
+    from ncprobe.ncc.results import NccResults
+    from ncprobe.probes import get_probe, results_by_probe, results_probe
+    from ncprobe.results import store
+
+    res = _run(full)
+    out = res.to_parquet(tmp_path / "old")
+    written = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert "probe" not in written and "version" not in written
+    tables = {n: {"rows": t["rows"], "content": t["content"]}
+              for n, t in written["tables"].items()}
+    text = json.dumps({"format": 4, "tables": tables, "runs": written["runs"]},
+                      sort_keys=True, ensure_ascii=False)
+    assert written["run_id"] == hashlib.sha256(text.encode()).hexdigest()[:32] == res.run_id
+    assert store.probe_of(out) is None
+    assert results_probe(None) == "ncimp" and get_probe("ncimp").reads_unnamed_results
+    assert [p for p in ("idiolink", "ncc", "astitch") if get_probe(p).reads_unnamed_results] == []
+    assert results_by_probe([tmp_path]) == {"ncimp": [out]}
+    _same(Results.load(out), res)
+    # a probe whose run.json names it never reads a directory naming none
+    with pytest.raises(NcprobeError, match=r"holds results whose run.json names no probe.*not "
+                       r"of the 'ncc' probe"):
+        NccResults.load(out)
+
+
+def test_no_store_function_takes_a_probes_layout_by_default(tmp_path) -> None:
+    """Every function of the store that needs a layout is given it: none falls back on
+    NCIMP's, and the store defines no layout of its own (nor a registry of them)."""
+    import inspect
+
+    from ncprobe.results import store
+
+    takes = {name: inspect.signature(f).parameters["layout"]
+             for name, f in vars(store).items()
+             if inspect.isfunction(f) and f.__module__ == store.__name__
+             and "layout" in inspect.signature(f).parameters}
+    assert {"table_entries", "run_id", "write_results", "read_results", "_check_table",
+            "check_target", "refuse_other_probe", "run_identity", "model_runs"} <= set(takes)
+    assert {n for n, p in takes.items() if p.default is not inspect.Parameter.empty} == set()
+    assert not [n for n, v in vars(store).items() if isinstance(v, store.Layout)]
+    assert not {"NCIMP_LAYOUT", "LAYOUTS", "register_layout", "layout_of"} & set(vars(store))
+    (tmp_path / "run.json").write_text("{}")
+    with pytest.raises(TypeError, match="layout"):
+        store.read_results(tmp_path)  # type: ignore[call-arg]
+
+
+def test_run_identity_fills_a_runs_config_from_its_layouts_config_class() -> None:
+    """A field a run's config leaves out reads as the default of the config class its layout
+    names (Layout.config), not of NCIMP's RunConfig; a layout naming none fills nothing."""
+    from dataclasses import dataclass, replace
+
+    from ncprobe.results import store
+
+    @dataclass(frozen=True)
+    class ToyConfig:
+        model: str = "a"
+        depth: int = 3
+        device: str = "cpu"  # where it ran: never identity (store.NOT_IDENTITY)
+
+    layout = store.Layout("toy", ("items",), {"items": ("model",)}, frozenset(),
+                          config=ToyConfig)
+    short = [{"config": {"model": "m"}, "fingerprint": None, "data_sources": None}]
+    full = [{"config": {"model": "m", "depth": 3}, "fingerprint": None, "data_sources": None}]
+    other = [{"config": {"model": "m", "depth": 4}, "fingerprint": None, "data_sources": None}]
+    ident = store.run_identity(short, layout)
+    assert ident == store.run_identity(full, layout) != store.run_identity(other, layout)
+    assert ident[0]["config"] == {"model": "m", "depth": 3}  # device left out, no n_boot
+    bare = replace(layout, config=None)
+    assert store.run_identity(short, bare) != store.run_identity(full, bare)
+    # NCIMP's layout fills RunConfig's defaults, as run.json leaves some out at them
+    from ncprobe.ncimp.results import NCIMP_LAYOUT
+
+    assert NCIMP_LAYOUT.config is RunConfig
+    assert store.run_identity(RunConfig(n_boot=7).to_dict(), NCIMP_LAYOUT)[0]["config"][
+        "n_boot"] == 7

@@ -325,7 +325,7 @@ def test_retrieve_and_compute_refuse_an_out_inside_a_results_directory(runs, raw
 
 
 def test_mixed_probes_name_the_exclude_of_each_probe(runs, tmp_path, capsys):
-    from ncprobe.results.store import probe_of_all
+    from ncprobe.probes import probe_of_all
 
     root = tmp_path / "results"
     retrieval = root / "idiolink-val-bm25"

@@ -67,15 +67,12 @@ from typing import Callable
 from ...errors import NoData
 from ...plots.theme import (
     CLASS_PALETTE,
-    CONDITION_PALETTE,
     FONT_SIZE,
     IDEAL,
     IDEAL_WIDTH,
     MAX_COLUMNS,
-    OTHER_CONDITION_FAMILIES,
     PANEL_HEIGHT,
     PANEL_WIDTH,
-    condition_palette,
     new_figure,
     style,
 )
@@ -89,6 +86,7 @@ from .by_class import (
     fig_simr_syn_by_class,
     fig_simr_wordssyn_by_class,
 )
+from .conditions import CONDITION_PALETTE, OTHER_CONDITION_FAMILIES, condition_palette
 from .correlogram import CORRELOGRAM_MEASURES, correlogram_matrix, fig_correlogram
 from .distributions import fig_affinity, fig_nc_cosines, fig_scaled_similarity, fig_sentence_cosines
 from .layers import fig_layers

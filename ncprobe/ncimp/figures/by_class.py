@@ -15,7 +15,6 @@ from ...plots.theme import (
     PanelGrid,
     add_legend,
     class_handles,
-    conditions_of,
     draw_boxes,
     draw_ideal_panel,
     draws_ideal,
@@ -31,9 +30,10 @@ from ...significance import ALPHA, CORRECTION_NAMES, STARS_NOTE, stars
 from ..inference import class_tests, model_names, significant_pairs
 from ..selection import select
 from ._docs import fill_doc
+from .conditions import conditions_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..results import Results
+    from ..runs import ResultsData as Results
 
 
 def _class_figure(results: Results, *, measures: list[str], level: str, title: str, space: str,

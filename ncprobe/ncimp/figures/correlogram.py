@@ -14,7 +14,6 @@ from matplotlib.figure import Figure
 from ...errors import NoData
 from ...plots.theme import (
     FONT_SIZE,
-    conditions_of,
     draws_ideal,
     math_label,
     models_with,
@@ -32,9 +31,10 @@ from .. import inference
 from ..inference import model_names
 from ..selection import select
 from ._docs import fill_doc
+from .conditions import conditions_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..results import Results
+    from ..runs import ResultsData as Results
 
 
 #: Measures of the correlogram unless others are named.

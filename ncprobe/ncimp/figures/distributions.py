@@ -11,9 +11,6 @@ from ...plots.theme import (
     PanelGrid,
     add_legend,
     class_handles,
-    condition_legend,
-    condition_palette,
-    conditions_of,
     draw_boxes,
     draw_ideal_panel,
     draws_ideal,
@@ -28,9 +25,10 @@ from ...schema import AFFINITIES, DISPLAY_SUBSTITUTIONS, LEVEL_LABELS, SCALED
 from ..inference import model_names
 from ..selection import select
 from ._docs import fill_doc
+from .conditions import condition_legend, condition_palette, conditions_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..results import Results
+    from ..runs import ResultsData as Results
 
 
 def _distribution_figure(results: Results, *, measures: list[str], level: str, title: str,

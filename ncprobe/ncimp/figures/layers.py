@@ -17,7 +17,6 @@ from matplotlib.lines import Line2D
 from ...errors import NoData
 from ...plots.theme import (
     add_legend,
-    conditions_of,
     count_range,
     declutter,
     draws_ideal,
@@ -32,9 +31,10 @@ from ...schema import LEVEL_LABELS, MEASURES, OWN_VIEW, OWN_VIEW_LABEL
 from ..inference import model_names
 from ..selection import layer_index, layerwise_measures, layerwise_views, select
 from ._docs import fill_doc
+from .conditions import conditions_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..results import Results
+    from ..runs import ResultsData as Results
 
 
 #: Most panels in a row when one model and condition's measures are wrapped into rows.

@@ -18,8 +18,6 @@ from ...plots.theme import (
     PanelGrid,
     add_legend,
     class_handles,
-    condition_palette,
-    conditions_of,
     draw_ideal_panel,
     draws_ideal,
     math_label,
@@ -34,9 +32,10 @@ from ..inference import model_names, ratio_quartiles
 from ..selection import select
 from ._docs import fill_doc
 from .by_class import mark_classes
+from .conditions import condition_palette, conditions_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..results import Results
+    from ..runs import ResultsData as Results
 
 
 def _errorbars(ax, rows: pd.DataFrame, *, x_order: list[str], x: str, hue: str,
