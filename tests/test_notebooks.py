@@ -71,7 +71,7 @@ def test_notebook_runs(path, raw_dir, tmp_path, monkeypatch):
     if path.name == "01_quickstart.ipynb":
         assert len(_images(code[-1])) == 1
     if path.name == "02_reproduce_figures.ipynb":
-        loop = [c for c in code if "plots.FIGURES" in c.source]
+        loop = [c for c in code if "figures.FIGURES" in c.source]
         from ncprobe.ncimp.figures import FIGURES
 
         assert len(loop) == 1 and len(_images(loop[0])) == len(FIGURES)
@@ -120,8 +120,8 @@ def test_a_figure_as_the_value_of_a_cell_is_shown_once(tmp_path, monkeypatch):
 
     monkeypatch.delenv("MPLBACKEND", raising=False)   # the kernel picks its own, as in Jupyter
     cells = [(f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
-              "from tests import synthetic\nfrom ncprobe import plots\nres = synthetic.build()"),
-             'plots.FIGURES["ratio"](res)',   # a figure as the cell's value
+              "from tests import synthetic\nfrom ncprobe.ncimp import figures\nres = synthetic.build()"),
+             'figures.FIGURES["ratio"](res)',   # a figure as the cell's value
              ("import matplotlib, matplotlib.pyplot as plt\n"
               "print(matplotlib.get_backend(), plt.get_fignums())")]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
