@@ -120,7 +120,8 @@ def test_a_figure_as_the_value_of_a_cell_is_shown_once(tmp_path, monkeypatch):
 
     monkeypatch.delenv("MPLBACKEND", raising=False)   # the kernel picks its own, as in Jupyter
     cells = [(f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
-              "from tests import synthetic\nfrom ncprobe.ncimp import figures\nres = synthetic.build()"),
+              "from tests import synthetic\nfrom ncprobe.ncimp import figures\n"
+              "res = synthetic.build()"),
              'figures.FIGURES["ratio"](res)',   # a figure as the cell's value
              ("import matplotlib, matplotlib.pyplot as plt\n"
               "print(matplotlib.get_backend(), plt.get_fignums())")]

@@ -152,16 +152,24 @@ def _matrix(x: ArrayLike, what: str) -> np.ndarray:
     if array.ndim != 2 or array.shape[0] == 0:
         raise UsageError(f"{what} must be a (rows, features) matrix with rows, got shape "
                          f"{array.shape}")
+    if not np.isfinite(array).all():
+        bad = int((~np.isfinite(array).all(axis=1)).sum())
+        raise UsageError(f"{what}: {bad} of {len(array)} rows hold a NaN or infinite "
+                         "feature; drop or repair them before fitting")
     return array
 
 
 def _fit(C: float, X: np.ndarray, y: np.ndarray) -> tuple[Any, bool]:
     """The probe fitted with ``C``, and whether it converged (ConvergenceWarning caught: a
     flag in the fits table, not a warning per fit; any other warning passes on)."""
+    from sklearn import config_context
     from sklearn.exceptions import ConvergenceWarning
 
     model = classifier(C)
-    with warnings.catch_warnings(record=True) as caught:
+    # scikit-learn's checks of each fit's input and parameters skipped: the rows were checked
+    # once (_matrix: finite, of one shape), the parameters are fixed; the fit is the same
+    with warnings.catch_warnings(record=True) as caught, \
+            config_context(assume_finite=True, skip_parameter_validation=True):
         warnings.simplefilter("always")
         model.fit(X, y)
     converged = True

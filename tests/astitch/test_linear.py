@@ -157,3 +157,22 @@ def test_linear_table_refuses_two_fits_of_one_cell() -> None:
     fit = {**key, "C": 1.0, "dev_macro_f1": 0.5, "control_C": 1.0, "converged": True}
     with pytest.raises(UsageError, match="2 rows for the cell"):
         linear_table(preds, pd.DataFrame([fit, fit]), n_boot=10, seed=0)
+
+
+def test_a_fixed_c_fit_is_scikit_learns_to_the_bit_and_refuses_a_non_finite_row() -> None:
+    # the fits run without scikit-learn's per-fit checks (ncprobe checks the rows once):
+    # the decision scores must still equal a plain pipeline's, fitted with every check on
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 6))
+    y = (X[:, 0] + 0.5 * rng.normal(size=80) > 0).astype(int)
+    fit = linear.fit_fixed(0.3, X[:60], y[:60], X[60:])
+    plain = make_pipeline(StandardScaler(), LogisticRegression(C=0.3, solver="lbfgs",
+                                                               max_iter=linear.MAX_ITER))
+    plain.fit(X[:60], y[:60])
+    assert np.array_equal(fit.scores, plain.decision_function(X[60:]))
+    assert np.array_equal(fit.pred, plain.predict(X[60:]))
+    bad = X.copy()
+    bad[3, 2] = np.nan
+    bad[7, 0] = np.inf
+    with pytest.raises(UsageError, match="X_train: 2 of 60 rows hold a NaN or infinite"):
+        linear.fit_fixed(0.3, bad[:60], y[:60], X[60:])
