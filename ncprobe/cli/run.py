@@ -152,11 +152,26 @@ def run_report(args: argparse.Namespace, config: type) -> int:
     from ..probes import get_probe, results_by_probe, results_probe
 
     formats = check_formats(args.format)  # before any results are read
+    _declare_report_labels()
     by_probe = results_by_probe(args.results, args.exclude, require_match=True)
     if len(by_probe) <= 1:
         probe = get_probe(next(iter(by_probe), results_probe(None)))
         return probe.report_from_args(probe_options(args, probe, "report"), formats)
     return report_each_probe(args, formats, by_probe)
+
+
+def _declare_report_labels() -> None:
+    """Every probe's report label made known to the owner of report directories
+    (:func:`ncprobe.owned.report_kind`), which asks no registry: a report of another probe
+    found in ``--out`` is then named by its label (``a retrieval report (IdioLink)``), not by
+    its probe's name alone. The command line knows the probes; the shared module does not."""
+    from ..owned import report_kind
+    from ..probes import probes
+
+    for probe in probes():
+        layout = probe.results_class().layout
+        if layout.report_label:
+            report_kind(layout.probe, layout.report_label)
 
 
 def report_each_probe(args: argparse.Namespace, formats, by_probe: dict) -> int:

@@ -227,3 +227,30 @@ def test_an_option_knows_its_dest_and_default() -> None:
     assert isinstance(o, Option) and o.dest == "select_a" and o.default == [] and o.selects_side
     assert option("--compact-tables", action="store_true").dest == "compact_tables"
     assert option("--compact-tables", action="store_true").default is False
+
+
+def test_a_fresh_report_command_names_another_probes_report_by_its_label(runs, tmp_path):
+    # the owner of report directories asks no registry; the command line declares every
+    # probe's label first, so a fresh process names an IdioLink report found in --out as the
+    # retrieval probe declares it, not by the probe's name alone
+    import hashlib
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ncprobe import owned
+
+    index = b"# ncprobe retrieval report\n"
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / "README.md").write_bytes(index)
+    (rep / owned.MANIFEST).write_text(json.dumps(
+        {"format": 2, "ncprobe": "0.1.0", "report": "idiolink",
+         "files": {"README.md": hashlib.sha256(index).hexdigest()}}))
+    done = subprocess.run([sys.executable, "-m", "ncprobe", "report", str(runs["ncc"]),
+                           "--out", str(rep), "--quiet"], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "MPLBACKEND": "Agg"})
+    assert done.returncode == 2, done.stderr
+    assert "holds a retrieval report (IdioLink)" in done.stderr, done.stderr
+    assert (rep / "README.md").read_bytes() == index  # nothing replaced
