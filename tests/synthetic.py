@@ -377,3 +377,19 @@ def random_sentences(n: int, seed: int, longest: int, words: Sequence[str]
         s = int(rng.integers(0, k))
         spans.append((s, int(rng.integers(s + 1, k + 1))))
     return sents, spans
+
+
+def retrieval_report(rep: Path) -> bytes:
+    """A directory ``rep`` holding what an IdioLink report leaves: its index and a manifest
+    (kind ``idiolink``) that records the index's SHA-256; returns the index's bytes."""
+    import json
+
+    from ncprobe import owned
+
+    index = b"# ncprobe retrieval report\n"
+    rep.mkdir()
+    (rep / "README.md").write_bytes(index)
+    (rep / owned.MANIFEST).write_text(json.dumps(
+        {"format": 2, "ncprobe": "0.1.0", "report": "idiolink",
+         "files": {"README.md": hashlib.sha256(index).hexdigest()}}))
+    return index

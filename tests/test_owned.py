@@ -161,19 +161,15 @@ def test_another_probe_is_named_whatever_was_imported_before(tmp_path, case):
     """A fresh interpreter that imported only the NCIMP side names the retrieval probe's report
     and how to read its results, from what the directory records alone (the store and the
     report writer ask no probe registry, issue 39)."""
-    import hashlib
     import json
 
     from ncprobe.probes import results_class
     from ncprobe.retrieval.results import RetrievalResults
 
-    index = b"# ncprobe retrieval report\n"
+    from .synthetic import retrieval_report
+
     rep = tmp_path / "rep"
-    rep.mkdir()
-    (rep / "README.md").write_bytes(index)
-    (rep / owned.MANIFEST).write_text(json.dumps(
-        {"format": 2, "ncprobe": "0.1.0", "report": "idiolink",
-         "files": {"README.md": hashlib.sha256(index).hexdigest()}}))
+    retrieval_report(rep)
     res = tmp_path / "res"
     res.mkdir()
     (res / "run.json").write_text(json.dumps({"format": 4, "probe": "idiolink", "runs": []}))

@@ -233,21 +233,12 @@ def test_a_fresh_report_command_names_another_probes_report_by_its_label(runs, t
     # the owner of report directories asks no registry; the command line declares every
     # probe's label first, so a fresh process names an IdioLink report found in --out as the
     # retrieval probe declares it, not by the probe's name alone
-    import hashlib
-    import json
     import os
     import subprocess
     import sys
 
-    from ncprobe import owned
-
-    index = b"# ncprobe retrieval report\n"
     rep = tmp_path / "rep"
-    rep.mkdir()
-    (rep / "README.md").write_bytes(index)
-    (rep / owned.MANIFEST).write_text(json.dumps(
-        {"format": 2, "ncprobe": "0.1.0", "report": "idiolink",
-         "files": {"README.md": hashlib.sha256(index).hexdigest()}}))
+    index = synthetic.retrieval_report(rep)
     done = subprocess.run([sys.executable, "-m", "ncprobe", "report", str(runs["ncc"]),
                            "--out", str(rep), "--quiet"], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "MPLBACKEND": "Agg"})
