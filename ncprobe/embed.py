@@ -36,6 +36,8 @@ from .cache.store import EmbeddingStore, StoredVectors, item_key
 from .data.stimuli import Stimulus
 from .encoders.base import Encoded, Encoder, SentenceTooLongError, has_own_sentence
 from .errors import DataError, NcprobeError, UsageError
+from .schema import OWN_VIEW
+from .transform import VectorTransform, apply_transform
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,34 @@ class _WithOwn:
             self.own.close()
 
 
+class _Transformed:
+    """Another source's vectors, each part and view passed through a vector transform as it
+    is read (:func:`ncprobe.transform.apply_transform`): the source (the store) is never
+    changed."""
+
+    def __init__(self, source: VectorSource, transform: VectorTransform, names: Sequence[str],
+                 groups: Sequence[str]) -> None:
+        self.source, self.transform = source, transform
+        self.names, self.groups = list(names), list(groups)
+        self.n, self.views = source.n, source.views
+        self.has_own = bool(getattr(source, "has_own", False))
+
+    def read(self, part: str, view: int) -> np.ndarray:
+        name = OWN_VIEW if part == OWN else self.names[view]
+        level = "nc" if part == "span" else "sent"
+        return apply_transform(self.transform, name, level, self.source.read(part, view),
+                               self.groups)
+
+    @property
+    def store_loss(self) -> float:
+        return getattr(self.source, "store_loss", 0.0)
+
+    def close(self) -> None:
+        close = getattr(self.source, "close", None)
+        if close is not None:
+            close()
+
+
 class Embeddings:
     """Vectors of a list of stimuli (row ``i`` belongs to stimulus ``i``), one view at a time.
 
@@ -154,6 +184,25 @@ class Embeddings:
         self.missing_words, self.missing_span_words = missing_words, missing_span_words
         self.encoded, self.unique = encoded, unique
         return self
+
+    def transformed(self, transform: VectorTransform, names: Sequence[str],
+                    groups: Sequence[str]) -> "Embeddings":
+        """These vectors, each part and view passed through ``transform`` when it is read
+        (:mod:`ncprobe.transform`), one view at a time as ever; what they are read from (the
+        store, the arrays) is left as it is.
+
+        Args:
+            names: the name of each layer view (:func:`view_names`; the part :data:`OWN` is
+                the view :data:`~ncprobe.schema.OWN_VIEW`).
+            groups: per row (stimulus), the expression it belongs to.
+        """
+        if len(names) < self.views:
+            raise ValueError(f"{len(names)} view names for {self.views} views")
+        if len(groups) != self.n:
+            raise ValueError(f"{len(groups)} groups for {self.n} rows")
+        return Embeddings.from_source(_Transformed(self._source, transform, names, groups),
+                                      self.missing_words, self.missing_span_words,
+                                      self.encoded, self.unique)
 
     @property
     def n(self) -> int:

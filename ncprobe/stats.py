@@ -77,6 +77,7 @@ from .significance import ALPHA, FINEST, check_correction
 
 if TYPE_CHECKING:
     import pandas as pd
+    from sklearn.pipeline import Pipeline
 
 
 
@@ -775,6 +776,21 @@ def class_tests(values: ArrayLike, classes: ArrayLike | Sequence[str | None], *,
         mw & (correct_method != "none"), int(np.count_nonzero(mw & defined)),
         defined.astype(np.int64)).astype(np.int64)
     return out
+
+
+def standardised_logistic(C: float = 1.0, max_iter: int = 10_000) -> Pipeline:
+    """The linear probe every probe shares, unfitted: features standardised by a
+    ``StandardScaler`` (fitted with the classifier, so on training rows only), then
+    scikit-learn's ``LogisticRegression(solver="lbfgs")`` (multinomial for more than two
+    classes) with an L2 penalty of inverse strength ``C``. The NCC probe's all-measure
+    classifier, the amnesic probe's concept probe and the default model of the online code
+    (:mod:`ncprobe.mdl`) are this one."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(),
+                         LogisticRegression(C=C, solver="lbfgs", max_iter=max_iter))
 
 
 def one_blas_thread() -> AbstractContextManager[Any]:

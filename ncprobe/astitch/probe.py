@@ -25,6 +25,9 @@ import pandas as pd
 
 from ..config import config_of, takes_config
 from ..errors import DataError, UsageError
+from ..transform import META_KEY as TRANSFORM_KEY
+from ..transform import VectorTransform, check_transform
+from ..transform import note as transform_note
 from . import FEATURES, IDIOMATIC, LEVELS, LITERAL, NO_MODEL_NOTE, SETTINGS, SPLITS, VARIANTS
 from .config import AStitchConfig
 
@@ -187,7 +190,7 @@ def fit_context(data, records: Sequence, encoder) -> tuple[list, list[str]]:
 def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | None = None,
                 overwrite: bool = False, data_dir=None, cache: bool = True, cache_dir=None,
                 progress: bool = True, on_step: Callable[[str], None] | None = None,
-                jobs: int = 1, **options: Any):
+                jobs: int = 1, transform: VectorTransform | None = None, **options: Any):
     """Run the AStitch probe: the paraphrase and linear probes of every model, language and
     layer view, with the controls, intervals over expressions and paired tests.
 
@@ -200,6 +203,12 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
         progress: progress bars while encoding; ``on_step``: told of each step.
         jobs: the linear probe's cells of a view fitted this many at a time, in processes
             (the results are the same for any number).
+        transform: a :class:`~ncprobe.transform.VectorTransform` applied to each layer view's
+            vectors of the model as they are read (the rows' groups: their expressions), before
+            the paraphrase and linear probes; the static control's vectors are left as they
+            are (another model's). One model only (a transform belongs to one model's
+            vectors); the cache keeps the plain vectors, and each run's metadata records the
+            fingerprint (``transform``: the run id is not the plain run's).
 
     Returns:
         :class:`~ncprobe.astitch.results.AStitchResults`.
@@ -217,8 +226,14 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
     cfg = config_of(AStitchConfig, config, options, caller="run_astitch")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise UsageError(f"jobs={jobs!r} (--jobs): give a whole number >= 1")
+    transform_fp = None if transform is None else check_transform(transform)
+    if transform is not None and len(cfg.models) > 1:
+        raise UsageError(f"transform={transform_fp!r} with {len(cfg.models)} models "
+                         f"({', '.join(cfg.models)}): a vector transform belongs to one "
+                         "model's vectors; run one model at a time")
     say = on_step or _silent
-    runs = model_runs(cfg, out, layout=AStitchResults.layout, overwrite=overwrite)
+    runs = model_runs(cfg, out, layout=AStitchResults.layout, overwrite=overwrite,
+                      transform=transform_fp)
     # every model (and the static control) is checked before any work, from its config alone
     # (transformer weights load on the first encode)
     encoders = {(m, lang): _encoder(m, lang, cfg, control=m not in cfg.models)
@@ -226,8 +241,10 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
                 for m in (*cfg.models, *([cfg.static_model] if cfg.static_model else []))}
     scores, preds, fits, excluded = [], [], [], []
     meta: dict[str, dict[str, Any]] = {
-        m: {"config": runs[m], "data_sources": {}, "modified_data": {}, "notes": [],
-            "fingerprint": {}} for m in cfg.models}
+        m: {"config": runs[m], "data_sources": {}, "modified_data": {},
+            "notes": [] if transform_fp is None else [transform_note(transform_fp)],
+            "fingerprint": {}, **({} if transform_fp is None else {TRANSFORM_KEY: transform_fp})}
+        for m in cfg.models}
     shared_notes: list[str] = []
     for lang in cfg.langs:
         say(f"{lang}: loading the AStitch uses and paraphrases")
@@ -246,7 +263,8 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
             m_stim, m_where = (stimuli(data, records=fitted, contexts=cfg.contexts) if cut
                                else (stim, where))
             got = _probe_model(name, lang, encoder, m_stim, m_where, y, cfg, static,
-                               (cache, cache_dir, progress, jobs), _prefixed(say, step))
+                               (cache, cache_dir, progress, jobs), _prefixed(say, step),
+                               None if static else transform)
             scores += got[0]
             preds += got[1]
             fits += got[2]
@@ -278,13 +296,14 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
 
 
 def _probe_model(name: str, lang: str, encoder, stim: list, where: Minimal, y: np.ndarray,
-                 cfg: AStitchConfig, static: bool, caching: tuple, say: Callable[[str], None]
+                 cfg: AStitchConfig, static: bool, caching: tuple, say: Callable[[str], None],
+                 transform: VectorTransform | None = None
                  ) -> tuple[list[pd.DataFrame], list[pd.DataFrame], list[dict], dict, list[str]]:
     """One model's (or the static control's) vectors, then the probes one view at a time:
     ``(scores, predictions, fits, fingerprint, notes)`` (the notes: what half-precision
     storage did to the cosines, :func:`ncprobe.cache.dtypes.store_loss_record`). The static
     control is the linear probe's only: its originals are encoded, no paraphrase is
-    scored."""
+    scored. ``transform``: applied to each view's vectors as read (:mod:`ncprobe.transform`)."""
     cache, cache_dir, progress, jobs = caching
     todo = _originals(stim, where) if static else stim
     say(f"encoding {len(todo)} sentences (cached ones are read)")
@@ -293,6 +312,10 @@ def _probe_model(name: str, lang: str, encoder, stim: list, where: Minimal, y: n
     fits: list[dict] = []
     with _vectors(todo, encoder, cfg, cache, cache_dir, progress) as (emb, fp):
         rows = _rows_of(stim, todo) if static else None
+        if transform is not None:  # the rows of emb are those of todo
+            from ..embed import view_names
+
+            emb = emb.transformed(transform, view_names(encoder), [s.nc for s in todo])
         views = _views(encoder, emb)
         for v, (view, levels) in enumerate(views):
             say(f"view {view} ({v + 1}/{len(views)})")

@@ -190,13 +190,11 @@ def _fit_cuts(x: np.ndarray, codes: np.ndarray) -> tuple[float, float, bool, int
 
 def logistic(C: float = C_REG, max_iter: int = MAX_ITER) -> Pipeline:
     """The all-measure classifier, unfitted: standardisation, then multinomial logistic
-    regression (lbfgs, L2 penalty of inverse strength ``C``)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    regression (lbfgs, L2 penalty of inverse strength ``C``):
+    :func:`ncprobe.stats.standardised_logistic`."""
+    from ..stats import standardised_logistic
 
-    return make_pipeline(StandardScaler(),
-                         LogisticRegression(C=C, solver="lbfgs", max_iter=max_iter))
+    return standardised_logistic(C, max_iter)
 
 
 def modal(predictions: ArrayLike) -> np.ndarray:

@@ -14,6 +14,8 @@ import pandas as pd
 
 from ..config import config_of, takes_config
 from ..errors import DataError, UsageError
+from ..transform import META_KEY as TRANSFORM_KEY
+from ..transform import VectorTransform, check_transform
 from .config import NccConfig
 from .stats import KEYS, label
 
@@ -31,7 +33,7 @@ def _silent(line: str) -> None:
 def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None,
             overwrite: bool = False, data_dir=None, cache: bool = True, cache_dir=None,
             progress: bool = True, on_step: Callable[[str], None] | None = None,
-            **options: Any):
+            transform: VectorTransform | None = None, **options: Any):
     """Run the NCC probe: every classifier and system on SemanticQA's 241 NCC items.
 
     Args:
@@ -41,6 +43,11 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
         data_dir: the data directory (default: :func:`ncprobe.data.resolve_data_dir`).
         cache, cache_dir: the embedding cache (as :func:`ncprobe.compute`).
         progress: progress bars while encoding; ``on_step``: told of each step.
+        transform: a :class:`~ncprobe.transform.VectorTransform` applied to each layer view's
+            vectors as they are read, before NCIMP's measures are taken of them (as
+            :func:`ncprobe.compute`; the rows' groups: their compounds); the model's own
+            answers (``behaviour``) are not transformed. One model only; each run's metadata
+            records the fingerprint (``transform``: the run id is not the plain run's).
 
     Returns:
         :class:`~ncprobe.ncc.results.NccResults`.
@@ -57,8 +64,14 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
     from .results import NccResults
 
     cfg = config_of(NccConfig, config, options, caller="run_ncc")
+    transform_fp = None if transform is None else check_transform(transform)
+    if transform is not None and len(cfg.models) > 1:
+        raise UsageError(f"transform={transform_fp!r} with {len(cfg.models)} models "
+                         f"({', '.join(cfg.models)}): a vector transform belongs to one "
+                         "model's vectors; run one model at a time")
     say = on_step or _silent
-    runs = model_runs(cfg, out, layout=NccResults.layout, overwrite=overwrite)
+    runs = model_runs(cfg, out, layout=NccResults.layout, overwrite=overwrite,
+                      transform=transform_fp)
     # every model is checked before any work, from its config alone (weights load on the
     # first encode): an unknown model, a layer it lacks, a device not there or (behaviour) a
     # model that cannot answer is refused now, not after the models before it were computed
@@ -82,7 +95,7 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
     for k, model in enumerate(cfg.models, start=1):
         step = f"model {k}/{len(cfg.models)} ({model})"
         say(f"{step}: NCIMP's measures on each item's sentence")
-        res = _measures(model, cfg, stim, data_dir, cache, cache_dir, progress)
+        res = _measures(model, cfg, stim, data_dir, cache, cache_dir, progress, transform)
         views = _views(res)
         say(f"{step}: classifying {len(items)} items, {len(views)} view(s) x level, "
             f"{cfg.folds} folds x {cfg.repeats} repeats")
@@ -102,6 +115,8 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
                                  **dict(res.meta[0].get("modified_data") or {})},
                "notes": [*data.notes, *stim_notes, *res.meta[0].get("notes", []),
                          *left_out, selection_notes[-1]]}
+        if transform_fp is not None:  # a plain run's metadata stays as it was
+            run[TRANSFORM_KEY] = transform_fp
         if cfg.behaviour:
             say(f"{step}: answering the items (zero-shot, letter log-probabilities)")
             answers = _answers(model, data, cfg, cache, cache_dir, progress)
@@ -159,9 +174,10 @@ def _item_rows(key: tuple[str, ...], items, predicted) -> pd.DataFrame:
 
 
 def _measures(model: str, cfg: NccConfig, stim, data_dir, cache: bool, cache_dir,
-              progress: bool):
+              progress: bool, transform: VectorTransform | None = None):
     """NCIMP's measures of ``model`` on the items' stimuli (one sentence per compound),
-    through :func:`ncprobe.compute`: the same pipeline, cache and measures."""
+    through :func:`ncprobe.compute`: the same pipeline, cache and measures (and vector
+    transform)."""
     import warnings
 
     from ..ncimp.config import RunConfig
@@ -173,7 +189,7 @@ def _measures(model: str, cfg: NccConfig, stim, data_dir, cache: bool, cache_dir
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the run's notes keep them
         return compute(rc, stimuli=stim, data_dir=data_dir, cache=cache, cache_dir=cache_dir,
-                       progress=progress)
+                       progress=progress, transform=transform)
 
 
 def _views(res) -> list[tuple[str, str]]:

@@ -26,6 +26,9 @@ from ..embed import embed, own_store, view_names
 from ..encoders.base import has_own_sentence
 from ..errors import UsageError
 from ..schema import LEVELS, Level
+from ..transform import META_KEY as TRANSFORM_KEY
+from ..transform import VectorTransform, check_transform
+from ..transform import note as transform_note
 from .analysis import analyse
 from .config import RunConfig, is_level
 from .results import Results
@@ -40,7 +43,7 @@ _PACKAGES = ("numpy", "pandas", "pyarrow", "torch", "transformers", "sentence-tr
 def compute(config: RunConfig | None = None, /, *, stimuli: Stimuli | None = None, encoder=None,
             data_dir=None, cache: bool = True, cache_dir=None, progress: bool = True,
             allow_pickle: bool = False, allow_gensim_downloader: bool = False,
-            **options: Any) -> Results:
+            transform: VectorTransform | None = None, **options: Any) -> Results:
     """Run one model on one language: every cosine, measure and statistic.
 
     The run options are the fields of :class:`~ncprobe.ncimp.config.RunConfig` (``model``,
@@ -62,6 +65,10 @@ def compute(config: RunConfig | None = None, /, *, stimuli: Stimuli | None = Non
         progress: show a progress bar while encoding.
         allow_pickle, allow_gensim_downloader: passed to
             :func:`~ncprobe.encoders.load_encoder` (gensim ``.kv`` pickles; gensim-data).
+        transform: a :class:`~ncprobe.transform.VectorTransform` applied to each layer
+            view's vectors as they are read (the rows' groups: their compounds); the cache
+            keeps the plain vectors, and ``meta["transform"]`` records its fingerprint (the run
+            id is not the plain run's). ``None``: the vectors as they are.
         **options: the fields of :class:`~ncprobe.ncimp.config.RunConfig`, by name.
 
     Raises:
@@ -74,6 +81,7 @@ def compute(config: RunConfig | None = None, /, *, stimuli: Stimuli | None = Non
         >>> print(res.summary())                                      # doctest: +SKIP
     """
     cfg = config_of(RunConfig, config, options, caller="compute")  # before any import
+    transform_fp = None if transform is None else check_transform(transform)
     from ..cache.dtypes import store_loss_record
     from ..cache.shapes import vector_shape
     from ..cache.store import EmbeddingStore
@@ -147,6 +155,10 @@ def compute(config: RunConfig | None = None, /, *, stimuli: Stimuli | None = Non
     loss, said = store_loss_record(cfg.store_dtype, emb.store_loss)  # what half precision did
     meta.update(loss)
     notes += said
+    if transform is not None and transform_fp is not None:  # a plain run's: as they were
+        meta[TRANSFORM_KEY] = transform_fp
+        notes.append(transform_note(transform_fp))
+        emb = emb.transformed(transform, view_names(encoder), [s.nc for s in stimuli])
     with emb:
         # view_levels: a sentence-transformers model's own embedding has the sentence level
         # only; an encoder that does not say has its levels in every view

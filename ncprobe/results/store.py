@@ -67,6 +67,7 @@ from ..owned import (
     remove_temp_dirs,
 )
 from ..schema import RESULT_TABLES
+from ..transform import META_KEY as TRANSFORM_KEY
 
 log = logging.getLogger(__name__)
 
@@ -539,7 +540,8 @@ def _check_table(name: str, df: pd.DataFrame, file: Path, layout: Layout) -> Non
 
 
 def run_identity(meta: list[dict] | dict, layout: Layout) -> list[dict]:
-    """What makes runs the same: config (less :data:`NOT_IDENTITY`), model fingerprint, data.
+    """What makes runs the same: config (less :data:`NOT_IDENTITY`), model fingerprint, data,
+    and the vector transform of a transformed run (:data:`ncprobe.transform.META_KEY`).
 
     Accepts a list of run metadata or one run's config dict (then only the config is
     compared). A field of the config class ``layout`` names (:attr:`Layout.config`) that a
@@ -556,6 +558,8 @@ def run_identity(meta: list[dict] | dict, layout: Layout) -> list[dict]:
         cfg = {**defaults, **(m.get("config") or {})}
         ident = {"config": {k: v for k, v in cfg.items() if k not in NOT_IDENTITY},
                  "fingerprint": m.get("fingerprint"), "data_sources": m.get("data_sources")}
+        if m.get(TRANSFORM_KEY) is not None:  # vectors transformed as read: another run
+            ident[TRANSFORM_KEY] = m[TRANSFORM_KEY]
         # as written to run.json (tuples become lists), so that read and new compare equal
         out.append(json.loads(json.dumps(ident, sort_keys=True, default=str)))
     return out
@@ -573,6 +577,9 @@ def _differences(old: list[dict], new: list[dict]) -> str:
                            ("data_sources", "the data files")):
             if a[part] is not None and b[part] is not None and a[part] != b[part]:
                 diffs.append(f"{what} differ")
+        if a.get(TRANSFORM_KEY) != b.get(TRANSFORM_KEY):
+            diffs.append(f"vector transform {a.get(TRANSFORM_KEY) or 'none'} there, "
+                         f"{b.get(TRANSFORM_KEY) or 'none'} now")
     return "; ".join(dict.fromkeys(diffs))
 
 
@@ -736,13 +743,14 @@ def refuse_other_probe(path: str | Path, runs: list[dict], layout: Layout, optio
 
 
 def model_runs(config: Any, out: str | Path | None = None, *, layout: Layout,
-               overwrite: bool = False) -> dict[str, dict]:
+               overwrite: bool = False, transform: str | None = None) -> dict[str, dict]:
     """What ``run.json`` records of each model's run of a probe's ``config`` (a config
     dataclass with a ``models`` field, one run per model; ``layout``: the probe's), by model:
     the model and every other option (a tuple as a list). With ``out``, the results directory
     the runs go to is
     refused before any work where it must not be written (:func:`check_target`,
-    :func:`check_writable`).
+    :func:`check_writable`); ``transform``: the fingerprint of the vector transform the runs
+    will record (:mod:`ncprobe.transform`), compared as well.
 
     Raises:
         UsageError, OutputError: as :func:`check_target` and :func:`check_writable`.
@@ -756,7 +764,8 @@ def model_runs(config: Any, out: str | Path | None = None, *, layout: Layout,
 
     runs = {m: run(m) for m in config.models}
     if out is not None:
-        check_target(out, [{"config": r} for r in runs.values()], layout=layout,
+        extra = {} if transform is None else {TRANSFORM_KEY: transform}
+        check_target(out, [{"config": r, **extra} for r in runs.values()], layout=layout,
                      overwrite=overwrite)
         check_writable(out)
     return runs

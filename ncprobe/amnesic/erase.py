@@ -1,0 +1,481 @@
+"""The eraser of amnesic probing: LEACE fitted on a concept's labels, held as numpy arrays.
+
+An :class:`Eraser` is LEACE's affine erasure (Belrose et al. 2023, ``concept_erasure.leace``)
+
+    x' = x - ((x - bias) @ proj_right.T) @ proj_left.T
+
+with ``proj_left`` ``(d, r)``, ``proj_right`` ``(r, d)`` and ``bias`` ``(d,)`` in float64, ``r`` the
+rank of the erasure (``K - 1`` for a concept of ``K`` classes). It is fitted by
+:class:`EraserFitter` (streaming: any number of :meth:`EraserFitter.update`, then
+:meth:`EraserFitter.eraser`) or :func:`fit_eraser`, which wrap ``concept_erasure.LeaceFitter``
+with one-hot labels in float64. torch and ``concept_erasure`` (the ``amnesic`` extra) are
+imported only when an eraser is fitted; applying one, its fingerprint and everything else here
+is numpy.
+
+**LeaceFitter's settings** (:data:`LEACE_SETTINGS`), chosen so that LEACE's guarantee holds on
+the rows the eraser was fitted on: after erasure, every class has the same mean (the sample
+cross-covariance of the erased vectors with the one-hot labels is zero), so no linear
+classifier does better on those rows than a constant one.
+
+* ``affine=True``: the erasure is centred on the rows' mean, which it keeps; without the bias,
+  equal class means are not reached.
+* ``shrinkage=True``: the covariance of ``x`` is shrunk towards a multiple of the identity
+  (``concept_erasure.shrinkage.optimal_linear_shrinkage``). The guarantee needs only
+  ``P @ cov(x, z) = 0``, which holds for any invertible whitening; what the whitening decides
+  is which erasure is the *least* change. The shrunk covariance is invertible even with fewer
+  rows than dimensions (a 5120-dimensional view fitted on a few hundred compounds), where the
+  sample covariance is singular and its pseudo-inverse drops directions that may carry the
+  concept.
+* ``svd_tol=1e-8`` (the package's default is 0.01): singular values of the whitened
+  cross-covariance under ``svd_tol`` are not erased. They lie between 0 and about 1 (the
+  covariances of whitened vectors with 0/1 labels), so the default leaves a concept whose
+  whitened correlation is under about 0.01 in place and the guarantee fails for weak concepts
+  (``tests/amnesic/test_erase.py`` plants one); ``1e-8`` erases
+  everything above float64 rounding, while the one singular value that one-hot labels make zero
+  (the columns sum to one) stays under it, so the rank is ``K - 1`` and no direction is erased
+  at random.
+* ``constrain_cov_trace=False``: the package's trace constraint mixes the LEACE projection with
+  an orthogonal one when erasure would increase the covariance's trace; the mixture no longer
+  makes the class means equal, so it would break the guarantee (and it returns full ``d x d``
+  factors).
+
+The **control concept** (Elazar et al. 2021) is :func:`control_labels`: the labels permuted at
+random, so its eraser has the concept's rank. :func:`grouped_folds` and :func:`erase_by_fold`
+erase every row with an eraser fitted only on other groups (a compound is never erased by an
+eraser fitted on itself). :func:`guarantee` shows LEACE's guarantee on the concept's own linear
+probe instead of assuming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..errors import MissingPackageError, UsageError
+from ..stats import standardised_logistic
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The erasure method, part of the fingerprint.
+METHOD = "leace"
+#: ``concept_erasure.LeaceFitter``'s keyword settings (the module docstring says why).
+LEACE_SETTINGS: dict[str, Any] = {"affine": True, "shrinkage": True, "svd_tol": 1e-8,
+                                  "constrain_cov_trace": False}
+_FINGERPRINT_VERSION = b"ncprobe.amnesic.Eraser/1"
+
+
+class EraserError(UsageError):
+    """Bad input to an eraser (exit 2): the message says what, where and what to do."""
+
+
+class OneLabelError(EraserError):
+    """A concept with one label: the rows an eraser is fitted on (a fold's training part, a
+    split) hold fewer than two distinct labels, so there is nothing to erase."""
+
+
+class NonFiniteError(EraserError):
+    """A vector holds NaN or an infinity."""
+
+
+class ShapeError(EraserError):
+    """Vectors of the wrong dimension or shape, or labels of another length."""
+
+
+class UnknownLabelError(EraserError):
+    """A label that is not one of the classes the eraser is fitted on."""
+
+
+def _vectors(x: ArrayLike, dim: int | None, where: str) -> np.ndarray:
+    """``x`` as a finite 2-D float64 array of ``dim`` columns, or a named error."""
+    a = np.asarray(x)
+    if a.ndim != 2:
+        raise ShapeError(f"{where}: vectors must be a 2-D array (rows x dimensions), got shape "
+                         f"{a.shape}")
+    if dim is not None and a.shape[1] != dim:
+        raise ShapeError(f"{where}: vectors have {a.shape[1]} dimensions, the eraser {dim}: "
+                         f"fit and apply an eraser on one view's vectors")
+    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+        raise ShapeError(f"{where}: vectors must be real numbers, got dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
+    bad = ~np.isfinite(a).all(axis=1)
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        raise NonFiniteError(f"{where}: {len(rows)} vector(s) hold NaN or an infinity (first: "
+                             f"row {int(rows[0])}): leave those rows out before fitting")
+    return a
+
+
+def _labels(labels: ArrayLike, n: int, where: str) -> np.ndarray:
+    y = np.asarray(labels)
+    if y.ndim != 1 or len(y) != n:
+        raise ShapeError(f"{where}: {n} vectors but labels of shape {y.shape}: give one label "
+                         f"per row")
+    return y
+
+
+def _one_label(where: str, values: Sequence[Any], counts: Sequence[int]) -> OneLabelError:
+    seen = ", ".join(f"{v!r} ({c} rows)" for v, c in zip(values, counts, strict=True)
+                     if c) or "no rows"
+    return OneLabelError(
+        f"{where}: a concept with one label: the rows the eraser is fitted on hold {seen}; an "
+        f"eraser needs at least two labels. Fit on rows that hold both (with folds: use fewer "
+        f"folds, so that each training part holds more groups)")
+
+
+def _frozen(a: ArrayLike) -> np.ndarray:
+    out = np.array(a, dtype=np.float64, order="C", copy=True)
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Eraser:
+    """LEACE's affine erasure of one concept: ``x' = x - ((x - bias) @ proj_right.T) @
+    proj_left.T``.
+
+    Attributes:
+        proj_left: ``(d, r)`` float64.
+        proj_right: ``(r, d)`` float64; ``proj_left @ proj_right`` is ``I - P``.
+        bias: ``(d,)`` float64: the mean of the rows it was fitted on (kept by the erasure).
+        classes: the concept's classes, in the order of the one-hot columns.
+        n_rows: the number of rows it was fitted on (0 for :meth:`identity`).
+        method: ``"leace"``.
+    """
+
+    proj_left: np.ndarray
+    proj_right: np.ndarray
+    bias: np.ndarray
+    classes: tuple[Any, ...] = ()
+    n_rows: int = 0
+    method: str = METHOD
+
+    def __post_init__(self) -> None:
+        left, right, bias = _frozen(self.proj_left), _frozen(self.proj_right), _frozen(self.bias)
+        if bias.ndim != 1 or left.ndim != 2 or right.ndim != 2 or left.shape[0] != len(bias) \
+                or right.shape != (left.shape[1], len(bias)):
+            raise ShapeError(f"Eraser: proj_left {left.shape}, proj_right {right.shape} and bias "
+                             f"{bias.shape} must be (d, r), (r, d) and (d,)")
+        object.__setattr__(self, "proj_left", left)
+        object.__setattr__(self, "proj_right", right)
+        object.__setattr__(self, "bias", bias)
+        object.__setattr__(self, "classes", tuple(self.classes))
+
+    @classmethod
+    def identity(cls, dim: int) -> Eraser:
+        """The empty eraser of ``dim`` dimensions: rank 0, :meth:`apply` returns its input."""
+        if dim < 1:
+            raise ShapeError(f"Eraser.identity: dim must be at least 1, got {dim}")
+        return cls(np.zeros((dim, 0)), np.zeros((0, dim)), np.zeros(dim))
+
+    @property
+    def dim(self) -> int:
+        return len(self.bias)
+
+    @property
+    def rank(self) -> int:
+        """The number of directions erased (``K - 1`` for ``K`` classes)."""
+        return int(self.proj_left.shape[1])
+
+    @property
+    def is_identity(self) -> bool:
+        return self.rank == 0
+
+    def apply(self, x: ArrayLike) -> np.ndarray:
+        """The erased vectors, in ``x``'s dtype (float64 for integers), computed in float64.
+
+        ``x`` is ``(..., d)``. The identity eraser returns a copy of ``x``, byte for byte. NaN
+        stays NaN (the probes refuse it).
+        """
+        a = np.asarray(x)
+        if a.ndim == 0 or a.shape[-1] != self.dim:
+            raise ShapeError(f"Eraser.apply: vectors of shape {a.shape}, the eraser has "
+                             f"{self.dim} dimensions: apply an eraser to the view it was fitted "
+                             f"on")
+        if self.is_identity:
+            return a.copy()
+        dtype = a.dtype if np.issubdtype(a.dtype, np.floating) else np.dtype(np.float64)
+        a64 = a.astype(np.float64, copy=False)
+        out = a64 - ((a64 - self.bias) @ self.proj_right.T) @ self.proj_left.T
+        return out.astype(dtype, copy=False)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 (hex) of the method and the arrays' names, dtypes, shapes and bytes
+        (little-endian float64): equal for equal erasures in any process; the eraser's part of
+        an erased forward pass's cache key."""
+        h = hashlib.sha256(_FINGERPRINT_VERSION + b"\0" + self.method.encode() + b"\0")
+        for name, a in (("proj_left", self.proj_left), ("proj_right", self.proj_right),
+                        ("bias", self.bias)):
+            le = np.ascontiguousarray(a, dtype="<f8")
+            h.update(f"{name}:{le.dtype.str}:{le.shape}\0".encode())
+            h.update(le.tobytes())
+        return h.hexdigest()
+
+
+class EraserFitter:
+    """Fits an :class:`Eraser` on rows streamed in any number of :meth:`update` calls.
+
+    Args:
+        dim: the vectors' dimension.
+        classes: the concept's classes (at least two, distinct): the one-hot columns, in order.
+        where: what the rows are, for error messages ("fold 2 of 5", "the training split").
+        device: the torch device the statistics live and the eraser is computed on (``None``:
+            the CPU). The eigendecomposition of the ``d x d`` covariance dominates: about two
+            minutes for ``d = 5120`` on one CPU thread (0.9 s for ``d = 1024``); a GPU takes
+            seconds. The eraser comes back as numpy arrays either way (a GPU's differ from the
+            CPU's by rounding, and so does their fingerprint).
+    """
+
+    def __init__(self, dim: int, classes: Sequence[Hashable], *,
+                 where: str = "the eraser's training rows", device: str | None = None) -> None:
+        if int(dim) != dim or dim < 1:
+            raise ShapeError(f"{where}: the dimension must be a positive integer, got {dim!r}")
+        values = tuple(np.asarray(classes).tolist())
+        if len(values) < 2 or len(set(values)) != len(values):
+            raise EraserError(f"{where}: classes must be at least two distinct labels, got "
+                              f"{values!r}")
+        self.dim, self.classes, self.where, self.device = int(dim), values, where, device
+        self._index = {c: i for i, c in enumerate(values)}
+        self.counts = np.zeros(len(values), dtype=np.int64)
+        self._fitter: Any = None
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.counts.sum())
+
+    def _codes(self, y: np.ndarray) -> np.ndarray:
+        codes = np.empty(len(y), dtype=np.int64)
+        for i, v in enumerate(y.tolist()):
+            code = self._index.get(v)
+            if code is None:
+                raise UnknownLabelError(
+                    f"{self.where}: row {i} has the label {v!r}, not one of the classes "
+                    f"{self.classes!r}: name every label in classes, or leave the row out")
+            codes[i] = code
+        return codes
+
+    def _leace(self) -> Any:
+        if self._fitter is None:
+            try:
+                import torch
+                from concept_erasure import LeaceFitter
+            except ImportError:
+                raise MissingPackageError(
+                    "erasing a concept needs concept-erasure and torch, which are not installed: "
+                    "pip install 'ncprobe[amnesic]'") from None
+            self._fitter = LeaceFitter(self.dim, len(self.classes), dtype=torch.float64,
+                                       device=self.device, **LEACE_SETTINGS)
+        return self._fitter
+
+    def update(self, x: ArrayLike, labels: ArrayLike) -> EraserFitter:
+        """Adds rows ``x`` ``(n, dim)`` with their ``labels`` ``(n,)``; returns the fitter."""
+        a = _vectors(x, self.dim, self.where)
+        codes = self._codes(_labels(labels, len(a), self.where))
+        if not len(a):
+            return self
+        fitter = self._leace()  # names the extra when torch or concept-erasure is missing
+        import torch
+
+        z = np.zeros((len(a), len(self.classes)))
+        z[np.arange(len(a)), codes] = 1.0
+        fitter.update(torch.from_numpy(a).to(fitter.mean_x.device),
+                      torch.from_numpy(z).to(fitter.mean_x.device))
+        self.counts += np.bincount(codes, minlength=len(self.classes))
+        return self
+
+    def eraser(self) -> Eraser:
+        """The eraser of the rows seen so far; :class:`OneLabelError` if they hold one label."""
+        if np.count_nonzero(self.counts) < 2:
+            raise _one_label(self.where, self.classes, self.counts.tolist())
+        fitted = self._leace().eraser
+        left = fitted.proj_left.detach().cpu().numpy()
+        right = fitted.proj_right.detach().cpu().numpy()
+        # the directions under svd_tol come back as zero columns (rows): drop them
+        keep = np.any(left != 0, axis=0) & np.any(right != 0, axis=1)
+        return Eraser(left[:, keep], right[keep], fitted.bias.detach().cpu().numpy(),
+                      classes=self.classes, n_rows=self.n_rows)
+
+
+def fit_eraser(x: ArrayLike, labels: ArrayLike, classes: Sequence[Hashable] | None = None, *,
+               where: str = "the eraser's training rows", device: str | None = None) -> Eraser:
+    """The eraser of ``labels`` fitted on ``x`` ``(n, d)`` in one update; ``classes`` default
+    to the distinct labels, sorted (``where``, ``device``: :class:`EraserFitter`)."""
+    a = np.asarray(x)
+    if a.ndim != 2:
+        raise ShapeError(f"{where}: vectors must be a 2-D array (rows x dimensions), got shape "
+                         f"{a.shape}")
+    y = _labels(labels, len(a), where)
+    values: Sequence[Hashable] = np.unique(y).tolist() if classes is None else classes
+    if classes is None and len(values) < 2:
+        raise _one_label(where, values, [len(y)] * len(values))
+    return EraserFitter(a.shape[1], values, where=where, device=device).update(a, y).eraser()
+
+
+def control_labels(labels: ArrayLike, seed: int) -> np.ndarray:
+    """The control concept (Elazar et al. 2021): ``labels`` permuted at random (seeded), so every
+    class keeps its count and the control's eraser has the concept's rank. The permutation is
+    drawn again until at least one row's label changes."""
+    y = np.asarray(labels)
+    if y.ndim != 1:
+        raise ShapeError(f"control_labels: labels must be 1-D, got shape {y.shape}")
+    values, counts = np.unique(y, return_counts=True)
+    if len(values) < 2:
+        raise _one_label("control_labels", values.tolist(), counts.tolist())
+    rng = np.random.default_rng(seed)
+    while True:  # each draw leaves every label in place with probability at most 1/2
+        shuffled = y[rng.permutation(len(y))]
+        if np.any(shuffled != y):
+            return shuffled
+
+
+def grouped_folds(groups: ArrayLike, k: int, seed: int,
+                  labels: ArrayLike | None = None) -> np.ndarray:
+    """Each row's fold ``0 .. k-1``; all rows of a group in one fold.
+
+    scikit-learn's ``GroupKFold(k, shuffle=True, random_state=seed)``, or with ``labels``
+    ``StratifiedGroupKFold`` (the same, keeping the labels' proportions in each fold as far as
+    the groups allow).
+    """
+    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
+
+    g = np.asarray(groups)
+    if g.ndim != 1:
+        raise ShapeError(f"grouped_folds: groups must be 1-D, got shape {g.shape}")
+    n_groups = len(np.unique(g))
+    if int(k) != k or k < 2 or k > n_groups:
+        raise EraserError(f"grouped_folds: {k!r} folds of {n_groups} groups: give between 2 "
+                          f"and {n_groups} folds")
+    splitter: Any
+    if labels is None:
+        splitter, y = GroupKFold(n_splits=int(k), shuffle=True, random_state=seed), None
+    else:
+        splitter = StratifiedGroupKFold(n_splits=int(k), shuffle=True, random_state=seed)
+        y = _labels(labels, len(g), "grouped_folds")
+    folds = np.full(len(g), -1, dtype=np.int64)
+    for fold, (_, test) in enumerate(splitter.split(np.zeros((len(g), 1)), y, g)):
+        folds[test] = fold
+    return folds
+
+
+def erase_by_fold(x: ArrayLike, labels: ArrayLike, groups: ArrayLike, k: int, seed: int,
+                  control: bool = False, *, device: str | None = None) -> np.ndarray:
+    """``x`` erased fold by fold: the rows of each fold by an eraser fitted on the other folds'
+    rows only, so no row is erased by an eraser fitted on its own group.
+
+    Args:
+        x: ``(n, d)`` vectors.
+        labels: ``(n,)`` the concept's labels; the classes are the distinct labels, sorted.
+        groups: ``(n,)`` the unit a row belongs to (a compound, an expression).
+        k: the number of folds (:func:`grouped_folds`, stratified by ``labels``).
+        seed: the folds' seed, and the control labels'.
+        control: fit on :func:`control_labels` instead (the same folds: the two erasures are
+            paired row by row).
+        device: where the erasers are fitted (:class:`EraserFitter`).
+
+    Returns:
+        ``(n, d)`` in ``x``'s dtype (float64 for integers).
+
+    Raises:
+        OneLabelError: a fold's training part holds one label (the message names the fold).
+    """
+    a = np.asarray(x)
+    a64 = _vectors(a, None, "erase_by_fold")
+    y = _labels(labels, len(a64), "erase_by_fold")
+    g = np.asarray(groups)
+    if g.shape != y.shape:
+        raise ShapeError(f"erase_by_fold: {len(y)} rows but groups of shape {g.shape}")
+    classes = np.unique(y).tolist()
+    if len(classes) < 2:
+        raise _one_label("erase_by_fold", classes, [len(y)] * len(classes))
+    folds = grouped_folds(g, k, seed, labels=y)
+    fitted_on = control_labels(y, seed) if control else y
+    dtype = a.dtype if np.issubdtype(a.dtype, np.floating) else np.dtype(np.float64)
+    out = np.empty(a64.shape, dtype=dtype)
+    for fold in range(int(k)):
+        held = folds == fold
+        where = (f"fold {fold + 1} of {k}{' (control labels)' if control else ''}: its "
+                 f"training part (the rows of the other folds)")
+        eraser = EraserFitter(a64.shape[1], classes, where=where, device=device) \
+            .update(a64[~held], fitted_on[~held]).eraser()
+        out[held] = eraser.apply(a[held])
+    return out
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The concept's own linear probe before and after erasure (:func:`guarantee`).
+
+    Accuracies of the probe fitted on the training rows, on the training and held-out rows;
+    ``chance`` is the training rows' majority-class rate, ``chance_held`` the held-out rows'
+    rate of that class (the constant probe's accuracy there). ``loss_after`` is the erased
+    probe's mean log-loss on the training rows and ``loss_chance`` the constant probe's (the
+    entropy of the training classes, nats): LEACE's guarantee makes them equal, whatever the
+    class balance.
+    """
+
+    train_before: float
+    train_after: float
+    held_before: float
+    held_after: float
+    chance: float
+    chance_held: float
+    loss_after: float
+    loss_chance: float
+    n_train: int
+    n_held: int
+
+    def table(self) -> pd.DataFrame:
+        """One row per split and condition: ``split`` (``train``, ``held``), ``condition``
+        (``plain``, ``erased``), ``accuracy``, ``chance``, ``n``."""
+        import pandas as pd
+
+        rows = [("train", "plain", self.train_before, self.chance, self.n_train),
+                ("train", "erased", self.train_after, self.chance, self.n_train),
+                ("held", "plain", self.held_before, self.chance_held, self.n_held),
+                ("held", "erased", self.held_after, self.chance_held, self.n_held)]
+        return pd.DataFrame(rows, columns=["split", "condition", "accuracy", "chance", "n"])
+
+
+def guarantee(x_train: ArrayLike, y_train: ArrayLike, x_held: ArrayLike, y_held: ArrayLike,
+              eraser: Eraser) -> Guarantee:
+    """The concept's linear probe (:func:`ncprobe.stats.standardised_logistic`: standardised
+    features, L2 logistic regression, lbfgs: deterministic, so no seed) fitted on the training
+    rows before and after ``eraser``, scored on the training and held-out rows.
+
+    With the eraser fitted on these training rows, the erased classes have equal means, so the
+    probe's optimum is the constant one (its gradient vanishes at zero weights): its training
+    accuracy is the majority-class rate when the classes are unbalanced, and its log-loss the
+    classes' entropy. With balanced classes the constant has no majority and the tiny weights
+    that rounding leaves decide the predictions; read ``loss_after`` there.
+    """
+    from sklearn.metrics import accuracy_score, log_loss
+
+    xt = _vectors(x_train, eraser.dim, "guarantee (training rows)")
+    xh = _vectors(x_held, eraser.dim, "guarantee (held-out rows)")
+    yt = _labels(y_train, len(xt), "guarantee (training rows)")
+    yh = _labels(y_held, len(xh), "guarantee (held-out rows)")
+    values, counts = np.unique(yt, return_counts=True)
+    if len(values) < 2:
+        raise _one_label("guarantee (training rows)", values.tolist(), counts.tolist())
+    if not len(xh):
+        raise ShapeError("guarantee: no held-out rows: give at least one")
+    majority = values[int(np.argmax(counts))]
+    shares = counts / counts.sum()
+    et, eh = eraser.apply(xt), eraser.apply(xh)
+    plain, erased = standardised_logistic().fit(xt, yt), standardised_logistic().fit(et, yt)
+    return Guarantee(
+        train_before=float(accuracy_score(yt, plain.predict(xt))),
+        train_after=float(accuracy_score(yt, erased.predict(et))),
+        held_before=float(accuracy_score(yh, plain.predict(xh))),
+        held_after=float(accuracy_score(yh, erased.predict(eh))),
+        chance=float(counts.max() / counts.sum()), chance_held=float(np.mean(yh == majority)),
+        loss_after=float(log_loss(yt, erased.predict_proba(et), labels=erased.classes_)),
+        loss_chance=float(-(shares * np.log(shares)).sum()),
+        n_train=len(xt), n_held=len(xh))

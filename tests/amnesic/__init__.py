@@ -1,0 +1,1 @@
+"""Tests of the amnesic probe's eraser (``ncprobe.amnesic``)."""
