@@ -42,14 +42,16 @@ classifier does better on those rows than a constant one.
 The **control concept** (Elazar et al. 2021) is :func:`control_labels`: the labels permuted at
 random, so its eraser has the concept's rank. :func:`grouped_folds` and :func:`erase_by_fold`
 erase every row with an eraser fitted only on other groups (a compound is never erased by an
-eraser fitted on itself). :func:`guarantee` shows LEACE's guarantee on the concept's own linear
+eraser fitted on itself). :class:`ErasingTransform` hands erasers to a probe's run as a
+vector transform (:mod:`ncprobe.transform`): every view's vectors erased as they are read.
+:func:`guarantee` shows LEACE's guarantee on the concept's own linear
 probe instead of assuming it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -406,6 +408,68 @@ def erase_by_fold(x: ArrayLike, labels: ArrayLike, groups: ArrayLike, k: int, se
             .update(a64[~held], fitted_on[~held]).eraser()
         out[held] = eraser.apply(a[held])
     return out
+
+
+@dataclass(frozen=True)
+class ErasingTransform:
+    """Erasers as a :class:`~ncprobe.transform.VectorTransform`: what a probe's run applies to
+    each layer view's vectors as they are read (``compute(..., transform=...)``,
+    ``run_astitch``, ``run_ncc``).
+
+    Attributes:
+        erasers: by ``(view, level)`` (the results tables' names: ``("6", "nc")``), either one
+            :class:`Eraser` for every row, or a mapping from a row's group (its compound or
+            expression) to the eraser of that group's fold (:func:`erase_by_fold`'s rule: no
+            row erased by an eraser fitted on its own group).
+        what: what the erasers erase, said in the run's notes and fingerprinted
+            (e.g. ``"concept astitch (idiomatic/literal), en train"``).
+
+    A view and level the erasers do not hold, or a row whose group has no eraser, is an
+    :class:`EraserError` naming it: a run is never half erased.
+    """
+
+    erasers: Mapping[tuple[str, str], Eraser | Mapping[str, Eraser]]
+    what: str
+
+    def __post_init__(self) -> None:
+        if not self.what:
+            raise EraserError("ErasingTransform: say what the erasers erase (what=...)")
+        if not self.erasers:
+            raise EraserError("ErasingTransform: no eraser given")
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """``erase:`` and the sha256 of :attr:`what` and every eraser's fingerprint, by view,
+        level and group in sorted order."""
+        h = hashlib.sha256(_FINGERPRINT_VERSION + b"\0" + self.what.encode() + b"\0")
+        for (view, level) in sorted(self.erasers):
+            e = self.erasers[(view, level)]
+            parts = [("", e)] if isinstance(e, Eraser) else sorted(e.items())
+            for group, eraser in parts:
+                h.update(f"{view}\0{level}\0{group}\0{eraser.fingerprint}\0".encode())
+        return f"erase:{h.hexdigest()[:16]}"
+
+    def __call__(self, view: str, level: str, vectors: np.ndarray,
+                 groups: Sequence[str]) -> np.ndarray:
+        e = self.erasers.get((view, level))
+        if e is None:
+            held = ", ".join(f"{v}/{lv}" for v, lv in sorted(self.erasers))
+            raise EraserError(f"no eraser for view {view}, level {level} ({self.what}): the "
+                              f"erasers hold {held}; fit one for every view and level the "
+                              "run reads")
+        if isinstance(e, Eraser):
+            return e.apply(vectors)
+        keys = np.asarray(groups, dtype=object)
+        missing = sorted({str(g) for g in set(keys.tolist()) if g not in e})
+        if missing:
+            raise EraserError(f"no eraser for {len(missing)} group(s) of view {view}, level "
+                              f"{level} ({', '.join(missing[:4])}): fold erasers cover the "
+                              "groups they were fitted for")
+        out = np.empty_like(np.asarray(vectors))
+        for group in dict.fromkeys(keys.tolist()):
+            rows = keys == group
+            out[rows] = e[group].apply(vectors[rows])
+        return out
 
 
 @dataclass(frozen=True)
