@@ -320,13 +320,34 @@ def fit_eraser(x: ArrayLike, labels: ArrayLike, classes: Sequence[Hashable] | No
     return EraserFitter(a.shape[1], values, where=where, device=device).update(a, y).eraser()
 
 
-def control_labels(labels: ArrayLike, seed: int) -> np.ndarray:
+def control_labels(labels: ArrayLike, seed: int, groups: ArrayLike | None = None
+                   ) -> np.ndarray:
     """The control concept (Elazar et al. 2021): ``labels`` permuted at random (seeded), so every
     class keeps its count and the control's eraser has the concept's rank. The permutation is
-    drawn again until at least one row's label changes."""
+    drawn again until at least one row's label changes.
+
+    With ``groups`` (one label per group: a compound's class), the groups' labels are permuted
+    among the groups and every row takes its group's: the control is a concept of the same
+    kind, and keeps the number of groups of each class.
+
+    Raises:
+        EraserError: a group with rows of different labels (permute rows instead: no
+            ``groups``).
+    """
     y = np.asarray(labels)
     if y.ndim != 1:
         raise ShapeError(f"control_labels: labels must be 1-D, got shape {y.shape}")
+    if groups is not None:
+        g = np.asarray(groups)
+        if g.shape != y.shape:
+            raise ShapeError(f"control_labels: {len(y)} labels but groups of shape {g.shape}")
+        _, first, inverse = np.unique(g, return_index=True, return_inverse=True)
+        per_group = y[first]
+        mixed = sorted({str(v) for v in g[y != per_group[inverse.ravel()]]})
+        if mixed:
+            raise EraserError(f"control_labels: group(s) {', '.join(mixed[:4])} hold rows of "
+                              "different labels: permute rows instead (no groups)")
+        return control_labels(per_group, seed)[inverse.ravel()]
     values, counts = np.unique(y, return_counts=True)
     if len(values) < 2:
         raise _one_label("control_labels", values.tolist(), counts.tolist())
@@ -366,10 +387,10 @@ def grouped_folds(groups: ArrayLike, k: int, seed: int,
     return folds
 
 
-def erase_by_fold(x: ArrayLike, labels: ArrayLike, groups: ArrayLike, k: int, seed: int,
-                  control: bool = False, *, device: str | None = None) -> np.ndarray:
-    """``x`` erased fold by fold: the rows of each fold by an eraser fitted on the other folds'
-    rows only, so no row is erased by an eraser fitted on its own group.
+def fold_erasers(x: ArrayLike, labels: ArrayLike, groups: ArrayLike, k: int, seed: int,
+                 control: bool = False, *, device: str | None = None) -> dict[Any, Eraser]:
+    """The eraser of each group: fitted on the rows of the other folds only, so no row is
+    erased by an eraser fitted on its own group (:class:`ErasingTransform` takes the mapping).
 
     Args:
         x: ``(n, d)`` vectors.
@@ -377,9 +398,46 @@ def erase_by_fold(x: ArrayLike, labels: ArrayLike, groups: ArrayLike, k: int, se
         groups: ``(n,)`` the unit a row belongs to (a compound, an expression).
         k: the number of folds (:func:`grouped_folds`, stratified by ``labels``).
         seed: the folds' seed, and the control labels'.
-        control: fit on :func:`control_labels` instead (the same folds: the two erasures are
+        control: fit on :func:`control_labels` instead, permuted among the groups where each
+            group holds one label, else among the rows (the same folds: the two erasures are
             paired row by row).
         device: where the erasers are fitted (:class:`EraserFitter`).
+
+    Returns:
+        ``{group: eraser}``: the groups of a fold share their fold's eraser.
+
+    Raises:
+        OneLabelError: a fold's training part holds one label (the message names the fold).
+    """
+    a64 = _vectors(np.asarray(x), None, "fold_erasers")
+    y = _labels(labels, len(a64), "fold_erasers")
+    g = np.asarray(groups)
+    if g.shape != y.shape:
+        raise ShapeError(f"fold_erasers: {len(y)} rows but groups of shape {g.shape}")
+    classes = np.unique(y).tolist()
+    if len(classes) < 2:
+        raise _one_label("fold_erasers", classes, [len(y)] * len(classes))
+    folds = grouped_folds(g, k, seed, labels=y)
+    fitted_on = y
+    if control:
+        _, first, inverse = np.unique(g, return_index=True, return_inverse=True)
+        one_each = bool(np.all(y == y[first][inverse.ravel()]))
+        fitted_on = control_labels(y, seed, groups=g if one_each else None)
+    out: dict[Any, Eraser] = {}
+    for fold in range(int(k)):
+        held = folds == fold
+        where = (f"fold {fold + 1} of {k}{' (control labels)' if control else ''}: its "
+                 f"training part (the rows of the other folds)")
+        eraser = EraserFitter(a64.shape[1], classes, where=where, device=device) \
+            .update(a64[~held], fitted_on[~held]).eraser()
+        out.update(dict.fromkeys(g[held].tolist(), eraser))
+    return out
+
+
+def erase_by_fold(x: ArrayLike, labels: ArrayLike, groups: ArrayLike, k: int, seed: int,
+                  control: bool = False, *, device: str | None = None) -> np.ndarray:
+    """``x`` erased fold by fold (:func:`fold_erasers`, the same arguments): each row by the
+    eraser of its group, fitted on the other folds' rows only.
 
     Returns:
         ``(n, d)`` in ``x``'s dtype (float64 for integers).
@@ -388,25 +446,13 @@ def erase_by_fold(x: ArrayLike, labels: ArrayLike, groups: ArrayLike, k: int, se
         OneLabelError: a fold's training part holds one label (the message names the fold).
     """
     a = np.asarray(x)
-    a64 = _vectors(a, None, "erase_by_fold")
-    y = _labels(labels, len(a64), "erase_by_fold")
+    erasers = fold_erasers(a, labels, groups, k, seed, control, device=device)
     g = np.asarray(groups)
-    if g.shape != y.shape:
-        raise ShapeError(f"erase_by_fold: {len(y)} rows but groups of shape {g.shape}")
-    classes = np.unique(y).tolist()
-    if len(classes) < 2:
-        raise _one_label("erase_by_fold", classes, [len(y)] * len(classes))
-    folds = grouped_folds(g, k, seed, labels=y)
-    fitted_on = control_labels(y, seed) if control else y
     dtype = a.dtype if np.issubdtype(a.dtype, np.floating) else np.dtype(np.float64)
-    out = np.empty(a64.shape, dtype=dtype)
-    for fold in range(int(k)):
-        held = folds == fold
-        where = (f"fold {fold + 1} of {k}{' (control labels)' if control else ''}: its "
-                 f"training part (the rows of the other folds)")
-        eraser = EraserFitter(a64.shape[1], classes, where=where, device=device) \
-            .update(a64[~held], fitted_on[~held]).eraser()
-        out[held] = eraser.apply(a[held])
+    out = np.empty(a.shape, dtype=dtype)
+    for eraser in {id(e): e for e in erasers.values()}.values():
+        rows = np.array([erasers[v] is eraser for v in g.tolist()])
+        out[rows] = eraser.apply(a[rows])
     return out
 
 

@@ -174,6 +174,22 @@ def test_control_labels_keep_the_counts_and_the_rank() -> None:
         control_labels(np.zeros(5), seed=0)
 
 
+def test_control_labels_by_group_permute_the_groups_labels() -> None:
+    groups = np.repeat(np.array(["a", "b", "c", "d", "e", "f"]), [1, 2, 3, 1, 2, 3])
+    per_group = {"a": 0, "b": 0, "c": 1, "d": 1, "e": 1, "f": 0}
+    y = np.array([per_group[g] for g in groups])
+    control = control_labels(y, seed=3, groups=groups)
+    # by hand: one label per group, the groups' labels a permutation of theirs
+    got = {g: set(control[groups == g].tolist()) for g in per_group}
+    assert all(len(v) == 1 for v in got.values())
+    assert sorted(v.pop() for v in got.values()) == sorted(per_group.values())
+    assert np.array_equal(control, control_labels(y, seed=3, groups=groups))
+    mixed = y.copy()
+    mixed[1] = 1 - mixed[1]  # group b's two rows now differ
+    with pytest.raises(EraserError, match="b hold rows of different labels"):
+        control_labels(mixed, seed=3, groups=groups)
+
+
 @pytest.mark.parametrize("control", [False, True], ids=["concept", "control"])
 def test_erase_by_fold_never_uses_a_row_s_own_group(control: bool) -> None:
     rng = np.random.default_rng(2)
@@ -186,7 +202,8 @@ def test_erase_by_fold_never_uses_a_row_s_own_group(control: bool) -> None:
     folds = grouped_folds(groups, k, seed, labels=y)
     assert sorted(set(folds.tolist())) == list(range(k))
     assert all(len(set(folds[groups == g].tolist())) == 1 for g in range(n_groups))
-    fitted_on = control_labels(y, seed) if control else y
+    # a compound's rows share its label: the control permutes the compounds' labels
+    fitted_on = control_labels(y, seed, groups=groups) if control else y
     for fold in range(k):
         held = folds == fold
         assert not set(groups[held].tolist()) & set(groups[~held].tolist())

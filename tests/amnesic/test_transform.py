@@ -10,7 +10,14 @@ import pandas as pd
 import pytest
 
 import ncprobe
-from ncprobe.amnesic.erase import Eraser, EraserError, ErasingTransform, fit_eraser
+from ncprobe.amnesic.erase import (
+    Eraser,
+    EraserError,
+    ErasingTransform,
+    erase_by_fold,
+    fit_eraser,
+    fold_erasers,
+)
 from ncprobe.results.store import TABLES
 
 from ..synthetic import SeededEncoder, pairs_stimuli
@@ -84,3 +91,16 @@ def test_the_fingerprint_names_every_eraser_and_what_they_erase():
     assert base.fingerprint == same.fingerprint  # the order given does not matter
     assert len({base.fingerprint, other.fingerprint, said.fingerprint}) == 3
     assert base.fingerprint.startswith("erase:")
+
+
+def test_fold_erasers_through_the_transform_equal_erase_by_fold():
+    rng = np.random.default_rng(4)
+    groups = np.repeat(np.array([f"nc{i}" for i in range(12)]), 2)
+    y = np.repeat(np.arange(12) % 2, 2)
+    x = rng.normal(size=(24, 5)) + 2.0 * y[:, None]
+    for control in (False, True):
+        erasers = fold_erasers(x, y, groups, 3, 7, control)
+        assert set(erasers) == set(groups.tolist())
+        t = ErasingTransform({("0", "nc"): erasers}, what="folds")
+        np.testing.assert_array_equal(t("0", "nc", x, groups.tolist()),
+                                      erase_by_fold(x, y, groups, 3, 7, control))
