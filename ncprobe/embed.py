@@ -36,7 +36,7 @@ from .cache.store import EmbeddingStore, StoredVectors, item_key
 from .data.stimuli import Stimulus
 from .encoders.base import Encoded, Encoder, SentenceTooLongError, has_own_sentence
 from .errors import DataError, NcprobeError, UsageError
-from .schema import OWN_VIEW
+from .schema import LEVELS, OWN_VIEW
 from .transform import VectorTransform, apply_transform
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 PARTS = ("sent", "span")
 #: The part of the model's own sentence embedding (one view), where the encoder has one.
 OWN = "own"
+#: The part of :class:`Embeddings` (:meth:`Embeddings.part`) that holds each level's vectors:
+#: ``span`` for ``nc`` (the compound's or expression's), ``sent`` for ``sent``.
+LEVEL_PART: dict[str, str] = {level: ("span" if level == "nc" else level) for level in LEVELS}
 #: Shards written at once (:class:`~ncprobe.batches.BackgroundWriter`): a GPU's batches of
 #: many layer views come faster than one thread writes them.
 WRITERS = 2
@@ -134,7 +137,7 @@ class _Transformed:
 
     def read(self, part: str, view: int) -> np.ndarray:
         name = OWN_VIEW if part == OWN else self.names[view]
-        level = "nc" if part == "span" else "sent"
+        level = "nc" if part == LEVEL_PART["nc"] else "sent"  # the own embedding: sentences
         return apply_transform(self.transform, name, level, self.source.read(part, view),
                                self.groups)
 

@@ -50,7 +50,8 @@ class VectorTransform(Protocol):
             transforms with the same fingerprint must give the same vectors.
     """
 
-    fingerprint: str
+    @property
+    def fingerprint(self) -> str: ...  # an attribute or a property: read only
 
     def __call__(self, view: str, level: str, vectors: np.ndarray,
                  groups: Sequence[str]) -> np.ndarray: ...

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -469,6 +469,9 @@ class ErasingTransform:
             row erased by an eraser fitted on its own group).
         what: what the erasers erase, said in the run's notes and fingerprinted
             (e.g. ``"concept astitch (idiomatic/literal), en train"``).
+        others: by ``(view, level)``, the eraser of the rows whose group the fold mapping does
+            not hold (fitted on every row of the concept, so on none of theirs); ``None``:
+            such a row is an error.
 
     A view and level the erasers do not hold, or a row whose group has no eraser, is an
     :class:`EraserError` naming it: a run is never half erased.
@@ -476,23 +479,28 @@ class ErasingTransform:
 
     erasers: Mapping[tuple[str, str], Eraser | Mapping[str, Eraser]]
     what: str
+    others: Mapping[tuple[str, str], Eraser] | None = None
+
+    #: ``erase:`` and the sha256 of :attr:`what` and every eraser's fingerprint, by view,
+    #: level and group in sorted order (set when made).
+    fingerprint: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
         if not self.what:
             raise EraserError("ErasingTransform: say what the erasers erase (what=...)")
         if not self.erasers:
             raise EraserError("ErasingTransform: no eraser given")
+        object.__setattr__(self, "fingerprint", self._fingerprint())
 
-    @cached_property
-    def fingerprint(self) -> str:
-        """``erase:`` and the sha256 of :attr:`what` and every eraser's fingerprint, by view,
-        level and group in sorted order."""
+    def _fingerprint(self) -> str:
         h = hashlib.sha256(_FINGERPRINT_VERSION + b"\0" + self.what.encode() + b"\0")
         for (view, level) in sorted(self.erasers):
             e = self.erasers[(view, level)]
             parts = [("", e)] if isinstance(e, Eraser) else sorted(e.items())
             for group, eraser in parts:
                 h.update(f"{view}\0{level}\0{group}\0{eraser.fingerprint}\0".encode())
+        for (view, level), eraser in sorted((self.others or {}).items()):
+            h.update(f"others\0{view}\0{level}\0{eraser.fingerprint}\0".encode())
         return f"erase:{h.hexdigest()[:16]}"
 
     def __call__(self, view: str, level: str, vectors: np.ndarray,
@@ -506,17 +514,19 @@ class ErasingTransform:
         if isinstance(e, Eraser):
             return e.apply(vectors)
         keys = np.asarray(groups, dtype=object)
+        other = (self.others or {}).get((view, level))
         missing = sorted({str(g) for g in set(keys.tolist()) if g not in e})
-        if missing:
+        if missing and other is None:
             raise EraserError(f"no eraser for {len(missing)} group(s) of view {view}, level "
                               f"{level} ({', '.join(missing[:4])}): fold erasers cover the "
                               "groups they were fitted for")
         out = np.empty_like(np.asarray(vectors))
         for group in dict.fromkeys(keys.tolist()):
             rows = keys == group
-            out[rows] = e[group].apply(vectors[rows])
+            eraser = e[group] if group in e else other
+            assert eraser is not None  # every group missing from e has `other` (checked)
+            out[rows] = eraser.apply(vectors[rows])
         return out
-
 
 @dataclass(frozen=True)
 class Guarantee:

@@ -33,8 +33,8 @@ from . import LANGS, SETTINGS, SPLITS, VARIANTS
 from .linear import C_GRID as _C_GRID
 from .linear import WITHIN_DRAWS
 
-__all__ = ["AUTO_STATIC", "C_GRID", "DEFAULT_MODELS", "NO_STATIC", "STATIC", "AStitchConfig",
-           "run_dir"]
+__all__ = ["AUTO_STATIC", "C_GRID", "DEFAULT_MODELS", "NO_STATIC", "OMITTED_AT_DEFAULT", "STATIC",
+           "AStitchConfig", "run_dir"]
 
 #: The models of a run that names none: the offline default of ncprobe.
 DEFAULT_MODELS = ("glove-6b-50d",)
@@ -121,6 +121,12 @@ class AStitchConfig:
         "help": "draws of the within-expression permutation control (the training labels "
                 "shuffled among each expression's uses, the probe fitted per draw) and of "
                 "stratified chance (default %(default)s)"})
+    mdl: bool = field(default=False, metadata={
+        "help": "also the minimum description length of the linear probe and of its controls "
+                "(online code, Voita and Titov 2020, on each cell's training uses with the C "
+                "chosen on dev): codelength in bits and compression against the uniform code, "
+                "with intervals over expressions (the table mdl; off by default: about ten "
+                "more fits per probe and control)"})
     n_boot: int = field(default=N_BOOT, metadata={
         "metavar": "N", "type": "count",
         "help": "expression resamples of the 95%% intervals (default %(default)s)"})
@@ -195,6 +201,8 @@ class AStitchConfig:
                              "(0: no test)")
         check_correction(self.correction)
         check_store_dtype(self.store_dtype)
+        if not isinstance(self.mdl, bool):
+            raise UsageError(f"mdl={self.mdl!r} (--mdl): give True or False")
 
     @property
     def settings(self) -> tuple[str, ...]:
@@ -210,10 +218,17 @@ class AStitchConfig:
         return None if self.static == NO_STATIC else self.static
 
 
+#: Fields added after results existed, left out of a run's ``config`` in ``run.json`` at their
+#: default (:func:`ncprobe.results.store.model_runs`): a run without ``--mdl`` keeps the
+#: ``run.json`` and run id it had before.
+OMITTED_AT_DEFAULT = ("mdl",)
+
+
 def run_dir(config: AStitchConfig, results_dir: str | Path = "results") -> Path:
     """Where a run's results go by default: ``<results_dir>/astitch-<models>-<langs>``, the
     models joined by ``+`` (each as a file name), plus ``-layers_<spec>``, ``-context_<c>``
-    and ``-splits_<s+...>`` when given, e.g. ``results/astitch-minilm-en-layers_all``."""
+    and ``-splits_<s+...>`` when given, and ``-mdl`` with ``mdl``, e.g.
+    ``results/astitch-minilm-en-layers_all``."""
     name = "astitch-" + "+".join(safe_name(m) for m in config.models) + "-" + \
         "+".join(config.langs)
     if config.layers:
@@ -222,4 +237,6 @@ def run_dir(config: AStitchConfig, results_dir: str | Path = "results") -> Path:
         name += "-context_" + "+".join(config.contexts)
     if tuple(config.splits) != SPLITS:
         name += "-splits_" + "+".join(config.splits)
+    if config.mdl:
+        name += "-mdl"
     return Path(results_dir) / name

@@ -67,8 +67,10 @@ from .stats import (
 __all__ = ["BASELINES", "CONTROL_TASKS", "C_GRID", "FIT_COLUMNS", "LINEAR_COLUMNS", "LinearFit",
            "MAX_EXTEND", "MAX_ITER", "PRED_COLUMNS", "PRED_KEYS", "PRED_OPTIONAL", "WITHIN",
            "WITHIN_DRAWS",
+           "MDL_COLUMNS", "MDL_KEYS",
            "chance_draws", "classifier", "control_labels", "expression_only", "fit_fixed",
-           "fit_predict", "linear_table", "majority", "type_oracle", "within_permutation"]
+           "fit_predict", "linear_table", "majority", "mdl_rows", "type_oracle",
+           "within_permutation"]
 
 #: The inverse regularisation strengths tried, the choice made on dev (extended past an end
 #: that dev picks, :data:`MAX_EXTEND`).
@@ -109,6 +111,20 @@ LINEAR_COLUMNS: tuple[str, ...] = (*PRED_KEYS, "C", "dev_macro_f1", "n", "n_expr
                                    "auroc_low", "auroc_high", "within_f1", "within_low",
                                    "within_high", "within_sel", "wsel_low", "wsel_high",
                                    "n_draws")
+
+#: The columns that name an MDL row: a linear cell (``probe_kind`` ``mdl``) and what was
+#: coded (``control``: ``""`` the probe's own labels, ``type`` and ``within`` its control
+#: tasks', ``static`` the static control's probe).
+MDL_KEYS: tuple[str, ...] = PRED_KEYS
+#: The MDL table (:func:`mdl_rows`): the online codelength of a cell's training labels
+#: (``codelength_bits``, its interval ``bits_low`` / ``bits_high``), the uniform code's
+#: (``uniform_bits``), the compression (uniform / online) with its interval ``ci_low`` /
+#: ``ci_high``, the rows ``n`` and their expressions, the blocks after the first sent with the
+#: uniform code (``uniform_blocks``), the draws averaged (``n_draws``: the within control's;
+#: 1 elsewhere) and the fits stopped at the iteration limit (``stopped``).
+MDL_COLUMNS: tuple[str, ...] = (*MDL_KEYS, "C", "n", "n_expressions", "codelength_bits",
+                                "bits_low", "bits_high", "uniform_bits", "compression",
+                                "ci_low", "ci_high", "uniform_blocks", "n_draws", "stopped")
 
 
 @dataclass(frozen=True)
@@ -535,3 +551,71 @@ def linear_table(predictions: pd.DataFrame, fits: pd.DataFrame, *, n_boot: int, 
                            n_draws=got["n_draws"])
             rows[subset].append(row)
     return pd.DataFrame([r for s in SUBSETS for r in rows[s]], columns=list(LINEAR_COLUMNS))
+
+
+def mdl_rows(key: dict[str, Any], C: float, X_train: ArrayLike, y_train: ArrayLike,
+             expressions: Sequence[str] | ArrayLike, *, control_labels: ArrayLike | None = None,
+             within: ArrayLike | None = None, n_boot: int, seed: int) -> list[dict[str, Any]]:
+    """The MDL rows of one linear cell (:data:`MDL_COLUMNS`): the online codelength
+    (:func:`ncprobe.mdl.online_code`, Voita and Titov 2020) of its training labels given its
+    training vectors, coded by the probe itself (:func:`classifier` with the ``C`` chosen on
+    dev), rows in the order ``default_rng(seed)`` draws, classes 0 and 1; the interval a
+    cluster bootstrap over the expressions (:func:`ncprobe.mdl.codelength_interval`,
+    ``n_boot`` resamples, ``seed``).
+
+    Args:
+        key: the cell's :data:`MDL_KEYS` but ``probe_kind`` and ``control`` (set here):
+            ``control`` is ``key["control"]`` for the probe's own row (``""``, or
+            ``"static"`` for the static control's probe).
+        C: the probe's ``C`` (dev's choice); the control tasks are coded with it too.
+        X_train, y_train: the cell's training vectors and labels (0/1).
+        expressions: each training row's expression (the interval's unit).
+        control_labels: the type control's training labels (a row ``type``; none where they
+            hold one label, as the linear probe fits none then).
+        within: ``(draws, n)``: the within-expression control's training labels per draw (a
+            row ``within``: each row's cost the mean over the draws' codes, so the codelength
+            is the mean codelength, ``n_draws`` of them).
+
+    Fits that stop at the iteration limit are counted in ``stopped``, not warned about.
+    """
+    from dataclasses import replace
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from ..mdl import codelength_interval, online_code
+
+    x = _matrix(X_train, "X_train")
+    groups = np.asarray([str(e) for e in np.asarray(expressions, dtype=object).ravel()],
+                        dtype=object)
+    n_expr = len(set(groups.tolist()))
+
+    def coded(labels: np.ndarray) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return online_code(x, labels, lambda: classifier(C), seed=seed, classes=(0, 1))
+
+    def row(control: str, codes: list[Any]) -> dict[str, Any]:
+        code = codes[0]
+        if len(codes) > 1:  # the mean over the draws, row by row
+            costs = np.mean([c.costs for c in codes], axis=0)
+            bits = float(costs.sum())
+            code = replace(code, costs=costs, bits=bits,
+                           compression=code.uniform_bits / bits)
+        ci = codelength_interval(code, groups, n_boot=n_boot, seed=seed)
+        return {**key, "probe_kind": "mdl", "control": control, "C": float(C),
+                "n": code.n, "n_expressions": n_expr, "codelength_bits": code.bits,
+                "bits_low": ci.bits_low, "bits_high": ci.bits_high,
+                "uniform_bits": code.uniform_bits, "compression": code.compression,
+                "ci_low": ci.compression_low, "ci_high": ci.compression_high,
+                "uniform_blocks": int(max(len(c.uniform_blocks) for c in codes)),
+                "n_draws": len(codes), "stopped": int(sum(c.stopped for c in codes))}
+
+    out = [row(str(key.get("control", "")), [coded(check_labels(y_train, "y_train"))])]
+    if control_labels is not None:
+        yc = check_labels(control_labels, "control_labels")
+        if len(np.unique(yc)) == 2:
+            out.append(row("type", [coded(yc)]))
+    draws = np.zeros((0, 0)) if within is None else np.atleast_2d(np.asarray(within))
+    if len(draws):
+        out.append(row(WITHIN, [coded(check_labels(w, "within")) for w in draws]))
+    return out

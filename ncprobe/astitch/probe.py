@@ -29,9 +29,10 @@ from ..transform import META_KEY as TRANSFORM_KEY
 from ..transform import VectorTransform, check_transform
 from ..transform import note as transform_note
 from . import FEATURES, IDIOMATIC, LEVELS, LITERAL, NO_MODEL_NOTE, SETTINGS, SPLITS, VARIANTS
-from .config import AStitchConfig
+from .config import OMITTED_AT_DEFAULT, AStitchConfig
 
-__all__ = ["Minimal", "run_astitch", "stimuli", "training_rows"]
+__all__ = ["Minimal", "cached_vectors", "check_split_labels", "layer_views", "model_encoder",
+           "run_astitch", "split_rows", "stimuli", "training_rows", "view_vectors"]
 
 log = logging.getLogger(__name__)
 
@@ -233,10 +234,10 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
                          "model's vectors; run one model at a time")
     say = on_step or _silent
     runs = model_runs(cfg, out, layout=AStitchResults.layout, overwrite=overwrite,
-                      transform=transform_fp)
+                      transform=transform_fp, omitted_at_default=OMITTED_AT_DEFAULT)
     # every model (and the static control) is checked before any work, from its config alone
     # (transformer weights load on the first encode)
-    encoders = {(m, lang): _encoder(m, lang, cfg, control=m not in cfg.models)
+    encoders = {(m, lang): model_encoder(m, lang, cfg, control=m not in cfg.models)
                 for lang in cfg.langs
                 for m in (*cfg.models, *([cfg.static_model] if cfg.static_model else []))}
     scores, preds, fits, excluded = [], [], [], []
@@ -249,7 +250,7 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
     for lang in cfg.langs:
         say(f"{lang}: loading the AStitch uses and paraphrases")
         data = load_astitch(lang, data_dir, accept_modified=cfg.accept_modified_data)
-        _check_labels(data, cfg.settings)
+        check_split_labels(data, cfg.settings)
         stim, where = stimuli(data, splits=cfg.splits, contexts=cfg.contexts)
         excluded.append(_excluded(data, where))
         shared_notes += [*data.notes, *_paraphrase_notes(data, where)]
@@ -284,12 +285,13 @@ def run_astitch(config: AStitchConfig | None = None, /, *, out: str | Path | Non
 
     pred_table = (pd.concat(preds, ignore_index=True) if preds
                   else pd.DataFrame(columns=list(PRED_COLUMNS)))
+    mdl = [m for f in fits for m in f.pop("mdl", ())]  # --mdl: the cells' MDL rows
     fit_table = pd.DataFrame(fits, columns=[*FIT_COLUMNS, "no_vector"])
     res = AStitchResults.from_parts(
         pd.concat(scores, ignore_index=True), pred_table, fit_table,
         pd.concat(excluded, ignore_index=True), list(meta.values()), n_boot=cfg.n_boot,
         seed=cfg.seed, correction=cfg.correction, n_perm="auto" if cfg.n_perm is None
-        else cfg.n_perm, pairs=paired_cells(fit_table))
+        else cfg.n_perm, pairs=paired_cells(fit_table), mdl=mdl)
     if out is not None:
         res.to_parquet(out, overwrite=overwrite)
     return res
@@ -310,17 +312,17 @@ def _probe_model(name: str, lang: str, encoder, stim: list, where: Minimal, y: n
     scores: list[pd.DataFrame] = []
     preds: list[pd.DataFrame] = []
     fits: list[dict] = []
-    with _vectors(todo, encoder, cfg, cache, cache_dir, progress) as (emb, fp):
+    with cached_vectors(todo, encoder, cfg, cache, cache_dir, progress) as (emb, fp):
         rows = _rows_of(stim, todo) if static else None
         if transform is not None:  # the rows of emb are those of todo
             from ..embed import view_names
 
             emb = emb.transformed(transform, view_names(encoder), [s.nc for s in todo])
-        views = _views(encoder, emb)
+        views = layer_views(encoder, emb)
         for v, (view, levels) in enumerate(views):
             say(f"view {view} ({v + 1}/{len(views)})")
             # this view's vectors only, let go at the end of the iteration
-            feats = _view_vectors(emb, v if view != _OWN else -1, levels, rows)
+            feats = view_vectors(emb, v if view != _OWN else -1, levels, rows)
             if not static:
                 scores.append(_scores(name, lang, view, feats, where))
             if cfg.settings:
@@ -339,7 +341,7 @@ def _prefixed(say: Callable[[str], None], step: str) -> Callable[[str], None]:
     return lambda line: say(f"{step}: {line}")
 
 
-def _encoder(model: str, lang: str, cfg: AStitchConfig, *, control: bool = False):
+def model_encoder(model: str, lang: str, cfg: AStitchConfig, *, control: bool = False):
     """The encoder of ``model`` for ``lang``, and what the run's notes say of it. An alias
     without a model for the language (``minilm`` for Portuguese) probes its one model, said in
     the notes: AStitch asks what *this* model makes of the sentences, whatever their language
@@ -368,7 +370,7 @@ def _encoder(model: str, lang: str, cfg: AStitchConfig, *, control: bool = False
     return enc, said
 
 
-def _check_labels(data, settings: Sequence[str]) -> None:
+def check_split_labels(data, settings: Sequence[str]) -> None:
     """Refuse data the linear probe cannot use: a training split of ``settings``, dev or test
     without both labels (no classifier can be trained or scored on it)."""
     from ..data.astitch import split_file
@@ -433,7 +435,7 @@ def _rows_of(stim: list, todo: list) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def _vectors(todo: list, encoder, cfg: AStitchConfig, cache: bool, cache_dir,
+def cached_vectors(todo: list, encoder, cfg: AStitchConfig, cache: bool, cache_dir,
              progress: bool) -> Iterator[tuple[Any, dict]]:
     """The stimuli's vectors through the embedding cache (read one view at a time), and the
     encoder's fingerprint."""
@@ -446,7 +448,7 @@ def _vectors(todo: list, encoder, cfg: AStitchConfig, cache: bool, cache_dir,
         yield emb, encoder.fingerprint()
 
 
-def _views(encoder, emb) -> list[tuple[str, tuple[str, ...]]]:
+def layer_views(encoder, emb) -> list[tuple[str, tuple[str, ...]]]:
     """``(name, levels)`` of each layer view, then the model's own sentence embedding (a
     sentence-transformers model; the sentence level only)."""
     from ..embed import view_names
@@ -458,7 +460,7 @@ def _views(encoder, emb) -> list[tuple[str, tuple[str, ...]]]:
     return views
 
 
-def _view_vectors(emb, view: int, levels: Sequence[str], rows: np.ndarray | None
+def view_vectors(emb, view: int, levels: Sequence[str], rows: np.ndarray | None
                   ) -> dict[str, np.ndarray]:
     """This view's vectors of every stimulus per level, as read (float32: the cosines and the
     probe's features are taken in float64 from them, row subsets at a time, so a view of a
@@ -510,7 +512,7 @@ def _scores(model: str, lang: str, view: str, feats: dict, where: Minimal) -> pd
     return pd.concat(parts, ignore_index=True)[list(SCORE_COLUMNS)]
 
 
-def _split_rows(records: Sequence) -> dict[str, np.ndarray]:
+def split_rows(records: Sequence) -> dict[str, np.ndarray]:
     splits = np.array([r.split for r in records])
     return {s: np.flatnonzero(splits == s) for s in SPLITS}
 
@@ -570,11 +572,11 @@ def _linear(model: str, lang: str, view: str, feats: dict, where: Minimal, y: np
     """The linear probe (with its type and within-expression controls; the static model's
     with the type control only) of one view: every setting and feature, the cells fitted
     ``jobs`` at a time (processes; the same results for any ``jobs``)."""
-    from .linear import PRED_COLUMNS, WITHIN, control_labels, within_permutation
+    from .linear import PRED_COLUMNS, WITHIN, control_labels, mdl_rows, within_permutation
 
     recs = where.records
     expr = np.array([r.expression for r in recs])
-    by_split = _split_rows(recs)
+    by_split = split_rows(recs)
     test = by_split["test"]
     cells, todo = [], []
     for setting in cfg.settings:
@@ -615,6 +617,12 @@ def _linear(model: str, lang: str, view: str, feats: dict, where: Minimal, y: np
                                        and all(d.converged for d in drawn)),
                      "extended": ",".join(f"{c:g}" for c in task.extended),
                      "edge": bool(task.edge), "no_vector": gaps})
+        if cfg.mdl:  # the online code of the cell's training labels (linear.mdl_rows)
+            xtr, ytr, _, _, _, ytc, wtr, _ = todo[len(fits) - 1]
+            fits[-1]["mdl"] = mdl_rows(key, task.C, xtr, ytr,
+                                       expr[training_rows(by_split, key["setting"])],
+                                       control_labels=None if static else ytc, within=wtr,
+                                       n_boot=cfg.n_boot, seed=cfg.seed)
         preds.append(frame(key, task.pred, task.scores, -1,
                            y_ctrl[test] if ctrl else -1,
                            np.asarray(ctrl.pred, np.int64) if ctrl else -1))
@@ -639,7 +647,7 @@ def _baselines(lang: str, records: Sequence, y: np.ndarray, settings: Sequence[s
     )
 
     expr = np.array([r.expression for r in records])
-    by_split = _split_rows(records)
+    by_split = split_rows(records)
     test = by_split["test"]
     n = len(test)
     seed, draws = (cfg.seed, cfg.within_draws) if cfg is not None else (0, WITHIN_DRAWS)

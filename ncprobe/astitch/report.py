@@ -9,6 +9,8 @@ controls, the paired tests, the rows left out, the figures and an index.
   with their intervals, the control task's F1 and the selectivity;
 * :func:`tests_table` (:func:`tests_markdown`, :func:`tests_latex`): the paired tests, each
   family corrected on its own;
+* :func:`mdl_table` (``--mdl`` only): per linear cell the online codelength of its training
+  labels and of its controls', the compression with its interval;
 * :func:`excluded_table`: the rows left out, counted by language, split and reason, the rows
   named;
 * :func:`per_expression`: for each model's best paraphrase view (chosen on dev), each test
@@ -54,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["EXCLUDED_COLUMNS", "KIND", "LABEL", "auroc_latex", "auroc_markdown", "auroc_table",
            "excluded_table", "feature_text", "linear_latex", "linear_markdown", "linear_table",
+           "mdl_table",
            "per_expression", "scored_table", "tests_latex", "tests_markdown", "tests_table",
            "view_text", "write_astitch_report"]
 
@@ -473,6 +476,51 @@ def tests_latex(tests: pd.DataFrame, caption: str | None = None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# MDL (--mdl)
+
+_MDL_NOTE = ("online code (Voita and Titov 2020) of each cell's training labels given its "
+             "vectors, the linear probe with the C chosen on dev, blocks at 0.1% ... 100% of "
+             "the rows; bits: the online codelength with its 95% cluster bootstrap interval "
+             "over expressions; uniform: log2(2) bits a row; compression = uniform / online "
+             "(above 1: the labels are learnable from the vectors); probe: the probe's own "
+             "labels, or a control task's (type: one random label per expression, within: the "
+             "labels shuffled among each expression's uses, the mean over its draws), or the "
+             "static control's probe; uniform blocks: blocks after the first sent uniformly "
+             "(a class missing before them)")
+
+
+def mdl_table(mdl: pd.DataFrame) -> pd.DataFrame:
+    """The MDL rows for display, in the table's order: ``lang``, ``setting``, ``model``,
+    ``view``, ``probe``, ``n``, ``expressions``, ``C``, ``bits [95% CI]``, ``uniform bits``,
+    ``compression [95% CI]``, ``uniform blocks``. ``df.attrs["note"]`` says what they are.
+
+    Raises:
+        UsageError: a table without the columns.
+    """
+    from .linear import MDL_COLUMNS
+
+    mdl = _check(mdl, "mdl", MDL_COLUMNS)
+    shown = pd.DataFrame({
+        "lang": mdl["lang"].astype(str), "setting": mdl["setting"].astype(str),
+        "model": mdl["model"].astype(str),
+        "view": [view_text(r) for r in mdl.to_dict("records")],
+        "probe": [{"": "probe", "static": "static control"}.get(str(c), f"{c} control")
+                  for c in mdl["control"]],
+        "n": [_int(x) for x in mdl["n"]],
+        "expressions": [_int(x) for x in mdl["n_expressions"]],
+        "C": [f"{float(c):g}" if finite(c) else "" for c in mdl["C"]],
+        "bits [95% CI]": [_ci(*v, scale=1.0, digits=1) for v in zip(
+            mdl["codelength_bits"], mdl["bits_low"], mdl["bits_high"], strict=True)],
+        "uniform bits": [f"{float(x):.1f}" for x in mdl["uniform_bits"]],
+        "compression [95% CI]": [_ci(*v, scale=1.0, digits=3) for v in zip(
+            mdl["compression"], mdl["ci_low"], mdl["ci_high"], strict=True)],
+        "uniform blocks": [_int(x) for x in mdl["uniform_blocks"]],
+    }, dtype=object)
+    shown.attrs["note"] = _MDL_NOTE
+    return shown
+
+
+# ---------------------------------------------------------------------------------------------
 # the rows left out
 
 
@@ -646,7 +694,19 @@ def _table_files(tables: Mapping[str, pd.DataFrame]) -> dict[str, bytes]:
                 ex.drop(columns=["which rows"]), "AStitch: the rows left out, by language, "
                 "split and reason (the rows are named in table_astitch_excluded.md)"))),
     }
+    if _has_mdl(tables):  # --mdl only: a run without it writes the files it always did
+        shown = mdl_table(tables["mdl"])
+        files["table_astitch_mdl.md"] = (f"# MDL of the linear probe and its controls ({head})"
+                                         f"\n\n{to_markdown(shown)}\nRows: {_MDL_NOTE}.\n")
+        files["table_astitch_mdl.tex"] = (f"% MDL ({head}); needs \\usepackage{{booktabs}}\n"
+                                          + to_latex(shown, f"AStitch: MDL ({_MDL_NOTE})"))
     return {name: text.encode("utf-8") for name, text in files.items()}
+
+
+def _has_mdl(tables: Mapping[str, pd.DataFrame]) -> bool:
+    """Whether ``tables`` hold MDL rows (``--mdl``)."""
+    mdl = tables.get("mdl")
+    return mdl is not None and len(mdl) > 0
 
 
 def _draw(kind: str, tables: Mapping[str, pd.DataFrame]) -> Figure:
@@ -722,6 +782,10 @@ def _index(meta: Mapping[str, Any], tables: Mapping[str, pd.DataFrame],
                  if len(tables["tests"]) else "the paired tests: none in these results."),
               "- `table_astitch_excluded.md`, `table_astitch_excluded.tex`: the rows left "
               "out, by language, split and reason (the Markdown names every row)."]
+    if _has_mdl(tables):
+        lines.append("- `table_astitch_mdl.md`, `table_astitch_mdl.tex`: the MDL of the "
+                     "linear probe and its controls (`--mdl`): codelength and compression "
+                     "with intervals over expressions.")
     lines += figure_lines(figures, _FIGURE_TEXT.__getitem__)
     n_boot = meta.get("n_boot")
     if isinstance(n_boot, int) and not isinstance(n_boot, bool):
@@ -779,7 +843,8 @@ def write_astitch_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, 
     meta = check_report_meta(meta, kind=KIND, probe="AStitch", run="an AStitch run")
     _check(tables["scores"], "scores", _SCORES)
     return write_probe_report(
-        out_dir, figures=FIGURES, draw=lambda kind: _draw(kind, tables), tables=TABLE_FILES,
+        out_dir, figures=FIGURES, draw=lambda kind: _draw(kind, tables),
+        tables=(*TABLE_FILES, *(("table_astitch_mdl",) if _has_mdl(tables) else ())),
         table_files=_table_files(tables), index=lambda figures: _index(meta, tables, figures),
         formats=formats, dpi=dpi, edited=meta.get("edited") or [],
         kind=KIND, label=LABEL, overwrite=overwrite, progress=progress, logger=log)

@@ -22,7 +22,11 @@ An :class:`AStitchResults` holds six tables (fractions, not percent):
 * ``tests``: paired tests between cells over the same test uses, one family per run
   (:data:`ncprobe.astitch.stats.TEST_COLUMNS`);
 * ``excluded``: the rows left out, and why (not placed: every probe; without the paraphrases
-  a contrast needs: the paraphrase probe).
+  a contrast needs: the paraphrase probe);
+* ``mdl`` (``--mdl`` only; an optional table, absent from a run without it): per linear cell
+  the online codelength of its training labels and of its control tasks' (and the static
+  control's), the compression against the uniform code, with intervals over expressions
+  (:data:`~ncprobe.astitch.linear.MDL_COLUMNS`, :func:`~ncprobe.astitch.linear.mdl_rows`).
 
 Its directory is an ncprobe results directory (:mod:`ncprobe.results.store`: parquet tables
 and ``run.json`` written as one unit, verified when read) of the probe ``astitch``. Each model
@@ -59,7 +63,7 @@ from ..results import store
 from ..significance import check_correction
 from . import CONTROLS, NO_MODEL_NOTE, SCORES, SETTINGS, SPLITS
 from .config import AStitchConfig
-from .linear import LINEAR_COLUMNS, PRED_COLUMNS, PRED_KEYS, PRED_OPTIONAL
+from .linear import LINEAR_COLUMNS, MDL_COLUMNS, PRED_COLUMNS, PRED_KEYS, PRED_OPTIONAL
 from .paraphrase import AUROC_COLUMNS, SCORE_COLUMNS
 from .report import EXCLUDED_COLUMNS, view_text
 from .report import LABEL as REPORT_LABEL
@@ -69,12 +73,12 @@ __all__ = ["ASTITCH_COLUMNS", "ASTITCH_TABLES", "AStitchResults", "LAYOUT", "acr
            "check_same_data", "family_name"]
 
 #: The tables of an :class:`AStitchResults`, in the order they are written.
-ASTITCH_TABLES = ("scores", "auroc", "predictions", "linear", "tests", "excluded")
+ASTITCH_TABLES = ("scores", "auroc", "predictions", "linear", "tests", "excluded", "mdl")
 #: The columns of each table, in order.
 ASTITCH_COLUMNS: dict[str, tuple[str, ...]] = {
     "scores": tuple(SCORE_COLUMNS), "auroc": tuple(AUROC_COLUMNS),
     "predictions": tuple(PRED_COLUMNS), "linear": tuple(LINEAR_COLUMNS),
-    "tests": tuple(TEST_COLUMNS), "excluded": EXCLUDED_COLUMNS,
+    "tests": tuple(TEST_COLUMNS), "excluded": EXCLUDED_COLUMNS, "mdl": tuple(MDL_COLUMNS),
 }
 #: The columns that hold numbers (or booleans); the others (the layer view among them) text.
 ASTITCH_NUMERIC = frozenset({
@@ -87,11 +91,13 @@ ASTITCH_NUMERIC = frozenset({
     "within_f1", "within_low", "within_high", "within_sel", "wsel_low", "wsel_high", "n_draws",
     "f1_a", "f1_b", "diff", "diff_low", "diff_high", "p",
     "p_bound", "p_corrected", "p_corrected_bound", "significant", "family_size",
+    "codelength_bits", "bits_low", "bits_high", "uniform_bits", "compression",
+    "uniform_blocks", "stopped",
 } & {c for cols in ASTITCH_COLUMNS.values() for c in cols})
 #: The results directory layout of the probe (declared by :class:`AStitchResults`).
 LAYOUT = store.Layout(
     "astitch", ASTITCH_TABLES, ASTITCH_COLUMNS, ASTITCH_NUMERIC, run_keys=("model",),
-    report_label=REPORT_LABEL, config=AStitchConfig,
+    report_label=REPORT_LABEL, config=AStitchConfig, optional=frozenset({"mdl"}),
     # 2: the tables of issue 38 (ncc: baselines, nested selection, repeats; astitch: subsets,
     # within-expression AUROC and control, baselines)
     version=2)
@@ -176,7 +182,8 @@ class AStitchResults(ModelRunResults):
     #: options: kept once when results are joined; each run's tests stay as they are (one
     #: family per run).
     shared_rows = {**dict.fromkeys(_CONTROL_TABLES, _CONTROL_ROWS),
-                   "excluded": SharedRows("excluded rows")}
+                   "excluded": SharedRows("excluded rows"),
+                   "mdl": SharedRows("the static control's MDL rows", "control", ("static",))}
 
     scores: pd.DataFrame
     auroc: pd.DataFrame
@@ -185,6 +192,7 @@ class AStitchResults(ModelRunResults):
     tests: pd.DataFrame
     excluded: pd.DataFrame
     meta: list[dict] = field(default_factory=list)
+    mdl: pd.DataFrame = field(default_factory=lambda: _mdl_table(None))
 
     def __repr__(self) -> str:
         return (f"<AStitchResults {', '.join(self.models) or 'no model'}: languages "
@@ -197,7 +205,8 @@ class AStitchResults(ModelRunResults):
                    excluded: pd.DataFrame, meta: list[dict], *, n_boot: int = N_BOOT,
                    seed: int = 0, correction: str = "holm",
                    pairs: Sequence[tuple[Mapping, Mapping]] = (),
-                   n_perm: int | str = "auto") -> "AStitchResults":
+                   n_perm: int | str = "auto",
+                   mdl: pd.DataFrame | Sequence[Mapping] | None = None) -> "AStitchResults":
         """The results of the per-use tables: the paraphrase probe's AUROC
         (:func:`ncprobe.astitch.paraphrase.auroc_table`), the linear probe's macro-F1,
         accuracy and selectivity (:func:`ncprobe.astitch.linear.linear_table`) and the
@@ -218,6 +227,9 @@ class AStitchResults(ModelRunResults):
             correction: the tests' correction (:data:`ncprobe.schema.CORRECTIONS`).
             pairs: the cells tested, ``(key_a, key_b)`` dicts of the key columns.
             n_perm: the swaps of each test (``"auto"``: enough for the family).
+            mdl: the MDL rows (``--mdl``: :func:`ncprobe.astitch.linear.mdl_rows`), a table
+                or dicts of :data:`~ncprobe.astitch.linear.MDL_COLUMNS`; none: an empty
+                table (not written).
 
         Raises:
             UsageError: a table without its columns, an unknown correction, or a pair whose
@@ -250,7 +262,8 @@ class AStitchResults(ModelRunResults):
         return cls(scores=scores.reset_index(drop=True), auroc=auroc.reset_index(drop=True),
                    predictions=predictions[list(PRED_COLUMNS)].reset_index(drop=True),
                    linear=linear.reset_index(drop=True), tests=tests.reset_index(drop=True),
-                   excluded=excluded.reset_index(drop=True), meta=runs)
+                   excluded=excluded.reset_index(drop=True), meta=runs,
+                   mdl=_mdl_table(mdl))
 
     # --- what the results hold ----------------------------------------------------------------
 
@@ -324,6 +337,7 @@ class AStitchResults(ModelRunResults):
             lines += ["", f"== {lang.upper()} ==", *self._foreign_lines(lang)]
             lines += self._auroc_lines(lang)
             lines += self._linear_lines(lang)
+            lines += self._mdl_lines(lang)
         lines += ["", *self._excluded_lines()]
         if self.notes:
             lines += ["", "Notes:"] + [f"  {n}" for n in self.notes]
@@ -453,6 +467,41 @@ class AStitchResults(ModelRunResults):
                      "test uses of the expressions with both labels in test")
         return lines
 
+    def _mdl_lines(self, lang: str) -> list[str]:
+        """``--mdl``: the online codelength of the cells the linear block shows (each model's
+        view of the best dev macro-F1 per setting, the static control's) and of their control
+        tasks; nothing for a run without it."""
+        mdl = self.mdl[self.mdl["lang"].astype(str) == lang]
+        if mdl.empty:
+            return []
+        at: dict[tuple[str, ...], list[dict]] = {}
+        for r in mdl.to_dict("records"):
+            at.setdefault(tuple(str(r[k]) for k in ("model", "setting", "layer", "level",
+                                                    "context")), []).append(r)
+        lines = ["MDL (online code, Voita and Titov 2020, of the training labels given the "
+                 "vectors, the probe's C; the views above): compression = uniform / online "
+                 "codelength, above 1: the labels are learnable from the vectors",
+                 f"  {'setting':<10} {'probe':<32} {'view':<32} {'bits':>9} {'uniform':>9}  "
+                 "compression [95% CI]"]
+        lin = _subset(self.linear[self.linear["lang"].astype(str) == lang])
+        for setting in SETTINGS:
+            rows = lin[(lin["setting"].astype(str) == setting)
+                       & lin["probe_kind"].astype(str).isin(["linear", SHARED_KIND])]
+            for r in _best_rows(rows):
+                key = tuple(str(r[k]) for k in ("model", "setting", "layer", "level",
+                                                "context"))
+                for m in at.get(key, []):
+                    control = str(m["control"])
+                    name = f"{m['model']}" + (f" ({control} control)" if control else "")
+                    blocks = int(m["uniform_blocks"])
+                    lines.append(f"  {setting:<10} {name:<32} {view_text(m):<32} "
+                                 f"{float(m['codelength_bits']):>9.1f} "
+                                 f"{float(m['uniform_bits']):>9.1f}  "
+                                 + _ci(m["compression"], m["ci_low"], m["ci_high"], pct=False,
+                                       digits=2)
+                                 + (f"; {blocks} block(s) sent uniformly" if blocks else ""))
+        return lines if len(lines) > 2 else []
+
     def _excluded_lines(self) -> list[str]:
         ex = self.excluded
         if ex.empty:
@@ -480,7 +529,11 @@ class AStitchResults(ModelRunResults):
         after each linear row its two control tasks, ``probe_kind`` ``control`` with
         ``control`` ``type`` or ``within`` (what it controls for), their ``macro_f1`` and
         the ``selectivity`` against each; ``ci_low`` / ``ci_high`` the interval of the
-        AUROC or of the macro-F1."""
+        AUROC or of the macro-F1. With ``--mdl``, last, one row per ``mdl`` row:
+        ``probe_kind`` ``mdl``, ``split`` ``train`` (the rows coded), ``control`` (``""`` the
+        probe, ``type``, ``within``, ``static``), ``codelength_bits`` with ``bits_low`` /
+        ``bits_high``, ``uniform_bits``, ``compression`` with ``ci_low`` / ``ci_high``,
+        ``uniform_blocks``, ``n``, ``n_expressions``, ``C``, ``n_draws``, ``stopped``."""
         out = []
         for r in self.auroc.to_dict("records"):
             out.append({"probe_kind": "paraphrase", "model": str(r["model"]),
@@ -538,6 +591,12 @@ class AStitchResults(ModelRunResults):
                             "ci_high": _num(r[hi]), "selectivity": _num(r[sel]),
                             "sel_low": _num(r[slo]), "sel_high": _num(r[shi]),
                             "n_draws": _num(r["n_draws"]) if control == "within" else None})
+        for r in self.mdl.to_dict("records"):  # --mdl: after every other row
+            out.append({"probe_kind": "mdl", "model": str(r["model"]), "lang": str(r["lang"]),
+                        "split": "train", "setting": str(r["setting"]),
+                        "level": str(r["level"]), "context": str(r["context"]),
+                        "layer": _num(r["layer"]), "control": str(r["control"]),
+                        **{c: _num(r[c]) for c in MDL_COLUMNS[len(PRED_KEYS):]}})
         return out
 
     # --- the report and the comparison ----------------------------------------------------------
@@ -695,6 +754,15 @@ class AStitchResults(ModelRunResults):
         check_same_data(results, names)
         refuse_pooling([res.models + _held_models(res.tables) for res in results], names,
                        "leave one out with --exclude")
+
+
+def _mdl_table(rows: pd.DataFrame | Sequence[Mapping] | None) -> pd.DataFrame:
+    """The MDL table of ``rows`` (:data:`~ncprobe.astitch.linear.MDL_COLUMNS`; none: empty)."""
+    if rows is None or len(rows) == 0:
+        return pd.DataFrame(columns=list(MDL_COLUMNS))
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    df = check_table(df, "mdl", MDL_COLUMNS, of="AStitch results")
+    return df[list(MDL_COLUMNS)].reset_index(drop=True)
 
 
 def _model_ids(fingerprint: Any) -> list[str]:

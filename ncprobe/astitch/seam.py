@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import DataError, DataErrors
 from ..probes.base import Probe
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..concept import Concept
     from ..data.sources import UpstreamFile
     from ..probes.options import Option
+    from ..transform import VectorTransform
     from .results import AStitchResults
 
 __all__ = ["AStitchProbe"]
@@ -34,6 +38,8 @@ class AStitchProbe(Probe):
             "controls.")
     data = ("AStitchInLanguageModels Task 1 A: about 6,500 English and Portuguese uses of "
             "noun compounds labelled idiomatic or not, with paraphrases (GPL-3.0)")
+    offers_concept = True
+    offers_target = True
     help = "AStitch: token-level idiomaticity, paraphrase and linear probes with controls"
     description = (
         "For each labelled use of an expression in AStitch Task 1 A (English, Portuguese): "
@@ -59,6 +65,29 @@ class AStitchProbe(Probe):
         from .probe import run_astitch
 
         return run_astitch(config, **options)
+
+    def concept(self, model: str, lang: str, *, layers: str | None = None,
+                data_dir: str | Path | None = None, cache: bool = True,
+                cache_dir: str | Path | None = None, progress: bool = False,
+                **options: Any) -> "Concept":
+        """Each use's idiomatic or literal label (:mod:`ncprobe.astitch.concept`: the
+        few-shot training split by default, dev held out, groups the expressions)."""
+        from .concept import astitch_concept
+
+        return astitch_concept(model, lang, layers=layers, data_dir=data_dir, cache=cache,
+                               cache_dir=cache_dir, progress=progress, **options)
+
+    def target_rows(self, model: str, lang: str,
+                    transforms: "Mapping[str, VectorTransform | None]", *,
+                    layers: str | None = None, n_boot: int = 1000, seed: int = 0,
+                    correction: str = "holm", compare_n_boot: int | None = None,
+                    **options: Any) -> "pd.DataFrame":
+        """The paraphrase AUROC and the linear macro-F1, plain, erased and control, and
+        the paired changes over expressions (:mod:`ncprobe.astitch.amnesic`)."""
+        from .amnesic import target_rows
+
+        return target_rows(model, lang, transforms, layers=layers, n_boot=n_boot, seed=seed,
+                           correction=correction, compare_n_boot=compare_n_boot, **options)
 
     def add_run_arguments(self, parser: argparse.ArgumentParser, config: type | None = None
                           ) -> None:

@@ -34,6 +34,16 @@ cross-validated over items.
   inside each outer training fold by an inner cross-validation and scored on the outer test
   fold: the accuracy of the selection procedure, never of a row chosen on its test items.
 
+* :func:`codelength`, the classifiers' **minimum description length** (``--mdl``): the online
+  code (:func:`ncprobe.mdl.online_code`, Voita & Titov 2020) of the items' gold classes given a
+  classifier's features, by :func:`logistic` (the ``C`` of the run) for both kinds: for
+  ``all`` that is the classifier itself; ``single`` has no probabilities (two cut points),
+  so its features are coded by the same logistic regression on its one measure, the
+  probabilistic counterpart of two cut points (a multinomial logistic regression on one
+  feature splits the line into at most three ordered intervals, as the cut points do). Its
+  intervals are a cluster bootstrap over items (:func:`ncprobe.mdl.codelength_interval`; one
+  item per compound, so items and compounds are the same unit).
+
 Items with a NaN (or infinite) feature are refused, not dropped: which items a row is scored on
 is the caller's decision, made explicitly and reported.
 """
@@ -49,6 +59,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..config import N_BOOT
 from . import NCC_CLASSES
 
 if TYPE_CHECKING:
@@ -195,6 +206,47 @@ def logistic(C: float = C_REG, max_iter: int = MAX_ITER) -> Pipeline:
     from ..stats import standardised_logistic
 
     return standardised_logistic(C, max_iter)
+
+
+#: The columns :func:`codelength` gives, in order.
+CODE_COLUMNS: tuple[str, ...] = ("n", "codelength_bits", "bits_low", "bits_high", "uniform_bits",
+                                 "compression", "compression_low", "compression_high",
+                                 "uniform_blocks", "n_groups")
+
+
+def codelength(features: ArrayLike, gold: Sequence[str] | ArrayLike, groups: Sequence[str], *,
+               seed: int = 0, n_boot: int = N_BOOT, C: float = C_REG, max_iter: int = MAX_ITER,
+               classes: Sequence[str] = NCC_CLASSES) -> dict[str, float | int | None]:
+    """The online codelength of the gold classes given ``features`` (the module says which
+    model), with its intervals over ``groups`` (each item's unit).
+
+    Returns:
+        :data:`CODE_COLUMNS`: ``n`` (items), ``codelength_bits`` with its interval
+        (``bits_low``, ``bits_high``), ``uniform_bits`` (``n log2 K``), ``compression``
+        (uniform / online) with its interval, ``uniform_blocks`` (the blocks after the first
+        sent with the uniform code because the items before them lacked a class) and
+        ``n_groups``; an interval not computed (``n_boot`` 0) is ``None``.
+
+    Raises:
+        UsageError: what :func:`ncprobe.mdl.online_code` and
+            :func:`~ncprobe.mdl.codelength_interval` refuse (a NaN feature, too few items).
+    """
+    from functools import partial
+
+    from ..mdl import codelength_interval, online_code
+
+    code = online_code(features, gold, partial(logistic, C, max_iter), seed=seed,
+                       classes=tuple(classes))
+    ci = codelength_interval(code, groups, n_boot=n_boot, seed=seed)
+
+    def value(x: float) -> float | None:
+        return float(x) if math.isfinite(x) else None
+
+    return {"n": code.n, "codelength_bits": code.bits, "bits_low": value(ci.bits_low),
+            "bits_high": value(ci.bits_high), "uniform_bits": code.uniform_bits,
+            "compression": code.compression, "compression_low": value(ci.compression_low),
+            "compression_high": value(ci.compression_high),
+            "uniform_blocks": len(code.uniform_blocks), "n_groups": ci.n_groups}
 
 
 def modal(predictions: ArrayLike) -> np.ndarray:

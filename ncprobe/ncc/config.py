@@ -29,7 +29,7 @@ from ..errors import UsageError
 from ..schema import Dtype
 from . import NccCorrection, check_ncc_correction
 
-__all__ = ["DEFAULT_MODELS", "NccConfig", "run_dir"]
+__all__ = ["DEFAULT_MODELS", "OMITTED_AT_DEFAULT", "NccConfig", "run_dir"]
 
 #: The models of a run that names none: the offline default of ncprobe.
 DEFAULT_MODELS = ("glove-6b-50d",)
@@ -82,6 +82,12 @@ class NccConfig:
         "metavar": "C",
         "help": "inverse regularisation strength C of the all-measure logistic regression, "
                 "fixed in advance (default %(default)s)"})
+    mdl: bool = field(default=False, metadata={
+        "help": "also the minimum description length of every representation and ceiling "
+                "classifier (online code, Voita & Titov 2020): the codelength in bits of the "
+                "items' gold classes given its features, by the logistic regression of "
+                "--regularisation (on the one measure for single), and its compression "
+                "against the uniform code, with intervals over items"})
     device: str | None = device_field()
     dtype: Dtype | None = dtype_field()
     batch_size: int = batch_size_field("sentences (prompts)")
@@ -98,14 +104,24 @@ class NccConfig:
         check_ncc_correction(self.correction)
 
 
+#: Fields added after results existed, left out of a run's ``config`` in ``run.json`` at their
+#: default (:func:`~ncprobe.ncc.probe.run_ncc`): a run that does not use them keeps the
+#: ``run.json`` and run id it had before (a missing field reads as its default in the run
+#: identity, :func:`ncprobe.results.store.run_identity`), as NCIMP's
+#: :data:`ncprobe.ncimp.config.OMITTED_AT_DEFAULT`.
+OMITTED_AT_DEFAULT = ("mdl",)
+
+
 def run_dir(config: NccConfig, results_dir: str | Path = "results") -> Path:
     """Where a run's results go by default: ``<results_dir>/ncc-<models>``, the models joined
-    by ``+`` (each as a file name), plus ``-layers_<spec>`` and ``-behaviour`` when given,
-    e.g. ``results/ncc-minilm-layers_all``."""
+    by ``+`` (each as a file name), plus ``-layers_<spec>``, ``-behaviour`` and ``-mdl``
+    when given, e.g. ``results/ncc-minilm-layers_all``."""
     name = "ncc-" + "+".join(safe_name(m) for m in config.models)
     if config.layers:
         name += f"-layers_{safe_name(config.layers)}"
     if config.behaviour:
         name += "-behaviour"
+    if config.mdl:
+        name += "-mdl"
     return Path(results_dir) / name
 

@@ -16,7 +16,7 @@ from ..config import config_of, takes_config
 from ..errors import DataError, UsageError
 from ..transform import META_KEY as TRANSFORM_KEY
 from ..transform import VectorTransform, check_transform
-from .config import NccConfig
+from .config import OMITTED_AT_DEFAULT, NccConfig
 from .stats import KEYS, label
 
 __all__ = ["run_ncc"]
@@ -61,7 +61,7 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
     """
     from ..data.semanticqa import load_ncc, ncc_stimuli
     from ..results.store import model_runs
-    from .results import NccResults
+    from .results import MDL_KEY, NccResults
 
     cfg = config_of(NccConfig, config, options, caller="run_ncc")
     transform_fp = None if transform is None else check_transform(transform)
@@ -70,8 +70,9 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
                          f"({', '.join(cfg.models)}): a vector transform belongs to one "
                          "model's vectors; run one model at a time")
     say = on_step or _silent
+    # as NCIMP's: a plain run's run.json and run id as before
     runs = model_runs(cfg, out, layout=NccResults.layout, overwrite=overwrite,
-                      transform=transform_fp)
+                      transform=transform_fp, omitted_at_default=OMITTED_AT_DEFAULT)
     # every model is checked before any work, from its config alone (weights load on the
     # first encode): an unknown model, a layer it lacks, a device not there or (behaviour) a
     # model that cannot answer is refused now, not after the models before it were computed
@@ -101,10 +102,11 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
             f"{cfg.folds} folds x {cfg.repeats} repeats")
         left_out: list[str] = []
         candidates: list = []
+        mdl_rows: list[dict] = []
         for layer, level in views:
             features = _features(res, layer, level, items, item_of_nc)
             rows += _classified(model, "representation", layer, level, features, items, cfg,
-                                left_out, candidates, per_repeat)
+                                left_out, candidates, per_repeat, mdl_rows)
         say(f"{step}: nested cross-validation of the choice among {len(candidates)} "
             "classifiers")
         rows.append(_selected(model, "selected", candidates, items, cfg, per_repeat,
@@ -117,6 +119,8 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
                          *left_out, selection_notes[-1]]}
         if transform_fp is not None:  # a plain run's metadata stays as it was
             run[TRANSFORM_KEY] = transform_fp
+        if cfg.mdl:  # likewise: the codelength rows only where asked for
+            run[MDL_KEY] = mdl_rows
         if cfg.behaviour:
             say(f"{step}: answering the items (zero-shot, letter log-probabilities)")
             answers = _answers(model, data, cfg, cache, cache_dir, progress)
@@ -127,14 +131,17 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
     ceiling = pd.DataFrame({"gold": [stim.ncs[("en", it.nc)].comp for it in items]})
     left_out = []
     candidates = []
+    ceiling_mdl: list[dict] = []
     rows += _classified(CEILING, "ceiling", "", "", ceiling, items, cfg, left_out, candidates,
-                        per_repeat)
+                        per_repeat, ceiling_mdl)
     if left_out:  # the ceiling's rows belong to no model: said where the run is read
         raise DataError("; ".join(left_out) + ": every item needs its gold score")
     rows.append(_selected(CEILING, "ceiling", candidates, items, cfg, per_repeat,
                           selection_notes))
     for run in meta:  # the same in every run: the ceiling is shared
         run["notes"].append(selection_notes[-1])
+        if cfg.mdl:
+            run[MDL_KEY] = [*run[MDL_KEY], *ceiling_mdl]
     items_table = pd.concat(rows, ignore_index=True)
     say(f"scoring: accuracy and macro-F1 with intervals ({cfg.n_boot} resamples), the "
         "paired tests")
@@ -216,12 +223,14 @@ def _features(res, layer: str, level: str, items, item_of_nc: dict) -> pd.DataFr
 
 def _classified(system: str, kind: str, layer: str, level: str, features: pd.DataFrame,
                 items, cfg: NccConfig, left_out: list[str], candidates: list,
-                per_repeat: list[dict]) -> list[pd.DataFrame]:
+                per_repeat: list[dict], mdl_rows: list[dict]) -> list[pd.DataFrame]:
     """The items rows of each classifier of one feature table: one measure by two cut points
     (each column), and all columns by logistic regression (the columns without a gap). Each
     classifier is added to ``candidates`` (the nested selection's), its accuracy in each
-    repeat to ``per_repeat``."""
-    from .classify import Candidate
+    repeat to ``per_repeat``; with ``cfg.mdl``, its codelength row
+    (:func:`ncprobe.ncc.classify.codelength`: the key columns, then
+    :data:`~ncprobe.ncc.classify.CODE_COLUMNS`) to ``mdl_rows``."""
+    from .classify import Candidate, codelength
 
     out = []
     finite = {c: np.isfinite(features[c].to_numpy(float)) for c in features.columns}
@@ -238,6 +247,11 @@ def _classified(system: str, kind: str, layer: str, level: str, features: pd.Dat
         key = (system, kind, setting, layer, level, measure)
         matrix = features[columns].to_numpy(float)
         out.append(_cross_validated(key, matrix, setting, items, cfg, per_repeat))
+        if cfg.mdl:
+            mdl_rows.append({**dict(zip(KEYS, key, strict=True)),
+                             **codelength(matrix, [it.gold for it in items],
+                                          [it.id for it in items], seed=cfg.seed,
+                                          n_boot=cfg.n_boot, C=cfg.regularisation)})
         candidates.append(Candidate(label(dict(zip(KEYS, key, strict=True))), matrix,
                                     setting))  # type: ignore[arg-type]
     return out

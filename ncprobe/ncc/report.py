@@ -40,7 +40,7 @@ from ..report_files import (
 )
 from ..significance import STARS_NOTE, corrected_text, families_of, finite, p_text, stars
 from . import HUMAN_ACCURACY, KINDS, NCC_CLASSES
-from .stats import KEYS, MAXT_NAME
+from .stats import KEYS, MAXT_NAME, label
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["KIND", "LABEL", "accuracy_latex", "accuracy_markdown", "accuracy_table",
            "confusion_rows", "in_kind_order", "items_latex", "items_markdown", "items_table",
-           "tests_latex", "tests_markdown", "tests_table", "write_ncc_report"]
+           "mdl_table", "tests_latex", "tests_markdown", "tests_table", "write_ncc_report"]
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +182,48 @@ def accuracy_latex(accuracy: pd.DataFrame, per_class: pd.DataFrame | None = None
     df = accuracy_table(accuracy, per_class)
     return to_latex(df, caption or ("SemanticQA NCC: accuracy and macro-F1 of every system "
                                     f"row ({df.attrs['note']})"))
+
+
+# ---------------------------------------------------------------------------------------------
+# the classifiers' codelengths (--mdl)
+
+#: The report's file of the codelength rows, written where the results hold them.
+MDL_FILE = "table_ncc_mdl"
+_MDL = (*KEYS, "n", "codelength_bits", "bits_low", "bits_high", "uniform_bits", "compression",
+        "compression_low", "compression_high", "uniform_blocks")
+_MDL_NOTE = ("online code (Voita & Titov 2020) of the items' gold classes (3 classes) given "
+             "each classifier's features, by the standardised logistic regression (on the one "
+             "measure for single), blocks at 0.1% ... 100% of the items; bits: the codelength "
+             "[95% interval]; uniform: log2 3 bits an item; compression: uniform / online "
+             "[95% interval] (above 1: the features compress the classes); intervals: cluster "
+             "bootstrap over items, the models fitted once; uniform blocks: blocks after the "
+             "first sent uniformly because the items before them lacked a class")
+
+
+def mdl_table(mdl: pd.DataFrame) -> pd.DataFrame:
+    """The codelength rows for display (in their order): ``system row``, ``kind``, ``n``,
+    ``bits``, ``uniform``, ``compression``, ``uniform blocks``.
+
+    Args:
+        mdl: :attr:`NccResults.mdl <ncprobe.ncc.results.NccResults.mdl>`.
+    """
+    mdl = _check(mdl, "mdl", _MDL)
+
+    def interval(value: Any, lo: Any, hi: Any, digits: int) -> str:
+        text = f"{float(value):.{digits}f}"
+        if pd.isna(lo) or pd.isna(hi):
+            return text
+        return f"{text} [{float(lo):.{digits}f}, {float(hi):.{digits}f}]"
+
+    rows = [{"system row": label(r), "kind": str(r["kind"]), "n": str(int(r["n"])),
+             "bits": interval(r["codelength_bits"], r["bits_low"], r["bits_high"], 1),
+             "uniform": f"{float(r['uniform_bits']):.1f}",
+             "compression": interval(r["compression"], r["compression_low"],
+                                     r["compression_high"], 3),
+             "uniform blocks": str(int(r["uniform_blocks"]))}
+            for r in mdl.to_dict("records")]
+    return pd.DataFrame(rows, columns=["system row", "kind", "n", "bits", "uniform",
+                                       "compression", "uniform blocks"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,11 +404,23 @@ def _table_files(tables: Mapping[str, pd.DataFrame], n_items: int) -> dict[str, 
                 f"({head})\n\n" + items_markdown(agreement))
     items_tex = (f"% Items every system misses, or only the representation gets right "
                  f"({head}); needs \\usepackage{{booktabs}}\n" + items_latex(agreement))
-    return {"table_ncc.md": md.encode("utf-8"), "table_ncc.tex": tex.encode("utf-8"),
-            "table_ncc_tests.md": tests_md.encode("utf-8"),
-            "table_ncc_tests.tex": tests_tex.encode("utf-8"),
-            "table_ncc_items.md": items_md.encode("utf-8"),
-            "table_ncc_items.tex": items_tex.encode("utf-8")}
+    files = {"table_ncc.md": md.encode("utf-8"), "table_ncc.tex": tex.encode("utf-8"),
+             "table_ncc_tests.md": tests_md.encode("utf-8"),
+             "table_ncc_tests.tex": tests_tex.encode("utf-8"),
+             "table_ncc_items.md": items_md.encode("utf-8"),
+             "table_ncc_items.tex": items_tex.encode("utf-8")}
+    if "mdl" in tables:
+        from ..tables import to_latex, to_markdown
+
+        df = mdl_table(tables["mdl"])
+        files[f"{MDL_FILE}.md"] = (f"# Minimum description length of the classifiers ({head})"
+                                   f"\n\n{to_markdown(df)}\n{_MDL_NOTE[:1].upper()}"
+                                   f"{_MDL_NOTE[1:]}.\n").encode("utf-8")
+        files[f"{MDL_FILE}.tex"] = (f"% Minimum description length of the classifiers ({head}); "
+                                    "needs \\usepackage{booktabs}\n"
+                                    + to_latex(df, f"SemanticQA NCC: {_MDL_NOTE}")
+                                    ).encode("utf-8")
+    return files
 
 
 def _draw(kind: str, tables: Mapping[str, pd.DataFrame], kinds: Mapping[str, str]) -> Figure:
@@ -440,6 +494,11 @@ def _index(meta: Mapping[str, Any], tables: Mapping[str, pd.DataFrame], n_items:
                  if len(tables["tests"]) else "the paired tests: none in these results."),
               "- `table_ncc_items.md`, `table_ncc_items.tex`: the items every system misses "
               "and those only the representation gets right."]
+    if "mdl" in tables:
+        lines.append(f"- `{MDL_FILE}.md`, `{MDL_FILE}.tex`: the minimum description length of "
+                     f"the {len(tables['mdl'])} representation and ceiling classifier(s) "
+                     "(--mdl): codelength in bits and compression against the uniform code, "
+                     "with 95% intervals over items.")
     lines += figure_lines(figures, lambda kind: _figure_text(kind, len(accuracy), shown))
     lines += ["", "## Reference accuracies and what is compared\n",
               f"Human {100 * HUMAN_ACCURACY:.1f}% (the paper: 3 annotators on 100 sampled "
@@ -509,7 +568,8 @@ def write_ncc_report(tables: Mapping[str, pd.DataFrame], meta: Mapping[str, Any]
     n_items = int(tables["items"]["item"].nunique())
     return write_probe_report(
         out_dir, figures=FIGURES, draw=lambda kind: _draw(kind, tables, kinds),
-        tables=TABLE_FILES, table_files=_table_files(tables, n_items),
+        tables=TABLE_FILES + ((MDL_FILE,) if "mdl" in tables else ()),
+        table_files=_table_files(tables, n_items),
         index=lambda figures: _index(meta, tables, n_items, figures), formats=formats,
         dpi=dpi, edited=meta.get("edited") or [], kind=KIND,
         label=LABEL, overwrite=overwrite, progress=progress, logger=log)

@@ -27,6 +27,14 @@ An :class:`NccResults` holds five tables (fractions, not percent):
   the systems, the ceiling against the systems), by max-T by default;
 * ``confusion``: per system row, ``gold`` x ``predicted`` counts.
 
+With ``--mdl`` (:attr:`NccResults.mdl`) the results also hold each representation and ceiling
+classifier's minimum description length (:func:`ncprobe.ncc.classify.codelength`): one row per
+classifier (its key columns, then ``n``, ``codelength_bits``, ``bits_low``, ``bits_high``,
+``uniform_bits``, ``compression``, ``compression_low``, ``compression_high``,
+``uniform_blocks``, ``n_groups``). They are kept in each model run's metadata (``run.json``,
+key ``mdl``; the ceiling's rows in every run), so a run without ``--mdl`` writes exactly the
+files it wrote before.
+
 Its directory is an ncprobe results directory (:mod:`ncprobe.results.store`: parquet tables
 and ``run.json`` written as one unit, verified when read) of the probe ``ncc``. Each model is
 one run of ``run.json``: its options (``config``, with the ``model``), its fingerprint and the
@@ -58,6 +66,7 @@ from ..query import filter_rows
 from ..results import store
 from ..significance import CORRECTION_NAMES, p_text
 from . import HUMAN_ACCURACY, KINDS, NCC_CLASSES, PAPER_ROWS, check_ncc_correction
+from .classify import CODE_COLUMNS
 from .config import NccConfig
 from .report import LABEL as REPORT_LABEL
 from .report import in_kind_order
@@ -71,7 +80,8 @@ from .stats import (
     label,
 )
 
-__all__ = ["LAYOUT", "NCC_COLUMNS", "NCC_TABLES", "NccResults", "family_name"]
+__all__ = ["LAYOUT", "MDL_COLUMNS", "MDL_KEY", "NCC_COLUMNS", "NCC_TABLES", "NccResults",
+           "family_name"]
 
 #: The tables of an :class:`NccResults`, in the order they are written.
 NCC_TABLES = ("items", "accuracy", "per_class", "tests", "confusion")
@@ -90,6 +100,10 @@ NCC_NUMERIC = frozenset({
     "precision", "recall", "f1", "accuracy_a", "accuracy_b", "diff", "diff_low", "diff_high",
     "a_only", "b_only", "p", "p_corrected", "significant", "family_size", "count",
     "repeat_mean", "repeat_min", "repeat_max"})
+#: The key of a model run's codelength rows in its metadata (``--mdl`` only).
+MDL_KEY = "mdl"
+#: The columns of :attr:`NccResults.mdl`, in order.
+MDL_COLUMNS = (*KEYS, *CODE_COLUMNS)
 #: The results directory layout of the probe (declared by :class:`NccResults`).
 LAYOUT = store.Layout(
     "ncc", NCC_TABLES, NCC_COLUMNS, NCC_NUMERIC, run_keys=("model",),
@@ -185,6 +199,19 @@ class NccResults(ModelRunResults):
             raise UsageError(f"items: {e}") from None
 
     # --- reading the tables -------------------------------------------------------------------
+
+    @property
+    def mdl(self) -> pd.DataFrame:
+        """The codelength rows of the runs made with ``--mdl`` (:data:`MDL_COLUMNS`; the module
+        says what they are), from each run's metadata: the models' rows in their runs' order,
+        then the ceiling's once; empty (no rows) where no run was made with ``--mdl``."""
+        rows = [r for m in self.meta for r in (m.get(MDL_KEY) or ())]
+        df = pd.DataFrame(rows, columns=list(MDL_COLUMNS))
+        df = df.drop_duplicates(list(KEYS), keep="first")
+        df = df.sort_values("kind", key=lambda k: k.astype(str) == "ceiling", kind="stable")
+        df = df.reset_index(drop=True)
+        ints = {"n", "uniform_blocks", "n_groups"}
+        return df.astype({c: (np.int64 if c in ints else np.float64) for c in CODE_COLUMNS})
 
     def wide(self, by: str = "system") -> pd.DataFrame:
         """A wide table.
@@ -315,6 +342,9 @@ class NccResults(ModelRunResults):
         headline = self._headline()
         if headline:
             lines += ["", *headline]
+        mdl = self._mdl_line()
+        if mdl:
+            lines += ["", mdl]
         if self.notes:
             lines += ["", "Notes:"] + [f"  {n}" for n in self.notes]
         return "\n".join(lines)
@@ -392,10 +422,36 @@ class NccResults(ModelRunResults):
                 f"{int(t['family_size'])} tests)")
         return lines
 
+    def _mdl_line(self) -> str:
+        """The best compression among the codelength rows, and what it is ('' without)."""
+        mdl = self.mdl
+        if mdl.empty:
+            return ""
+        parts = []
+        for kind in ("representation", "ceiling"):
+            rows = mdl[mdl["kind"].astype(str) == kind]
+            if rows.empty:
+                continue
+            row = rows.loc[rows["compression"].idxmax()].to_dict()
+            ci = (f" [{row['compression_low']:.2f}, {row['compression_high']:.2f}]"
+                  if pd.notna(row["compression_low"]) else "")
+            what = "representation classifier" if kind == "representation" else "ceiling"
+            parts.append(f"best {what} {label(row)}: compression {row['compression']:.2f}"
+                         f"{ci}, {row['codelength_bits']:.1f} of {row['uniform_bits']:.1f} "
+                         "uniform bits")
+        return (f"MDL (online code of the gold classes, {len(mdl)} classifier rows; above 1: "
+                "the features compress the classes): " + "; ".join(parts))
+
     def json_rows(self) -> list[dict]:
         """The ``accuracy`` table's rows as plain JSON values (NaN as null): what ``ncprobe
-        run ncc --json`` prints."""
-        return json.loads(self.accuracy.to_json(orient="records", double_precision=15))
+        run ncc --json`` prints; with ``--mdl``, then the codelength rows
+        (:attr:`mdl`), each with ``probe_kind`` ``mdl``."""
+        rows = json.loads(self.accuracy.to_json(orient="records", double_precision=15))
+        mdl = self.mdl
+        if not mdl.empty:
+            rows += [{"probe_kind": "mdl", **r} for r in
+                     json.loads(mdl.to_json(orient="records", double_precision=15))]
+        return rows
 
     # --- the report and the comparison ----------------------------------------------------------
 
@@ -421,8 +477,11 @@ class NccResults(ModelRunResults):
         return write_ncc_report
 
     def report_tables(self) -> dict[str, pd.DataFrame]:
-        """The tables and the per-item agreement (:meth:`agreement`)."""
-        return {**self.tables, "agreement": self.agreement()}
+        """The tables and the per-item agreement (:meth:`agreement`); with ``--mdl`` rows,
+        also ``mdl`` (:attr:`mdl`)."""
+        mdl = self.mdl
+        return {**self.tables, "agreement": self.agreement(),
+                **({"mdl": mdl} if not mdl.empty else {})}
 
     def _rows(self, chosen: Any, side: str) -> list[dict]:
         """The accuracy rows a side of :meth:`compare` names: its representation rows

@@ -81,7 +81,7 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
             select_b: Selection | None = None, n_boot: int = COMPARE_N_BOOT,
             seed: int = 0, correct: Correction = "holm",
             progress: Callable[[int, int, str], None] | None = None,
-            options: bool = False) -> pd.DataFrame:
+            options: bool = False, same: bool = False) -> pd.DataFrame:
     """Test, cell by cell, whether side A's Spearman rho with the gold differs from side B's.
 
     Args:
@@ -104,6 +104,9 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
         options: the messages name the selections as the command line's options
             (``--a KEY=VALUE``, ``ncprobe compare``) instead of the keywords
             (``select_a={...}``).
+        same: two sides of equal values are an answer (a vector transform that changed
+            nothing: every difference 0, p 1), not a mistake; without it they are refused
+            as the same run given twice.
 
     Cells are matched on every cell key that is fixed on neither side (language, space,
     layer view, level, context group, measure, as present), and NCs are paired on
@@ -188,10 +191,10 @@ def compare(a: Results, b: Results | None = None, *, select_a: Selection | None 
         raise UsageError("the two sides share no cell and NC: "
                          + _what_exists(side_a, side_b, pair_on, say))
     _check_gold(merged, a, b)
-    same = merged["value_a"].to_numpy(dtype=np.float64) == merged["value_b"].to_numpy(
+    same_values = merged["value_a"].to_numpy(dtype=np.float64) == merged["value_b"].to_numpy(
         dtype=np.float64)
     both_nan = merged["value_a"].isna().to_numpy() & merged["value_b"].isna().to_numpy()
-    if (same | both_nan).all():
+    if (same_values | both_nan).all() and not same:
         # every difference would be 0 with p = 1: a comparison that cannot tell anything
         raise UsageError("the two sides hold the same value for every NC of every cell they "
                          "share: the same run (and selection) given twice? Give two runs, or "

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..probes.base import Probe
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..concept import Concept
     from ..data.sources import UpstreamFile
     from ..errors import DataError
     from ..probes.options import Option
+    from ..transform import VectorTransform
     from .results import Results
 
 __all__ = ["NcimpProbe"]
@@ -36,6 +40,8 @@ class NcimpProbe(Probe):
             "Portuguese (+ NCS)")
     shorthand = "compute"
     reads_unnamed_results = True
+    offers_concept = True
+    offers_target = True
     help = "cosines, measures and correlations for one model and language"
     description = (
         "Encode the NCIMP stimuli with one model, compare every probe with its original, "
@@ -62,6 +68,29 @@ class NcimpProbe(Probe):
         from .pipeline import compute
 
         return compute(config, **options)
+
+    def concept(self, model: str, lang: str, *, layers: str | None = None,
+                data_dir: str | Path | None = None, cache: bool = True,
+                cache_dir: str | Path | None = None, progress: bool = False,
+                **options: Any) -> "Concept":
+        """Each compound's compositionality class (:mod:`ncprobe.ncimp.concept`: its
+        original naturalistic sentences, groups the compounds, no held-out split)."""
+        from .concept import ncimp_concept
+
+        return ncimp_concept(model, lang, layers=layers, data_dir=data_dir, cache=cache,
+                             cache_dir=cache_dir, progress=progress, **options)
+
+    def target_rows(self, model: str, lang: str,
+                    transforms: "Mapping[str, VectorTransform | None]", *,
+                    layers: str | None = None, n_boot: int = 1000, seed: int = 0,
+                    correction: str = "holm", compare_n_boot: int | None = None,
+                    **options: Any) -> "pd.DataFrame":
+        """Spearman's rho of every measure, plain, erased and control, and the paired
+        changes over compounds (:mod:`ncprobe.ncimp.amnesic`)."""
+        from .amnesic import target_rows
+
+        return target_rows(model, lang, transforms, layers=layers, n_boot=n_boot, seed=seed,
+                           correction=correction, compare_n_boot=compare_n_boot, **options)
 
     def add_run_arguments(self, parser: argparse.ArgumentParser, config: type | None = None
                           ) -> None:

@@ -36,11 +36,12 @@ from ..errors import UsageError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ..concept import Concept
     from .base import Probe, ProbeResults
 
-__all__ = ["ENTRY_POINT_GROUP", "PROBES", "Plugin", "get_probe", "plugins", "probe_names",
-           "probe_of_all", "probe_of_config", "probes", "provider", "results_by_probe",
-           "results_class", "results_probe", "run"]
+__all__ = ["ENTRY_POINT_GROUP", "PROBES", "Plugin", "concept", "concept_probes", "get_probe",
+           "plugins", "probe_names", "probe_of_all", "probe_of_config", "probes", "provider",
+           "results_by_probe", "results_class", "results_probe", "run"]
 
 #: The built-in probes by name: ``module:class``, imported only when used. In the order
 #: ``ncprobe probes`` lists them and ``data info`` shows their data (the plugins after
@@ -50,6 +51,7 @@ PROBES: dict[str, str] = {
     "idiolink": "ncprobe.retrieval.seam:IdioLinkProbe",
     "ncc": "ncprobe.ncc.seam:NccProbe",
     "astitch": "ncprobe.astitch.seam:AStitchProbe",
+    "amnesic": "ncprobe.amnesic.seam:AmnesicProbe",
 }
 
 #: The entry-point group a distribution declares its probes in (``NAME = "module:Class"``).
@@ -142,6 +144,7 @@ def _load(name: str) -> "Probe":
     if name in PROBES:
         module, _, attr = PROBES[name].partition(":")
         _LOADED[name] = getattr(importlib.import_module(module), attr)()
+        _LOADED[name].peers = PEERS
         return _LOADED[name]
     if name in _BROKEN:
         raise UsageError(_BROKEN[name])
@@ -166,6 +169,7 @@ def _load(name: str) -> "Probe":
         else:
             try:
                 _LOADED[name] = cls()
+                _LOADED[name].peers = PEERS
                 return _LOADED[name]
             except Exception as e:  # an abstract method left out, a failing init
                 why = f"making the probe raised {type(e).__name__}: {e}"
@@ -293,6 +297,64 @@ def run(probe: str, config: Any = None, /, **options: Any) -> "ProbeResults":
         UsageError: an unknown probe, or an option it does not take.
     """
     return get_probe(probe).run(config, **options)
+
+
+def concept_probes() -> tuple[str, ...]:
+    """The names of the probes that offer a concept
+    (:attr:`~ncprobe.probes.base.Probe.offers_concept`), in :func:`probe_names` order (a
+    plugin that cannot be used left out)."""
+    return tuple(p.name for p in probes() if p.offers_concept)
+
+
+def concept(probe: str, model: str, lang: str, **options: Any) -> "Concept":
+    """The concept of the probe ``probe`` (:meth:`~ncprobe.probes.base.Probe.concept`: its
+    own labels, ``model``'s vectors of them for ``lang``, one layer view at a time), e.g.
+    ``concept("astitch", "minilm", "en", layers="all")``.
+
+    Raises:
+        UsageError: an unknown probe, or one that offers no concept (naming those that do);
+            the probe's own (an option, a language or a layer it does not have).
+    """
+    found = get_probe(probe)
+    if not found.offers_concept:
+        raise UsageError(f"probe {probe!r} offers no concept (labels an eraser could be "
+                         f"fitted on); probes with one: {', '.join(concept_probes()) or 'none'}")
+    return found.concept(model, lang, **options)
+
+
+def target_probes() -> tuple[str, ...]:
+    """The names of the probes that can be a target of an intervention on the vectors
+    (:attr:`~ncprobe.probes.base.Probe.offers_target`), in :func:`probe_names` order."""
+    return tuple(p.name for p in probes() if p.offers_target)
+
+
+def target(probe: str) -> "Probe":
+    """The probe ``probe``, checked to be a target (:meth:`~ncprobe.probes.base.Probe.target_rows`).
+
+    Raises:
+        UsageError: an unknown probe, or one that is no target (naming those that are).
+    """
+    found = get_probe(probe)
+    if not found.offers_target:
+        raise UsageError(f"probe {probe!r} cannot be a target of amnesic probing (it takes no "
+                         f"vector transform); targets: {', '.join(target_probes()) or 'none'}")
+    return found
+
+
+class _Peers:
+    """How a probe reaches the other probes (:attr:`~ncprobe.probes.base.Probe.peers`, set on
+    every probe the registry makes): the registry's look-ups, handed to the probe, so that no
+    probe's package imports the registry that imports it."""
+
+    def concept(self, probe: str, model: str, lang: str, **options: Any) -> "Concept":
+        return concept(probe, model, lang, **options)
+
+    def target(self, probe: str) -> "Probe":
+        return target(probe)
+
+
+#: The look-ups every probe the registry makes is given (:class:`_Peers`).
+PEERS = _Peers()
 
 
 def describe(table: Mapping[str, "Probe"] | None = None) -> list[str]:

@@ -9,16 +9,36 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    ClassVar,
+    Iterable,
+    Mapping,
+    Protocol,
+    Sequence,
+    TypeVar,
+)
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from ..concept import Concept
     from ..data.sources import UpstreamFile
     from ..errors import DataError
     from ..results.store import Layout
+    from ..transform import VectorTransform
     from .options import Option
+
+class Peers(Protocol):
+    """The look-ups a probe reaches other probes by (:attr:`Probe.peers`)."""
+
+    def concept(self, probe: str, model: str, lang: str, **options: Any) -> "Concept": ...
+
+    def target(self, probe: str) -> "Probe": ...
+
 
 #: A results class (what its class methods return).
 R = TypeVar("R", bound="ProbeResults")
@@ -482,6 +502,18 @@ class Probe(ABC):
     #: results (its layout is not ``named``): one built-in probe only, NCIMP
     #: (:func:`ncprobe.probes.results_probe`).
     reads_unnamed_results: ClassVar[bool] = False
+    #: Whether the probe offers a concept: labels of its own that an eraser is fitted on
+    #: (:meth:`concept`; amnesic probing, :mod:`ncprobe.amnesic`). A probe that declares it
+    #: implements :meth:`concept`.
+    offers_concept: ClassVar[bool] = False
+    #: Whether the probe can be a target of an intervention on the vectors (:meth:`target_rows`;
+    #: amnesic probing): it runs with a vector transform and measures the change itself.
+    offers_target: ClassVar[bool] = False
+    #: The other probes, as the registry that made this one reaches them (its ``concept`` and
+    #: ``target`` look-ups, :data:`ncprobe.probes.PEERS`); ``None`` for a probe made by hand. A
+    #: probe that runs other probes (amnesic probing) asks them through it, never by
+    #: importing the registry.
+    peers: "Peers | None" = None
     #: One line of ``ncprobe run --help``.
     help: ClassVar[str]
     #: What ``ncprobe run NAME --help`` (and its shorthand's) says it does.
@@ -520,6 +552,62 @@ class Probe(ABC):
     def run_from_args(self, args: argparse.Namespace, config: type | None = None) -> int:
         """Run it from parsed options, write its results directory, print its summary (or
         ``--json`` rows); the exit code."""
+
+    def concept(self, model: str, lang: str, *, layers: str | None = None,
+                data_dir: str | Path | None = None, cache: bool = True,
+                cache_dir: str | Path | None = None, progress: bool = False,
+                **options: Any) -> "Concept":
+        """The probe's own labels of its rows as a concept, with ``model``'s vectors of them
+        for ``lang``, read one layer view at a time (:class:`~ncprobe.concept.Concept`: its
+        training rows, its held-out rows or none, the groups folds keep together). Only a
+        probe that declares :attr:`offers_concept` has one; :func:`ncprobe.probes.concept`
+        asks a probe by name.
+
+        Args:
+            layers: the transformer layer views (as the probe's ``--layers``).
+            data_dir, cache, cache_dir, progress: as for the probe's run.
+            options: the probe's own (its documentation lists them); one it does not take is
+                refused.
+
+        Raises:
+            UsageError: here, always: this probe offers no concept (naming it). A probe's
+                own: an option, a language or a layer it does not have.
+        """
+        from ..errors import UsageError
+
+        raise UsageError(f"probe {self.name!r} offers no concept (labels an eraser could be "
+                         "fitted on); ncprobe.probes.concept_probes() lists the probes with "
+                         "one")
+
+    def target_rows(self, model: str, lang: str,
+                    transforms: "Mapping[str, VectorTransform | None]", *,
+                    layers: str | None = None, n_boot: int = 1000, seed: int = 0,
+                    correction: str = "holm", compare_n_boot: int | None = None,
+                    **options: Any) -> "pd.DataFrame":
+        """The probe as a target of an intervention on ``model``'s vectors in ``lang``: one
+        run per condition of ``transforms`` (``plain``: ``None``, ``erased``, ``control``:
+        vector transforms, :mod:`ncprobe.transform`), measured by the probe itself, as rows
+        of :data:`ncprobe.intervention.TARGET_COLUMNS`: each run's headline metric per layer
+        view with its interval, the paired changes with their intervals over the probe's
+        unit, and the test of ``erased - control`` corrected within the probe's cells. Only a
+        probe that declares :attr:`offers_target` has it.
+
+        Args:
+            layers: the transformer layer views (as the probe's ``--layers``).
+            n_boot, seed, correction: the runs' intervals, the resamples' seed, the correction.
+            compare_n_boot: the resamples of the changes' paired intervals and tests (``None``:
+                :data:`ncprobe.probes.options.COMPARE_N_BOOT`, as ``ncprobe compare``).
+            options: the probe's run options (its config's fields) and ``data_dir``,
+                ``cache``, ``cache_dir``, ``progress``.
+
+        Raises:
+            UsageError: here, always: this probe is no target (naming it).
+        """
+        from ..errors import UsageError
+
+        raise UsageError(f"probe {self.name!r} cannot be a target of amnesic probing (it takes "
+                         "no vector transform); ncprobe.probes.target_probes() lists those "
+                         "that can")
 
     # --- what its results give --------------------------------------------------------------
 

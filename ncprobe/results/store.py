@@ -48,7 +48,7 @@ import logging
 import os
 import shutil
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,10 @@ class Layout:
         config: the probe's config class (a dataclass): the defaults of its fields fill a
             run's ``config`` where ``run.json`` leaves one out (:func:`run_identity`);
             ``None``: no defaults.
+        optional: tables of ``tables`` written only when they hold rows (an opt-in
+            measure's, e.g. AStitch's ``mdl``): a directory without one is read with it
+            empty, and its absence leaves the files and the run id of the other tables as
+            they were.
     """
 
     probe: str
@@ -126,6 +130,13 @@ class Layout:
     report_label: str = ""
     version: int = 1
     config: type | None = None
+    optional: frozenset[str] = frozenset()
+
+
+def written_tables(frames: Frames, layout: Layout) -> tuple[str, ...]:
+    """The tables of ``frames`` a results directory holds: every table of ``layout`` but
+    an optional one without rows (:attr:`Layout.optional`)."""
+    return tuple(n for n in layout.tables if n not in layout.optional or len(frames[n]))
 
 
 def _is_result_file(name: str) -> bool:
@@ -192,7 +203,7 @@ def mixed_probes_message(by_probe: Mapping[str, list[Path]], advice: str,
 def table_entries(frames: Frames, layout: Layout) -> dict[str, dict]:
     """Per table, what the run id is made of: its rows and its content digest."""
     return {name: {"rows": len(frames[name]), "content": _table_digest(frames[name])}
-            for name in layout.tables}
+            for name in written_tables(frames, layout)}
 
 
 def run_id(frames: Frames, meta: list[dict], layout: Layout) -> str:
@@ -245,7 +256,7 @@ def _write_dir(frames: Frames, meta: list[dict], target: Path, overwrite: bool,
     try:
         # locked while written: another writer never takes it for a killed run's leftover
         tmp = locked_temp_dir(parent, target.name, writing)
-        for name in layout.tables:
+        for name in tables:
             table = pa.Table.from_pandas(frames[name], preserve_index=False)
             table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                                    RUN_ID_KEY: rid.encode()})
@@ -294,7 +305,7 @@ def read_results(path: str | Path, *, layout: Layout, accept_edited: bool = Fals
     rid, stored = meta["run_id"], meta["tables"]
     edited: dict[str, str] = {}  # file -> how it differs from what ncprobe wrote
     if _run_id({n: {"rows": stored[n]["rows"], "content": stored[n]["content"]}
-                for n in layout.tables}, meta["runs"], layout) != rid:
+                for n in _stored_tables(stored, layout)}, meta["runs"], layout) != rid:
         edited["run.json"] = "its runs or digests no longer give its run id"
     tables, strays = _read_tables(src, layout, rid, stored, edited)
     return tables, _verdict(src, meta["runs"], rid, strays, edited, accept_edited)
@@ -336,7 +347,9 @@ def _checked_run_json(src: Path, layout: Layout) -> dict:
     if not isinstance(meta.get("run_id"), str):
         raise DataError("no run_id: the file was edited or damaged; recompute the results",
                         file=str(meta_file))
-    if not _digests_ok(meta.get("tables"), layout.tables):
+    stored = meta.get("tables")
+    if not _digests_ok(stored, _stored_tables(stored if isinstance(stored, dict) else {},
+                                              layout)):
         raise DataError("no digest for every table (key 'tables'): the file was edited or "
                         "damaged; recompute the results", file=str(meta_file))
     return meta
@@ -348,6 +361,9 @@ def _read_tables(src: Path, layout: Layout, rid: str, stored: Mapping[str, dict]
     the tables edited since ncprobe wrote them are added to ``edited`` (file -> how)."""
     tables, strays = {}, {}
     for name in layout.tables:
+        if name not in _stored_tables(stored, layout):  # an optional table not written
+            tables[name] = pd.DataFrame(columns=list(layout.columns[name]))
+            continue
         f = src / f"{name}.parquet"
         tables[name], digest, owner = _read_table(f)
         _check_table(name, tables[name], f, layout)
@@ -472,6 +488,12 @@ def _run_id(tables: dict[str, dict], runs: list[dict], layout: Layout) -> str:
     text = json.dumps({"format": RESULTS_FORMAT, **_probe_key(layout), "tables": tables,
                        "runs": runs}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _stored_tables(stored: Mapping[str, Any], layout: Layout) -> tuple[str, ...]:
+    """The tables ``run.json`` lists (``stored``): every table of ``layout`` but an optional
+    one it does not list."""
+    return tuple(n for n in layout.tables if n not in layout.optional or n in stored)
 
 
 def _digests_ok(stored, tables: Iterable[str]) -> bool:
@@ -743,23 +765,30 @@ def refuse_other_probe(path: str | Path, runs: list[dict], layout: Layout, optio
 
 
 def model_runs(config: Any, out: str | Path | None = None, *, layout: Layout,
-               overwrite: bool = False, transform: str | None = None) -> dict[str, dict]:
+               overwrite: bool = False, transform: str | None = None,
+               omitted_at_default: Sequence[str] = ()) -> dict[str, dict]:
     """What ``run.json`` records of each model's run of a probe's ``config`` (a config
     dataclass with a ``models`` field, one run per model; ``layout``: the probe's), by model:
     the model and every other option (a tuple as a list). With ``out``, the results directory
     the runs go to is
     refused before any work where it must not be written (:func:`check_target`,
     :func:`check_writable`); ``transform``: the fingerprint of the vector transform the runs
-    will record (:mod:`ncprobe.transform`), compared as well.
+    will record (:mod:`ncprobe.transform`), compared as well; ``omitted_at_default``: fields
+    added after results existed, left out where they hold their default, so that a run that
+    does not use them keeps the ``run.json`` and run id it had (a missing field reads as its
+    default in :func:`run_identity`).
 
     Raises:
         UsageError, OutputError: as :func:`check_target` and :func:`check_writable`.
     """
-    from dataclasses import asdict
+    from dataclasses import asdict, fields
+
+    defaults = {f.name: f.default for f in fields(config)}
 
     def run(model: str) -> dict:
         options = {k: (list(v) if isinstance(v, tuple) else v)
-                   for k, v in asdict(config).items() if k != "models"}
+                   for k, v in asdict(config).items() if k != "models"
+                   and not (k in omitted_at_default and v == defaults[k])}
         return {"model": model, **options}
 
     runs = {m: run(m) for m in config.models}

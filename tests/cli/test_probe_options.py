@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ncprobe import probes as registry
 from ncprobe.cli import main
 from ncprobe.errors import UsageError
 from ncprobe.probes.options import Option, add_declared_options, option, options_of
@@ -166,9 +167,15 @@ def test_the_help_says_whose_each_option_is(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    # --n-flips is IdioLink's alone; --seed every probe's that compares by resampling
+    # --n-flips is IdioLink's alone; --seed every probe's that compares by resampling (the
+    # registry says which: a probe that compares nothing declares none)
     assert "are fewer) [idiolink results only]" in text
-    assert "the same table [" not in text
+    seeded = [p.name for p in registry.probes()
+              if any("--seed" in o.flags for o in p.compare_options())]
+    assert {"ncimp", "idiolink", "ncc", "astitch"} <= set(seeded)
+    mark = ("" if len(seeded) == len(registry.probe_names())
+            else f" [{', '.join(seeded)} results only]")
+    assert f"the same table{mark} --correct" in text
     with pytest.raises(SystemExit):
         main(["report", "--help"])
     text = " ".join(capsys.readouterr().out.split())

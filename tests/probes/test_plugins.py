@@ -20,7 +20,7 @@ import ncprobe
 
 ROOT = Path(ncprobe.__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "ncprobe-headsim"
-BUILT_IN = ["ncimp", "idiolink", "ncc", "astitch"]
+BUILT_IN = ["ncimp", "idiolink", "ncc", "astitch", "amnesic"]
 
 
 def _ncprobe(env: dict, *argv: str, cwd: Path) -> subprocess.CompletedProcess:

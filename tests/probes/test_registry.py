@@ -38,15 +38,18 @@ IDIOMS = "in the dock,make tracks"
 
 
 def test_the_registry_lists_every_probe_with_what_it_asks(capsys) -> None:
-    assert registry.probe_names() == ("ncimp", "idiolink", "ncc", "astitch")
+    assert registry.probe_names() == ("ncimp", "idiolink", "ncc", "astitch", "amnesic")
     assert main(["probes"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == ["ncimp", "idiolink", "ncc", "astitch"]
+    assert [line.split()[0] for line in lines] == ["ncimp", "idiolink", "ncc", "astitch",
+                                                  "amnesic"]
     # each line: what it asks (a question), its data, its result tables
     wanted = {"ncimp": ncprobe.schema.RESULT_TABLES,
               "idiolink": ("per_query", "overall", "per_idiom", "per_subject", "tests"),
               "ncc": ("items", "accuracy", "per_class", "tests", "confusion"),
-              "astitch": ("scores", "auroc", "predictions", "linear", "tests", "excluded")}
+              "astitch": ("scores", "auroc", "predictions", "linear", "tests", "excluded",
+                          "mdl"),
+              "amnesic": ("changes", "guarantee")}
     for line in lines:
         name = line.split()[0]
         assert "?" in line and "Data: " in line
@@ -56,7 +59,7 @@ def test_the_registry_lists_every_probe_with_what_it_asks(capsys) -> None:
 
 
 def test_an_unknown_probe_is_refused_with_the_names(capsys) -> None:
-    with pytest.raises(UsageError, match="ncimp, idiolink, ncc, astitch"):
+    with pytest.raises(UsageError, match="ncimp, idiolink, ncc, astitch, amnesic"):
         registry.get_probe("nccx")
     with pytest.raises(UsageError, match="'nope'"):
         ncprobe.run("nope")

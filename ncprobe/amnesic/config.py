@@ -1,0 +1,84 @@
+"""The run options of ``ncprobe run amnesic``: one dataclass, one field per option, each with
+its default, its check and its help (the command's options are made from it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..config import N_BOOT
+from ..errors import UsageError
+from ..probes.options import COMPARE_N_BOOT
+from ..schema import CORRECTIONS
+from .fit import FOLDS
+
+#: Where the erasers apply (the forward pass comes next: issue 40).
+WHERES = ("vectors",)
+
+
+@dataclass(frozen=True)
+class AmnesicConfig:
+    """One amnesic run: a model, the probe whose labels are the concept, the target probes,
+    and the options of the erasers and of the statistics."""
+
+    model: str = field(default="glove-6b-50d", metadata={
+        "metavar": "M",
+        "help": "the model whose vectors are erased: an alias (`ncprobe models`), a HuggingFace "
+                "id, a model directory or a vector file (default glove-6b-50d)"})
+    concept: str = field(default="astitch", metadata={
+        "metavar": "PROBE",
+        "help": "the probe whose own labels are the concept erased: astitch (idiomatic or "
+                "literal use; few-shot training split, dev held out) or ncimp (each "
+                "compound's compositionality class; folds by compound) (default astitch)"})
+    targets: Sequence[str] = field(default=("ncimp", "astitch"), metadata={
+        "option": "--targets", "metavar": "PROBE,...", "type": "comma_list",
+        "help": "the probes measured plain, erased and control: ncimp, astitch (default "
+                "ncimp,astitch)"})
+    lang: str = field(default="en", metadata={
+        "choices": ("en", "pt"), "help": "the language of the concept and the targets "
+                                         "(default en)"})
+    where: str = field(default="vectors", metadata={
+        "choices": WHERES,
+        "help": "where the erasers apply: vectors (the stored vectors, each view erased by its "
+                "own eraser as it is read) (default vectors)"})
+    layers: str | None = field(default=None, metadata={
+        "metavar": "SPEC",
+        "help": "transformer layer views, the same for the concept and every target: last4 "
+                "(default), all, -1, 9+10+11+12"})
+    folds: int = field(default=FOLDS, metadata={
+        "metavar": "K", "type": "positive_int",
+        "help": "folds by group of a concept without held-out rows (ncimp: no compound is "
+                "erased by an eraser fitted on itself) (default %(default)s)"})
+    n_boot: int = field(default=N_BOOT, metadata={
+        "metavar": "N", "type": "count",
+        "help": "resamples of every interval, over each target's unit (default %(default)s)"})
+    compare_n_boot: int = field(default=COMPARE_N_BOOT, metadata={
+        "metavar": "N", "type": "count",
+        "help": "resamples of the changes' paired intervals and tests, as ncprobe compare's "
+                "(default %(default)s)"})
+    seed: int = field(default=0, metadata={
+        "metavar": "N", "type": "count",
+        "help": "seed of the folds, the control labels and the resamples (default 0)"})
+    correction: str = field(default="holm", metadata={
+        "choices": CORRECTIONS,
+        "help": "multiple-comparison correction of each target's erased-vs-control tests, "
+                "over every cell of the target (default holm)"})
+    accept_modified_data: bool = field(default=False, metadata={
+        "help": "run on data files that differ from their pins (said in the results)"})
+
+    def __post_init__(self) -> None:
+        if not str(self.model).strip():
+            raise UsageError("model='' (--model): give a model")
+        targets = tuple(t.strip() for t in (self.targets.split(",") if isinstance(
+            self.targets, str) else self.targets) if t.strip())
+        if not targets:
+            raise UsageError("no target probe given (--targets): e.g. ncimp,astitch")
+        object.__setattr__(self, "targets", targets)
+        if self.where not in WHERES:
+            raise UsageError(f"where={self.where!r} (--where): the erasers apply in "
+                             f"{', '.join(WHERES)} (the forward pass is not built yet)")
+        if self.folds < 2:
+            raise UsageError(f"folds={self.folds} (--folds): give 2 or more")
+        if self.correction not in CORRECTIONS:
+            raise UsageError(f"correction={self.correction!r} (--correction): give one of "
+                             f"{', '.join(CORRECTIONS)}")

@@ -1,0 +1,148 @@
+"""Amnesic probing in the stored vectors: erase the concept a probe finds, run the target probes
+on what is left, against a control of the same rank.
+
+:func:`run_amnesic` takes the concept's probe (its own labels, through the probe seam:
+:func:`ncprobe.probes.concept`), fits the concept's and the control's erasers on its training
+rows, view by view (:func:`ncprobe.amnesic.fit.fit_concept`, the guarantee shown), and hands
+both to every target probe as vector transforms (:func:`ncprobe.probes.target`:
+:meth:`~ncprobe.probes.base.Probe.target_rows`), which runs itself plain, erased and control
+and measures the changes over its own unit. No probe is named here.
+
+The rows are the targets' (:data:`ncprobe.intervention.TARGET_COLUMNS`) with the run's
+``concept``, ``where`` (``vectors``: the stored vectors, erased as they are read) and
+``erase_layer`` (every view erased by its own eraser: ``each``) in front.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..config import N_BOOT
+from ..errors import UsageError
+from .fit import FOLDS, fit_concept
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..probes.base import Peers
+
+#: Where the erasers apply: ``vectors``, the stored vectors as they are read.
+WHERE = ("vectors",)
+#: The columns the run puts before the targets' own.
+RUN_COLUMNS = ("concept", "where", "erase_layer")
+
+
+@dataclass
+class AmnesicRun:
+    """What :func:`run_amnesic` measured.
+
+    Attributes:
+        rows: the targets' rows (conditions and changes) with :data:`RUN_COLUMNS` in front.
+        guarantee: the concept's own linear probe before and after erasure, on training and
+            held-out rows (:attr:`ncprobe.amnesic.fit.FittedConcept.guarantee`).
+        meta: what the run was (model, language, concept, targets, options, fingerprints).
+        notes: what was noticed (the concept's rows left out, its loader's warnings).
+    """
+
+    rows: pd.DataFrame
+    guarantee: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def json_rows(self) -> list[dict]:
+        """The rows and the guarantee rows (``target: concept``), JSON-ready."""
+        import math
+
+        def clean(v: Any) -> Any:
+            if isinstance(v, float) and math.isnan(v):
+                return None
+            return v.item() if hasattr(v, "item") else v
+
+        out = [{k: clean(v) for k, v in r.items()} for r in self.rows.to_dict("records")]
+        for r in self.guarantee.to_dict("records"):
+            out.append({"concept": self.meta.get("concept"), "target": "concept",
+                        **{k: clean(v) for k, v in r.items() if k != "concept"}})
+        return out
+
+
+def run_amnesic(model: str, *, peers: Peers, concept: str, targets: Sequence[str],
+                lang: str = "en",
+                where: str = "vectors", layers: str | None = None, folds: int = FOLDS,
+                n_boot: int = N_BOOT, seed: int = 0, correction: str = "holm",
+                compare_n_boot: int | None = None,
+                concept_options: Mapping[str, Any] | None = None,
+                target_options: Mapping[str, Mapping[str, Any]] | None = None,
+                data_dir: Any = None, cache: bool = True, cache_dir: Any = None,
+                progress: bool = False, on_step: Callable[[str], None] | None = None
+                ) -> AmnesicRun:
+    """Erase ``concept`` (a probe that offers one) from ``model``'s vectors and measure what
+    it does to each of ``targets`` against a control of the same rank (the module says how).
+
+    Args:
+        peers: how the probes are reached (:attr:`ncprobe.probes.base.Probe.peers`; from
+            Python, :data:`ncprobe.probes.PEERS`).
+        concept: the probe whose labels are the concept (``astitch``, ``ncimp``).
+        targets: the probes measured (``ncimp``, ``astitch``), each once.
+        where: ``vectors`` (the stored vectors as they are read).
+        layers: the transformer layer views, the same for the concept and every target.
+        folds: the folds by group of a concept without held-out rows.
+        n_boot, seed, correction: the runs' intervals, every resample's seed, the
+            correction.
+        compare_n_boot: the resamples of the changes' paired intervals and tests (``None``:
+            as ``ncprobe compare``, :data:`ncprobe.probes.options.COMPARE_N_BOOT`).
+        concept_options: the concept probe's own options (its ``concept`` documents them).
+        target_options: per target, its run options (e.g. ``{"astitch": {"within_draws":
+            5}}``).
+        data_dir, cache, cache_dir, progress: as for every probe.
+        on_step: told of each step, in words.
+
+    Raises:
+        UsageError: an unknown probe, a concept probe without a concept, a target that takes
+            no transform, a target given twice, another ``where``, options for a probe that
+            is not a target; the probes' own (a layer the model lacks, a language).
+    """
+    import pandas as pd
+
+    if where not in WHERE:
+        raise UsageError(f"where={where!r}: the erasers apply in {', '.join(WHERE)} (the "
+                         "forward pass is not built yet)")
+    names = list(targets)
+    if not names:
+        raise UsageError("give at least one target probe (targets=...)")
+    twice = sorted({t for t in names if names.count(t) > 1})
+    if twice:
+        raise UsageError(f"target(s) {', '.join(twice)} given twice: each target once")
+    probes = {t: peers.target(t) for t in names}  # every target checked before any work
+    stray = sorted(set(target_options or {}) - set(names))
+    if stray:
+        raise UsageError(f"options for {', '.join(stray)}, which is no target of this run "
+                         f"(targets: {', '.join(names)})")
+    say = on_step or (lambda _: None)
+    run = {"data_dir": data_dir, "cache": cache, "cache_dir": cache_dir, "progress": progress}
+    say(f"concept {concept}: {model}'s vectors of its rows ({lang})")
+    with peers.concept(concept, model, lang, layers=layers, **run,
+                     **dict(concept_options or {})) as found:
+        fitted = fit_concept(found, folds=folds, seed=seed, on_view=lambda v, lv, i, n: say(
+            f"fitting the erasers of view {v}, level {lv} ({i + 1}/{n})"))
+        name, notes, concept_meta = found.name, list(found.notes), dict(found.meta)
+    transforms = {"plain": None, "erased": fitted.erased, "control": fitted.control}
+    parts = []
+    for t, probe in probes.items():
+        say(f"target {t}: plain, erased and control runs")
+        rows = probe.target_rows(model, lang, transforms, layers=layers, n_boot=n_boot,
+                                 seed=seed, correction=correction,
+                                 compare_n_boot=compare_n_boot, **run,
+                                 **dict((target_options or {}).get(t, {})))
+        parts.append(rows)
+    rows = pd.concat(parts, ignore_index=True)
+    for i, (col, value) in enumerate(zip(RUN_COLUMNS, (name, where, "each"), strict=True)):
+        rows.insert(i, col, value)
+    meta = {"model": model, "lang": lang, "concept": name, "concept_probe": concept,
+            "targets": names, "where": where, "layers": layers, "folds": folds,
+            "n_boot": n_boot, "compare_n_boot": compare_n_boot, "seed": seed,
+            "correction": correction,
+            "erased": fitted.erased.fingerprint, "control": fitted.control.fingerprint,
+            "concept_meta": concept_meta}
+    return AmnesicRun(rows, fitted.guarantee, meta, [*notes, *fitted.notes])
