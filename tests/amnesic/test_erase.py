@@ -281,3 +281,32 @@ def test_without_concept_erasure_fitting_names_the_extra(monkeypatch) -> None:
     with pytest.raises(MissingPackageError, match=r"ncprobe\[amnesic\]"):
         EraserFitter(3, [0, 1]).update(x, y)
     assert Eraser.identity(3).apply(x).tobytes() == x.tobytes()   # applying needs neither
+
+
+def test_a_dimension_constant_on_the_fitted_rows_is_set_to_its_mean() -> None:
+    """MiniLM's last layer has dimensions of spread 1e-32 whose last bits carry the labels:
+    whitening cannot see them, a standardising probe can. They are set to their mean: one
+    more erased direction each; every other dimension is LEACE's, as concept-erasure gives."""
+    import torch
+    from concept_erasure import LeaceFitter
+
+    from ncprobe.amnesic.erase import CONSTANT_SPREAD
+
+    rng = np.random.default_rng(0)
+    n = 300
+    y = (rng.random(n) < 0.35).astype(np.int64)
+    x = rng.normal(size=(n, 6))
+    x[:, 0] += 2.0 * y
+    x[:, 5] = 1e-32 * (y + 0.3 * rng.normal(size=n))   # constant, but for its last bits
+    assert x[:, 5].std() <= CONSTANT_SPREAD * x.std(axis=0).max()
+    eraser = fit_eraser(x, y, classes=[0, 1])
+    erased = eraser.apply(x)
+    assert eraser.rank == 2                              # the concept's direction, and e_5
+    # its mean, whatever the row (to the last bits of x - (x - mean))
+    np.testing.assert_allclose(erased[:, 5], eraser.bias[5], rtol=1e-12, atol=0)
+    onehot = torch.nn.functional.one_hot(torch.tensor(y), 2).double()
+    theirs = LeaceFitter(6, 2, dtype=torch.float64, **LEACE_SETTINGS).update(
+        torch.tensor(x), onehot).eraser(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(erased[:, :5], theirs[:, :5], rtol=0, atol=1e-12)
+    got = guarantee(x, y, x[:50], y[:50], eraser)
+    assert abs(got.train_after - got.chance) <= 1 / n + 1e-12
