@@ -444,9 +444,7 @@ def fold_erasers(x: ArrayLike, labels: ArrayLike, groups: ArrayLike, k: int, see
     folds = grouped_folds(g, k, seed, labels=y)
     fitted_on = y
     if control:
-        _, first, inverse = np.unique(g, return_index=True, return_inverse=True)
-        one_each = bool(np.all(y == y[first][inverse.ravel()]))
-        fitted_on = control_labels(y, seed, groups=g if one_each else None)
+        fitted_on = control_labels(y, seed, groups=g if one_label_per_group(y, g) else None)
     out: dict[Any, Eraser] = {}
     for fold in range(int(k)):
         held = folds == fold
@@ -470,14 +468,31 @@ def erase_by_fold(x: ArrayLike, labels: ArrayLike, groups: ArrayLike, k: int, se
         OneLabelError: a fold's training part holds one label (the message names the fold).
     """
     a = np.asarray(x)
-    erasers = fold_erasers(a, labels, groups, k, seed, control, device=device)
-    g = np.asarray(groups)
+    return apply_by_group(fold_erasers(a, labels, groups, k, seed, control, device=device),
+                          a, groups)
+
+
+def apply_by_group(erasers: Mapping[Any, Eraser], x: ArrayLike, groups: ArrayLike,
+                   other: Eraser | None = None) -> np.ndarray:
+    """Each row of ``x`` erased by the eraser of its group (``other`` for a group
+    ``erasers`` does not hold), in ``x``'s dtype (float64 for integers)."""
+    a = np.asarray(x)
+    keys = np.asarray(groups, dtype=object)
     dtype = a.dtype if np.issubdtype(a.dtype, np.floating) else np.dtype(np.float64)
     out = np.empty(a.shape, dtype=dtype)
-    for eraser in {id(e): e for e in erasers.values()}.values():
-        rows = np.array([erasers[v] is eraser for v in g.tolist()])
+    for group in dict.fromkeys(keys.tolist()):
+        rows = keys == group
+        eraser = erasers[group] if group in erasers else other
+        assert eraser is not None  # the callers check every group has one
         out[rows] = eraser.apply(a[rows])
     return out
+
+
+def one_label_per_group(labels: ArrayLike, groups: ArrayLike) -> bool:
+    """Whether every group's rows hold one label (a compound's class)."""
+    y, g = np.asarray(labels), np.asarray(groups)
+    _, first, inverse = np.unique(g, return_index=True, return_inverse=True)
+    return bool(np.all(y == y[first][inverse.ravel()]))
 
 
 @dataclass(frozen=True)
@@ -544,13 +559,7 @@ class ErasingTransform:
             raise EraserError(f"no eraser for {len(missing)} group(s) of view {view}, level "
                               f"{level} ({', '.join(missing[:4])}): fold erasers cover the "
                               "groups they were fitted for")
-        out = np.empty_like(np.asarray(vectors))
-        for group in dict.fromkeys(keys.tolist()):
-            rows = keys == group
-            eraser = e[group] if group in e else other
-            assert eraser is not None  # every group missing from e has `other` (checked)
-            out[rows] = eraser.apply(vectors[rows])
-        return out
+        return apply_by_group(e, vectors, groups, other)
 
 @dataclass(frozen=True)
 class Guarantee:

@@ -39,6 +39,7 @@ from .erase import (
     fold_erasers,
     grouped_folds,
     guarantee,
+    one_label_per_group,
 )
 
 if TYPE_CHECKING:
@@ -71,11 +72,6 @@ class FittedConcept:
     control: ErasingTransform
     guarantee: pd.DataFrame
     notes: tuple[str, ...]
-
-
-def _one_label_per_group(y: np.ndarray, groups: np.ndarray) -> bool:
-    _, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
-    return bool(np.all(y == y[first][inverse.ravel()]))
 
 
 def _guarantee_rows(concept: str, rows: ConceptRows, condition: str, fold: str,
@@ -128,7 +124,7 @@ def fit_concept(concept: Concept, *, folds: int = FOLDS, seed: int = 0,
         # the concept's first: training rows of one label are named here
         full = EraserFitter(x.shape[1], classes, where=f"{where}: the training rows",
                             device=device).update(x, y).eraser()
-        by_group = _one_label_per_group(y, g)
+        by_group = one_label_per_group(y, g)
         y_control = control_labels(y, seed, groups=g if by_group else None)
         full_control = EraserFitter(x.shape[1], classes,
                                     where=f"{where}: the training rows (control labels)",

@@ -3,7 +3,6 @@ stored through ncprobe's results store, with their summary, JSON rows and report
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -15,7 +14,7 @@ from ..probes.base import ProbeResults, refuse_pooling
 from ..results.store import Layout
 from .config import AmnesicConfig
 from .fit import GUARANTEE_COLUMNS
-from .run import RUN_COLUMNS
+from .run import RUN_COLUMNS, json_rows
 
 #: The tables: ``changes`` (every target's rows), ``guarantee`` (the concept's own probe).
 LAYOUT = Layout(
@@ -24,12 +23,6 @@ LAYOUT = Layout(
      "guarantee": ("model", "lang", *GUARANTEE_COLUMNS)},
     frozenset({"value", "ci_low", "ci_high", "n", "p", "p_corrected", "accuracy", "chance"}),
     run_keys=("model",), report_label="amnesic report", config=AmnesicConfig)
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v.item() if hasattr(v, "item") else v
 
 
 @dataclass
@@ -103,10 +96,7 @@ class AmnesicResults(ProbeResults):
 
     def json_rows(self) -> list[dict]:
         """The changes table's rows, then the guarantee's (``target: concept``)."""
-        out = [{k: _clean(v) for k, v in r.items()} for r in self.changes.to_dict("records")]
-        for r in self.guarantee.to_dict("records"):
-            out.append({"target": "concept", **{k: _clean(v) for k, v in r.items()}})
-        return out
+        return json_rows(self.changes, self.guarantee)
 
     # --- what is drawn from them ------------------------------------------------------------
 

@@ -53,19 +53,23 @@ class AmnesicRun:
 
     def json_rows(self) -> list[dict]:
         """The rows and the guarantee rows (``target: concept``), JSON-ready."""
-        import math
+        return json_rows(self.rows, self.guarantee)
 
-        def clean(v: Any) -> Any:
-            if isinstance(v, float) and math.isnan(v):
-                return None
-            return v.item() if hasattr(v, "item") else v
 
-        out = [{k: clean(v) for k, v in r.items()} for r in self.rows.to_dict("records")]
-        for r in self.guarantee.to_dict("records"):
-            out.append({"concept": self.meta.get("concept"), "target": "concept",
-                        **{k: clean(v) for k, v in r.items() if k != "concept"}})
-        return out
+def json_rows(changes: pd.DataFrame, guarantee: pd.DataFrame) -> list[dict]:
+    """A run's target rows, then its guarantee rows (``target: concept``), JSON-ready (NaN as
+    ``None``, numpy values as Python's): what ``--json`` prints."""
+    import math
 
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and math.isnan(v):
+            return None
+        return v.item() if hasattr(v, "item") else v
+
+    out = [{k: clean(v) for k, v in r.items()} for r in changes.to_dict("records")]
+    out += [{"target": "concept", **{k: clean(v) for k, v in r.items()}}
+            for r in guarantee.to_dict("records")]
+    return out
 
 def run_amnesic(model: str, *, peers: Peers, concept: str, targets: Sequence[str],
                 lang: str = "en",
