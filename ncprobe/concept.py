@@ -16,13 +16,41 @@ files) open until :meth:`Concept.close`, or the end of its ``with`` block.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from .errors import UsageError
 
-__all__ = ["Concept", "ConceptRows", "Side"]
+__all__ = ["Concept", "ConceptRows", "FittedOn", "Side"]
+
+
+@dataclass(frozen=True)
+class FittedOn:
+    """The rows a concept's erasers were fitted on (:attr:`Concept.fitted_on`), named as the
+    probe that offers the concept names them (:attr:`Side.ids`): a target probe that trains
+    on rows of its own asks :meth:`shared` which of them the erasers saw. Where a target's
+    classifier trains on those very rows, LEACE's guarantee alone sends it to chance: its
+    change says nothing of what the model uses.
+
+    Attributes:
+        probe: the probe whose data the rows are (the concept's :attr:`Concept.meta`
+            ``probe``).
+        lang: their language.
+        ids: the training rows' ids.
+    """
+
+    probe: str
+    lang: str
+    ids: frozenset[str]
+
+    def shared(self, probe: str, lang: str, ids: Iterable[str]) -> frozenset[str]:
+        """Those of ``ids`` (rows of ``probe``'s data in ``lang``, named as :attr:`Side.ids`
+        names them) that the erasers were fitted on; none for another probe's data or
+        language."""
+        if (probe, lang) != (self.probe, self.lang):
+            return frozenset()
+        return self.ids & frozenset(ids)
 
 
 @dataclass(frozen=True)
@@ -113,7 +141,9 @@ class Concept:
         held: the held-out rows (LEACE's guarantee is checked on them), or ``None``.
         close: what lets the vectors' source go (the embedding store's files).
         meta: what the concept was made of, JSON-ready (probe, model, language, options, the
-            model's fingerprint, the data files read), for the run that uses it.
+            model's fingerprint, the data files read), for the run that uses it; its
+            ``probe`` and ``lang`` name whose rows the training rows are
+            (:attr:`fitted_on`).
         notes: what was noticed making it, one line each.
 
     Raises:
@@ -144,6 +174,21 @@ class Concept:
         return (f"Concept({self.name!r}, classes={self.classes}, {len(self.views)} views, "
                 f"{len(self.train.at)} training rows, "
                 f"{'no' if self.held is None else len(self.held.at)} held-out rows)")
+
+    @property
+    def fitted_on(self) -> FittedOn:
+        """The rows its erasers are fitted on: its training rows, of the probe and language
+        its :attr:`meta` names (``probe``, ``lang``).
+
+        Raises:
+            ValueError: a concept whose meta names no probe or language.
+        """
+        missing = [k for k in ("probe", "lang") if not self.meta.get(k)]
+        if missing:
+            raise ValueError(f"concept {self.name!r}: its meta names no {' or '.join(missing)}"
+                             ": whose rows its erasers were fitted on is unknown")
+        return FittedOn(str(self.meta["probe"]), str(self.meta["lang"]),
+                        frozenset(str(i) for i in self.train.ids))
 
     @property
     def view_names(self) -> tuple[str, ...]:

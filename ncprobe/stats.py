@@ -616,9 +616,27 @@ def paired_bootstrap_rho_diff(a: ArrayLike, b: ArrayLike, gold: ArrayLike, *,
     if len(diffs) == 0:
         return RhoDifference(rho_a, rho_b, diff, math.nan, math.nan, math.nan, n)
     lo, hi = _percentiles(diffs, level)
-    k = min(int(np.sum(diffs <= 0.0)), int(np.sum(diffs >= 0.0)))
-    p = min(1.0, 2.0 * (k + 1) / (len(diffs) + 1))
-    return RhoDifference(rho_a, rho_b, diff, lo, hi, p, n, p_bound=k == 0 and p < 1.0)
+    p, bound = bootstrap_p(diffs)
+    return RhoDifference(rho_a, rho_b, diff, lo, hi, p, n, p_bound=bound)
+
+
+def bootstrap_p(diffs: ArrayLike) -> tuple[float, bool]:
+    """The two-sided bootstrap p-value of a difference of 0 from its resampled differences
+    (NaN left out; ``B`` remain): with ``k_le`` of them ``<= 0`` and ``k_ge`` ``>= 0``,
+    ``p = min(1, 2 (min(k_le, k_ge) + 1) / (B + 1))``, and whether it is only the floor of
+    ``B`` resamples (no resample on the other side of 0, ``p < 1``: a bound above the true
+    p). NaN (and no bound) for no difference.
+
+    >>> bootstrap_p([0.5, 1.0, -0.2, 2.0])
+    (0.8, False)
+    """
+    d = np.asarray(diffs, dtype=np.float64)
+    d = d[~np.isnan(d)]
+    if len(d) == 0:
+        return math.nan, False
+    k = min(int(np.sum(d <= 0.0)), int(np.sum(d >= 0.0)))
+    p = min(1.0, 2.0 * (k + 1) / (len(d) + 1))
+    return p, k == 0 and p < 1.0
 
 
 def _valid_correlations(n: int, *rs: float) -> bool:

@@ -10,17 +10,25 @@ business: a probe never asks, and a transform is told only where the vectors com
 A transformed run records the transform's :attr:`~VectorTransform.fingerprint` in its
 metadata (``transform``), so its run id differs from the plain run's and neither is ever
 taken for, or written over, the other.
+
+A transform may also act **inside the forward pass**: one with an ``intervention`` (an
+:class:`ncprobe.encoders._intervene.Intervention`: a layer's hidden state changed at some
+positions) is applied by the encoder of every probe that takes it (:func:`in_forward`, where
+the probe has its encoder): the vectors are those of the changed pass, cached under the
+encoder's fingerprint, which names the intervention; such a transform then leaves the vectors
+it is handed as they are.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from .errors import UsageError
 
-__all__ = ["META_KEY", "VectorTransform", "apply_transform", "check_transform", "note"]
+__all__ = ["META_KEY", "VectorTransform", "apply_transform", "check_transform", "in_forward",
+           "note"]
 
 #: The key of a run's metadata (``run.json``) that holds the transform's fingerprint; a plain
 #: run has none.
@@ -96,3 +104,26 @@ def apply_transform(transform: VectorTransform, view: str, level: str, vectors: 
                          f"vectors for the {given.shape} of view {view}, level {level}: a "
                          "transform returns one vector of the same size per row")
     return np.asarray(out, dtype=given.dtype)
+
+
+def in_forward(encoder: Any, transform: VectorTransform | None) -> Any:
+    """The encoder a probe encodes with under ``transform``: ``encoder`` itself, or, for a
+    transform with an ``intervention`` (the module says what), ``encoder`` with it applied in
+    its forward pass (``encoder.with_intervention``).
+
+    Raises:
+        UsageError: the transform acts in the forward pass and the model has none to act in
+            (static vectors, ELMo, an API model), naming both; the encoder's own (a layer the
+            model does not have).
+    """
+    change = getattr(transform, "intervention", None) if transform is not None else None
+    if change is None:
+        return encoder
+    make = getattr(encoder, "with_intervention", None)
+    if make is None:
+        assert transform is not None
+        raise UsageError(f"{transform.fingerprint} acts inside the forward pass, and "
+                         f"{getattr(encoder, 'name', encoder)!r} has no forward pass to act in "
+                         "(static vectors, ELMo or an API model): use a transformer model, or "
+                         "transform the stored vectors")
+    return make(change)

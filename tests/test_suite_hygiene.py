@@ -106,54 +106,60 @@ def test_the_test_tree_mirrors_the_package() -> None:
 
 # --- the tiny models: one model in every process ------------------------------------------
 
-#: Builds every tiny model of tests/tiny_models.py under argv[1] and prints what a test sees
-#: of them: the vocabularies, a few words' tokens, and a hash of each file the models wrote.
+#: Defines ``seen(root)``: builds every tiny model of tests/tiny_models.py under ``root`` and
+#: returns, as JSON, what a test sees of them: the vocabularies, a few words' tokens, and a hash
+#: of each file the models wrote. Run as a script (``-c``), it prints ``seen(argv[1])``.
 _BUILD_TINY_MODELS = """
 import hashlib, json, sys
 from pathlib import Path
 from tests.tiny_models import _tokenizer, make_st_dir, tiny_bert, tiny_llama, write_tiny_elmo
 
-root = Path(sys.argv[1])
-bert = tiny_bert(root / "bert")
-tiny_llama(root / "llama")
-make_st_dir(bert, root / "st")
-write_tiny_elmo(root / "elmo")
-words = ["beaver", "eager beaver", "montanha-russa", "coração", "research lab", "zebra"]
-out = {"files": {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-                 for p in sorted(root.rglob("*")) if p.is_file()}}
-for kind in ("bert", "llama"):
-    tok = _tokenizer(kind)
-    out[kind] = {"vocab": sorted(tok.get_vocab().items()),
-                 "tokens": [tok.tokenize(w) for w in words],
-                 "ids": [tok(w)["input_ids"] for w in words]}
-print(json.dumps(out))
+def seen(root):
+    root = Path(root)
+    bert = tiny_bert(root / "bert")
+    tiny_llama(root / "llama")
+    make_st_dir(bert, root / "st")
+    write_tiny_elmo(root / "elmo")
+    words = ["beaver", "eager beaver", "montanha-russa", "coração", "research lab", "zebra"]
+    out = {"files": {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                     for p in sorted(root.rglob("*")) if p.is_file()}}
+    for kind in ("bert", "llama"):
+        tok = _tokenizer(kind)
+        out[kind] = {"vocab": sorted(tok.get_vocab().items()),
+                     "tokens": [tok.tokenize(w) for w in words],
+                     "ids": [tok(w)["input_ids"] for w in words]}
+    return json.dumps(out)
+
+if __name__ == "__main__":
+    print(seen(sys.argv[1]))
 """
 
 
 @pytest.mark.slow
 def test_the_tiny_models_are_the_same_in_every_process(tmp_path: Path) -> None:
-    """Two fresh interpreters, with other hash seeds, build the same tokenizers and the same
-    model files byte for byte. A tokenizer trained at test time was not: the ``tokenizers``
-    trainer breaks ties in the order of a Rust hash map seeded anew in each process (whatever
-    PYTHONHASHSEED says), so two xdist workers tested two models, one of which split
-    "beaver" as ``be ##av ##er`` and the other as ``bea ##ver``."""
+    """Two interpreters, with other hash seeds (this one and a fresh one), build the same
+    tokenizers and the same model files byte for byte. A tokenizer trained at test time was
+    not: the ``tokenizers`` trainer breaks ties in the order of a Rust hash map seeded anew in
+    each process (whatever PYTHONHASHSEED says), so two xdist workers tested two models, one
+    of which split "beaver" as ``be ##av ##er`` and the other as ``bea ##ver``."""
     import json
     import os
     import subprocess
     import sys
 
-    runs = []
-    for seed in ("0", "12345"):  # side by side: each interpreter spends its time importing
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        runs.append(subprocess.Popen(
-            [sys.executable, "-c", _BUILD_TINY_MODELS, str(tmp_path / f"seed-{seed}")],
-            cwd=TESTS.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True))
-    seen = []
-    for run in runs:
-        stdout, stderr = run.communicate(timeout=300)
-        assert run.returncode == 0, stderr[-3000:]
-        seen.append(json.loads(stdout.strip().splitlines()[-1]))
+    # this process (an xdist worker: a fresh interpreter of its own, whose imports are paid)
+    # and a fresh one with another hash seed: two processes, one start-up instead of two
+    seed = "12345" if os.environ.get("PYTHONHASHSEED") == "0" else "0"
+    run = subprocess.Popen(
+        [sys.executable, "-c", _BUILD_TINY_MODELS, str(tmp_path / f"seed-{seed}")],
+        cwd=TESTS.parent, env={**os.environ, "PYTHONHASHSEED": seed},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    here: dict = {}
+    exec(_BUILD_TINY_MODELS, here)  # not "__main__": defines seen() only
+    seen = [json.loads(here["seen"](tmp_path / "here"))]  # while the other one runs
+    stdout, stderr = run.communicate(timeout=300)
+    assert run.returncode == 0, stderr[-3000:]
+    seen.append(json.loads(stdout.strip().splitlines()[-1]))
     first, second = seen
     # what the script wrote exists: the test compares models, not two empty listings
     assert {"bert/model.safetensors", "llama/model.safetensors", "st/2_Dense/config.json",

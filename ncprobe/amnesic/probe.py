@@ -42,7 +42,8 @@ def run_amnesic_probe(config: AmnesicConfig | None = None, /, *, peers: Peers,
         check_writable(out)
     amnesic = {"accept_modified_data": cfg.accept_modified_data}
     run = run_amnesic(cfg.model, peers=peers, concept=cfg.concept, targets=cfg.targets,
-                      lang=cfg.lang, where=cfg.where, layers=cfg.layers, folds=cfg.folds,
+                      lang=cfg.lang, where=cfg.where, erase_layer=cfg.erase_layer,
+                      positions=cfg.positions, layers=cfg.layers, folds=cfg.folds,
                       n_boot=cfg.n_boot, seed=cfg.seed, correction=cfg.correction,
                       compare_n_boot=cfg.compare_n_boot, concept_options=amnesic,
                       target_options={t: amnesic for t in cfg.targets}, data_dir=data_dir,

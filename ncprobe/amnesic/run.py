@@ -21,15 +21,26 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import N_BOOT
 from ..errors import UsageError
+from ..probes.options import COMPARE_N_BOOT
 from .fit import FOLDS, fit_concept
+from .forward import forward_erasure
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..probes.base import Peers
 
-#: Where the erasers apply: ``vectors``, the stored vectors as they are read.
-WHERE = ("vectors",)
+#: Where the erasers apply: ``vectors``, the stored vectors as they are read; ``forward``, a
+#: transformer's hidden state at one layer, the pass continued (:mod:`ncprobe.amnesic.forward`).
+WHERE = ("vectors", "forward")
+
+
+def forward_layers(erase_layer: int, n_layers: int) -> str:
+    """The views measured by default in the forward mode: each layer from the erased one to
+    the last (``"3,4,5,6"``): the erased layer's own view (the erasure itself) and every later
+    one (the model's answer to it). Those before it are the plain pass's, unchanged by
+    construction: measured, they would only widen the family of tests."""
+    return ",".join(str(i) for i in range(erase_layer, n_layers + 1))
 #: The columns the run puts before the targets' own.
 RUN_COLUMNS = ("concept", "where", "erase_layer")
 
@@ -73,7 +84,8 @@ def json_rows(changes: pd.DataFrame, guarantee: pd.DataFrame) -> list[dict]:
 
 def run_amnesic(model: str, *, peers: Peers, concept: str, targets: Sequence[str],
                 lang: str = "en",
-                where: str = "vectors", layers: str | None = None, folds: int = FOLDS,
+                where: str = "vectors", erase_layer: int | None = None,
+                positions: str | None = None, layers: str | None = None, folds: int = FOLDS,
                 n_boot: int = N_BOOT, seed: int = 0, correction: str = "holm",
                 compare_n_boot: int | None = None,
                 concept_options: Mapping[str, Any] | None = None,
@@ -89,13 +101,22 @@ def run_amnesic(model: str, *, peers: Peers, concept: str, targets: Sequence[str
             Python, :data:`ncprobe.probes.PEERS`).
         concept: the probe whose labels are the concept (``astitch``, ``ncimp``).
         targets: the probes measured (``ncimp``, ``astitch``), each once.
-        where: ``vectors`` (the stored vectors as they are read).
-        layers: the transformer layer views, the same for the concept and every target.
+        where: ``vectors`` (the stored vectors as they are read, each view by its own
+            eraser) or ``forward`` (the hidden state of ``erase_layer`` erased in the
+            forward pass, the pass continued).
+        erase_layer: the layer erased in the forward pass (``0``: the embeddings' output);
+            only with ``where="forward"``, and there required.
+        positions: where in the sentence the forward pass is erased: ``span`` (the
+            expression's tokens, the default) or ``all``; only with ``where="forward"``.
+        layers: the transformer layer views, the same for the concept and every target
+            (forward: the targets' views, default :func:`forward_layers`: the erased layer
+            and every later one; the concept is read at the erased layer's own view).
         folds: the folds by group of a concept without held-out rows.
         n_boot, seed, correction: the runs' intervals, every resample's seed, the
             correction.
         compare_n_boot: the resamples of the changes' paired intervals and tests (``None``:
-            as ``ncprobe compare``, :data:`ncprobe.probes.options.COMPARE_N_BOOT`).
+            as ``ncprobe compare``, :data:`ncprobe.probes.options.COMPARE_N_BOOT`), resolved
+            here once and handed to every target as a number.
         concept_options: the concept probe's own options (its ``concept`` documents them).
         target_options: per target, its run options (e.g. ``{"astitch": {"within_draws":
             5}}``).
@@ -110,8 +131,17 @@ def run_amnesic(model: str, *, peers: Peers, concept: str, targets: Sequence[str
     import pandas as pd
 
     if where not in WHERE:
-        raise UsageError(f"where={where!r}: the erasers apply in {', '.join(WHERE)} (the "
-                         "forward pass is not built yet)")
+        raise UsageError(f"where={where!r} (--where): the erasers apply in {', '.join(WHERE)}")
+    if where == "vectors":
+        given = [f"{k}={v!r}" for k, v in (("erase_layer", erase_layer),
+                                             ("positions", positions)) if v is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} has no effect with where='vectors' (every "
+                             "view is erased by its own eraser as it is read): give "
+                             "where='forward' (--where forward) to erase inside the pass")
+    else:
+        positions = positions or "span"
+        n_layers = check_forward(model, lang, erase_layer, positions)
     names = list(targets)
     if not names:
         raise UsageError("give at least one target probe (targets=...)")
@@ -123,30 +153,81 @@ def run_amnesic(model: str, *, peers: Peers, concept: str, targets: Sequence[str
     if stray:
         raise UsageError(f"options for {', '.join(stray)}, which is no target of this run "
                          f"(targets: {', '.join(names)})")
+    for t, probe in probes.items():  # what a target refuses, before any work
+        probe.check_target(lang, **dict((target_options or {}).get(t, {})))
     say = on_step or (lambda _: None)
+    resamples = COMPARE_N_BOOT if compare_n_boot is None else compare_n_boot
     run = {"data_dir": data_dir, "cache": cache, "cache_dir": cache_dir, "progress": progress}
     say(f"concept {concept}: {model}'s vectors of its rows ({lang})")
-    with peers.concept(concept, model, lang, layers=layers, **run,
+    at = layers if where == "vectors" else str(erase_layer)  # forward: the erased layer's view
+    with peers.concept(concept, model, lang, layers=at, **run,
                      **dict(concept_options or {})) as found:
+        if where == "forward" and found.held is None:
+            raise UsageError(f"concept {found.name}: without held-out rows its erasers are "
+                             "fitted per fold of groups (no expression erased by an eraser "
+                             "fitted on itself), and a forward pass is shared by every "
+                             "stimulus of a sentence whatever its group: erase in the forward "
+                             "pass with a concept that has held-out rows (--concept astitch), "
+                             "or erase the stored vectors (--where vectors)")
         fitted = fit_concept(found, folds=folds, seed=seed, on_view=lambda v, lv, i, n: say(
             f"fitting the erasers of view {v}, level {lv} ({i + 1}/{n})"))
         name, notes, concept_meta = found.name, list(found.notes), dict(found.meta)
-    transforms = {"plain": None, "erased": fitted.erased, "control": fitted.control}
+        fitted_on = found.fitted_on
+    transforms: dict[str, Any] = {"plain": None, "erased": fitted.erased,
+                                  "control": fitted.control}
+    if where == "forward":
+        assert erase_layer is not None and positions is not None
+        transforms = {"plain": None, **{c: forward_erasure(
+            t.erasers, erase_layer, positions, t.what) for c, t in transforms.items() if t}}
+        layers = layers or forward_layers(erase_layer, n_layers)
     parts = []
     for t, probe in probes.items():
         say(f"target {t}: plain, erased and control runs")
         rows = probe.target_rows(model, lang, transforms, layers=layers, n_boot=n_boot,
                                  seed=seed, correction=correction,
-                                 compare_n_boot=compare_n_boot, **run,
+                                 compare_n_boot=resamples, fitted_on=fitted_on, **run,
                                  **dict((target_options or {}).get(t, {})))
         parts.append(rows)
     rows = pd.concat(parts, ignore_index=True)
-    for i, (col, value) in enumerate(zip(RUN_COLUMNS, (name, where, "each"), strict=True)):
+    erased_at = "each" if where == "vectors" else str(erase_layer)
+    for i, (col, value) in enumerate(zip(RUN_COLUMNS, (name, where, erased_at), strict=True)):
         rows.insert(i, col, value)
     meta = {"model": model, "lang": lang, "concept": name, "concept_probe": concept,
             "targets": names, "where": where, "layers": layers, "folds": folds,
-            "n_boot": n_boot, "compare_n_boot": compare_n_boot, "seed": seed,
+            **({} if where == "vectors" else {"erase_layer": erase_layer,
+                                               "positions": positions}),
+            "n_boot": n_boot, "compare_n_boot": resamples, "seed": seed,
             "correction": correction,
-            "erased": fitted.erased.fingerprint, "control": fitted.control.fingerprint,
+            "erased": transforms["erased"].fingerprint,
+            "control": transforms["control"].fingerprint,
             "concept_meta": concept_meta}
     return AmnesicRun(rows, fitted.guarantee, meta, [*notes, *fitted.notes])
+
+
+def check_forward(model: str, lang: str, erase_layer: int | None, positions: str) -> int:
+    """The model's number of layers, once a forward-mode run is checked before any work: no
+    ``erase_layer``, unknown positions, a model without a forward pass to erase in (static
+    vectors, ELMo, an API model), a layer the model does not have are refused.
+
+    Raises:
+        UsageError: naming the option and what to give.
+    """
+    from ..encoders import load_encoder
+    from .forward import POSITION_LEVEL
+
+    if erase_layer is None:
+        raise UsageError("where='forward' needs the layer to erase (--erase-layer L; 0: the "
+                         "embeddings' output)")
+    if positions not in POSITION_LEVEL:
+        raise UsageError(f"positions={positions!r} (--positions): give one of "
+                         f"{', '.join(POSITION_LEVEL)}")
+    encoder = load_encoder(model, lang)  # a transformer's reads its config only
+    if not hasattr(encoder, "with_intervention"):
+        raise UsageError(f"--where forward: {model} has no forward pass to erase in (static "
+                         "vectors, ELMo or an API model): give a transformer model, or erase "
+                         "its stored vectors (--where vectors)")
+    n = int(encoder.n_layers)
+    if not 0 <= erase_layer <= n:
+        raise UsageError(f"--erase-layer {erase_layer}: {model} has layers 0 (the embeddings) "
+                         f".. {n}; give one of them")
+    return n

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..probes.base import Peers, Probe
 from .config import AmnesicConfig
 from .results import AmnesicResults
+
+if TYPE_CHECKING:
+    from ..probes.options import Option
 
 
 class AmnesicProbe(Probe):
@@ -17,7 +21,7 @@ class AmnesicProbe(Probe):
     name = "amnesic"
     asks = ("Does erasing what a probe finds (LEACE) change what the other probes measure, "
             "more than erasing random directions of the same rank?")
-    data = "the concept's and the targets' data (AStitch, NCIMP): none of its own"
+    data = "the concept's and the targets' data (AStitch, NCIMP, NCC): none of its own"
     help = "amnesic probing: erase a probe's concept (LEACE), re-measure the other probes"
     description = (
         "Fit LEACE erasers of a concept (a probe's own labels: AStitch's idiomatic or literal "
@@ -66,11 +70,39 @@ class AmnesicProbe(Probe):
                              "probes")
         return self.peers
 
-    def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
-        from ..errors import UsageError
+    def compare_options(self) -> tuple[Option, ...]:
+        """``--correct`` only: the comparison resamples nothing (:meth:`AmnesicResults.
+        compare`), so ``--n-boot`` and ``--seed`` would do nothing and are refused."""
+        from ..probes.options import compare_test_options
 
-        raise UsageError("ncprobe compare of amnesic results is not built yet: each run's "
-                         "erased-vs-control tests are in its changes table")
+        return tuple(o for o in compare_test_options() if o.flags[0] == "--correct")
+
+    def compare_from_args(self, args: argparse.Namespace, out: Path | None) -> int:
+        """``ncprobe compare A B`` of two amnesic runs: A's erased-vs-control change against
+        B's, cell by cell (:meth:`AmnesicResults.compare`), printed and, with ``--out``,
+        written."""
+        from ..errors import UsageError
+        from ..probes.commands import write_comparison
+        from .results import comparison_table
+
+        if not args.results_b:
+            raise UsageError("amnesic results: give two sides (RESULTS_A RESULTS_B); each "
+                             "run's erased-vs-control tests are in its changes table")
+        a, b = (AmnesicResults.load_many([side], exclude=args.exclude,
+                                         accept_edited=args.accept_edited_results)
+                for side in (args.results_a, args.results_b))
+        df = a.compare(b, names=[args.results_a, args.results_b],
+                       correction=getattr(args, "correct", None))
+        markdown, latex = comparison_table(df)
+        edited = a.edited_lines() + b.edited_lines()
+        text = "".join(f"{line}\n\n" for line in edited) + markdown
+        print(text, end="")
+        if out is not None:
+            write_comparison(out, df, markdown="amnesic probing: erased - control, run A "
+                             "against run B (ncprobe compare)\n\n" + text, latex=latex,
+                             overwrite=args.overwrite)
+            print(f"written to {out}", file=sys.stderr)
+        return 0
 
     def models_text(self) -> str:
         return ("Any model the concept's and the targets' probes run (`ncprobe models`); "

@@ -16,6 +16,11 @@ same options, each with its vector transform (``None``: plain). Their rows, on t
   cells (:func:`ncprobe.astitch.stats.paired_tests`: the paired interval, and the cluster swap
   permutation test). Each kind of ``erased - control`` test is corrected over every cell of
   the target in the run (its views, levels, contexts, scores or settings: the design).
+
+A setting whose training split holds rows the concept's erasers were fitted on (the AStitch
+concept's, few-shot by default) has its macro-F1 rows marked ``shares_concept_rows``: its
+linear probe is trained on the erased training rows themselves, so LEACE's guarantee alone
+sends it to chance, whatever the model uses.
 """
 
 from __future__ import annotations
@@ -25,13 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..intervention import CHANGES, TARGET_COLUMNS, TARGET_RUNS, TESTED
-from ..significance import ALPHA
-from ..stats import correct
+from ..intervention import CHANGES, TARGET_COLUMNS, TARGET_RUNS, TESTED, correct_family
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..concept import FittedOn
     from ..transform import VectorTransform
 
 #: What AStitch's intervals and tests resample.
@@ -39,20 +43,31 @@ UNIT = "expressions"
 _CELL = ("layer", "level", "context")
 
 
+#: The target's metrics in a run's tables: the table, the rows kept (column: value), the
+#: metric's name (from a row's columns), and the columns of its value and interval.
+_METRICS: dict[str, tuple[dict[str, str], str, tuple[str, str, str]]] = {
+    "auroc": ({"split": "test", "subset": "all"}, "auroc {score}",
+              ("auroc", "ci_low", "ci_high")),
+    "linear": ({"probe_kind": "linear", "subset": "all"}, "macro-F1 {setting}",
+               ("macro_f1", "f1_low", "f1_high")),
+}
+
+
+def _kept(table: pd.DataFrame, keep: Mapping[str, str]) -> pd.DataFrame:
+    """The rows of ``table`` whose columns hold ``keep``'s values."""
+    for col, value in keep.items():
+        table = table[table[col].astype(str) == value]
+    return table
+
+
 def _condition_rows(condition: str, res: Any) -> list[dict]:
+    """One run's rows of every metric (:data:`_METRICS`), each with its interval."""
     rows = []
-    auroc = res.auroc
-    auroc = auroc[(auroc["split"].astype(str) == "test") & (auroc["subset"].astype(str) == "all")]
-    for r in auroc.to_dict("records"):
-        rows.append({"metric": f"auroc {r['score']}", **{k: str(r[k]) for k in _CELL},
-                     "condition": condition, "value": r["auroc"], "ci_low": r["ci_low"],
-                     "ci_high": r["ci_high"], "n": r["n"]})
-    lin = res.linear
-    lin = lin[(lin["probe_kind"].astype(str) == "linear") & (lin["subset"].astype(str) == "all")]
-    for r in lin.to_dict("records"):
-        rows.append({"metric": f"macro-F1 {r['setting']}", **{k: str(r[k]) for k in _CELL},
-                     "condition": condition, "value": r["macro_f1"], "ci_low": r["f1_low"],
-                     "ci_high": r["f1_high"], "n": r["n"]})
+    for table, (keep, metric, (value, low, high)) in _METRICS.items():
+        for r in _kept(getattr(res, table), keep).to_dict("records"):
+            rows.append({"metric": metric.format(**r), **{k: str(r[k]) for k in _CELL},
+                         "condition": condition, "value": r[value], "ci_low": r[low],
+                         "ci_high": r[high], "n": r["n"]})
     return rows
 
 
@@ -90,8 +105,7 @@ def _f1_changes(change: str, a: Any, b: Any, n_boot: int, seed: int, correction:
     pa = a.predictions.assign(model=a.predictions["model"].astype(str) + " [a]")
     pb = b.predictions.assign(model=b.predictions["model"].astype(str) + " [b]")
     preds = pd.concat([pa, pb], ignore_index=True)
-    lin = a.linear
-    lin = lin[(lin["probe_kind"].astype(str) == "linear") & (lin["subset"].astype(str) == "all")]
+    lin = _kept(a.linear, _METRICS["linear"][0])
     pairs = []
     for r in lin.to_dict("records"):
         key = {k: str(r[k]) for k in PRED_KEYS}
@@ -113,8 +127,8 @@ def _f1_changes(change: str, a: Any, b: Any, n_boot: int, seed: int, correction:
 
 def target_rows(model: str, lang: str, transforms: Mapping[str, VectorTransform | None], *,
                 layers: str | None = None, n_boot: int = 1000, seed: int = 0,
-                correction: str = "holm", compare_n_boot: int | None = None,
-                **run: Any) -> pd.DataFrame:
+                correction: str = "holm", compare_n_boot: int,
+                fitted_on: FittedOn | None = None, **run: Any) -> pd.DataFrame:
     """The rows of :data:`ncprobe.intervention.TARGET_COLUMNS` of ``model`` on ``lang``: one
     AStitch run per condition (``transforms``: ``plain``, ``erased``, ``control``), then the
     changes (the module says which rows).
@@ -123,19 +137,19 @@ def target_rows(model: str, lang: str, transforms: Mapping[str, VectorTransform 
         layers: the transformer layer views (AStitchConfig's ``layers``).
         n_boot, seed: the runs' intervals; the seed of every resample.
         correction: of the ``erased - control`` tests (``holm``, ``fdr_bh``, ``none``).
-        compare_n_boot: the resamples of the changes (``None``:
-            :data:`ncprobe.probes.options.COMPARE_N_BOOT`, as ``ncprobe compare``: enough for
-            a family of tens of cells to reach significance after the correction).
+        compare_n_boot: the resamples of the changes' paired intervals and tests (the
+            amnesic run resolves its default, :data:`ncprobe.probes.options.COMPARE_N_BOOT`).
+        fitted_on: the rows the concept's erasers were fitted on: the macro-F1 rows of a
+            setting whose training split holds any of them are marked
+            (``shares_concept_rows``: LEACE's guarantee alone sends that probe to chance).
         run: :func:`~ncprobe.astitch.probe.run_astitch`'s other keywords (its config's fields:
             ``settings``, ``contexts``, ...; ``data_dir``, ``cache``, ``cache_dir``,
             ``progress``).
     """
     import pandas as pd
 
-    from ..probes.options import COMPARE_N_BOOT
     from .probe import run_astitch
 
-    resamples = COMPARE_N_BOOT if compare_n_boot is None else compare_n_boot
     runs = {c: run_astitch(models=[model], langs=[lang], layers=layers, n_boot=n_boot,
                            seed=seed, correction=correction, transform=transforms[c], **run)
             for c in TARGET_RUNS}
@@ -144,20 +158,13 @@ def target_rows(model: str, lang: str, transforms: Mapping[str, VectorTransform 
         rows += _condition_rows(condition, res)
     for change in CHANGES:
         a, b = (runs[side.strip()] for side in change.split(" - "))
-        auroc = _auroc_changes(change, a, b, resamples, seed)
+        auroc = _auroc_changes(change, a, b, compare_n_boot, seed)
         if change == TESTED and auroc:  # one family: the AUROC tests of every cell
-            p = np.array([r["p"] for r in auroc], dtype=np.float64)
-            ok = np.isfinite(p)
-            corrected = np.full(len(p), np.nan)
-            corrected[ok] = correct(p[ok], correction)  # type: ignore[arg-type]
-            for r, pc in zip(auroc, corrected, strict=True):
-                r.update(p_corrected=float(pc), significant=bool(pc <= ALPHA),
-                         family=f"astitch AUROC: erased vs control, every cell "
-                                f"({int(ok.sum())} tests)")
+            correct_family(auroc, correction, "astitch AUROC: erased vs control, every cell")
         else:
             for r in auroc:
                 r["p"] = np.nan
-        f1 = _f1_changes(change, a, b, resamples, seed, correction)
+        f1 = _f1_changes(change, a, b, compare_n_boot, seed, correction)
         for r in f1:
             if change == TESTED:
                 r["family"] = f"astitch macro-F1: erased vs control, every cell ({len(f1)} tests)"
@@ -166,4 +173,26 @@ def target_rows(model: str, lang: str, transforms: Mapping[str, VectorTransform 
         rows += auroc + f1
     out = pd.DataFrame(rows, columns=list(TARGET_COLUMNS))
     out["target"], out["unit"] = "astitch", UNIT
+    settings = _kept(runs["plain"].linear, _METRICS["linear"][0])["setting"].astype(str)
+    out["shares_concept_rows"] = out["metric"].isin(_sharing(
+        fitted_on, lang, list(dict.fromkeys(settings)), run.get("data_dir"),
+        bool(run.get("accept_modified_data", False))))
     return out
+
+
+def _sharing(fitted_on: FittedOn | None, lang: str, settings: list[str], data_dir: Any,
+             accept_modified: bool) -> set[str]:
+    """The macro-F1 metrics of ``settings`` whose linear probe trains on rows the concept's
+    erasers were fitted on (the setting's training splits, :data:`~ncprobe.astitch.SETTINGS`,
+    hold one of ``fitted_on``'s rows)."""
+    if fitted_on is None or not settings:
+        return set()
+    from ..data.astitch import load_astitch
+    from . import SETTINGS
+    from .concept import row_ids
+
+    records = load_astitch(lang, data_dir, accept_modified=accept_modified).records
+    ids = row_ids(records)
+    split = np.array([r.split for r in records], dtype=object)
+    return {f"macro-F1 {s}" for s in settings
+            if fitted_on.shared("astitch", lang, ids[np.isin(split, SETTINGS[s])])}

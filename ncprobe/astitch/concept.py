@@ -33,7 +33,7 @@ from ..errors import UsageError
 from ..schema import OWN_VIEW
 from . import IDIOMATIC, LANGS, LITERAL, SETTINGS
 
-__all__ = ["LABEL_NAMES", "DEFAULT_SETTING", "OPTIONS", "astitch_concept"]
+__all__ = ["LABEL_NAMES", "DEFAULT_SETTING", "OPTIONS", "astitch_concept", "row_ids"]
 
 #: The concept's classes, in the order of the files' labels (0 idiomatic, 1 not idiomatic).
 LABEL_NAMES: tuple[str, ...] = tuple(name for _, name in sorted(
@@ -49,6 +49,13 @@ CONTEXT = "excluded"
 OPTIONS: dict[str, Any] = {"setting": DEFAULT_SETTING, "device": None, "dtype": None,
                            "store_dtype": "float32", "batch_size": 32,
                            "accept_modified_data": False}
+
+
+def row_ids(records: Any) -> np.ndarray:
+    """Each record's id as the concept names its rows (``<split>:<row>``,
+    :attr:`~ncprobe.concept.Side.ids`): what a target's training rows are matched on
+    (:meth:`~ncprobe.concept.FittedOn.shared`)."""
+    return np.array([f"{r.split}:{r.row}" for r in records], dtype=object)
 
 
 def astitch_concept(model: str, lang: str, *, layers: str | None = None,
@@ -114,7 +121,7 @@ def astitch_concept(model: str, lang: str, *, layers: str | None = None,
     by_split = split_rows(recs)
     label = np.array([r.label for r in recs], np.int64)
     expr = np.array([r.expression for r in recs], dtype=object)
-    ids = np.array([f"{r.split}:{r.row}" for r in recs], dtype=object)
+    ids = row_ids(recs)
 
     def side(rows: np.ndarray) -> Side:
         return Side(at[rows], label[rows], expr[rows], ids[rows])

@@ -26,7 +26,7 @@ import pandas as pd
 from ..config import config_of, takes_config
 from ..errors import DataError, UsageError
 from ..transform import META_KEY as TRANSFORM_KEY
-from ..transform import VectorTransform, check_transform
+from ..transform import VectorTransform, check_transform, in_forward
 from ..transform import note as transform_note
 from . import FEATURES, IDIOMATIC, LEVELS, LITERAL, NO_MODEL_NOTE, SETTINGS, SPLITS, VARIANTS
 from .config import OMITTED_AT_DEFAULT, AStitchConfig
@@ -307,6 +307,7 @@ def _probe_model(name: str, lang: str, encoder, stim: list, where: Minimal, y: n
     control is the linear probe's only: its originals are encoded, no paraphrase is
     scored. ``transform``: applied to each view's vectors as read (:mod:`ncprobe.transform`)."""
     cache, cache_dir, progress, jobs = caching
+    encoder = in_forward(encoder, transform)  # a transform acting in the forward pass
     todo = _originals(stim, where) if static else stim
     say(f"encoding {len(todo)} sentences (cached ones are read)")
     scores: list[pd.DataFrame] = []

@@ -16,8 +16,9 @@ from ..probes.base import Probe
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..concept import Concept
+    from ..concept import Concept, FittedOn
     from ..data.sources import UpstreamFile
+    from ..headline import Headline
     from ..probes.options import Option
     from ..transform import VectorTransform
     from .results import AStitchResults
@@ -80,14 +81,16 @@ class AStitchProbe(Probe):
     def target_rows(self, model: str, lang: str,
                     transforms: "Mapping[str, VectorTransform | None]", *,
                     layers: str | None = None, n_boot: int = 1000, seed: int = 0,
-                    correction: str = "holm", compare_n_boot: int | None = None,
+                    correction: str = "holm", compare_n_boot: int,
+                    fitted_on: "FittedOn | None" = None,
                     **options: Any) -> "pd.DataFrame":
         """The paraphrase AUROC and the linear macro-F1, plain, erased and control, and
         the paired changes over expressions (:mod:`ncprobe.astitch.amnesic`)."""
         from .amnesic import target_rows
 
         return target_rows(model, lang, transforms, layers=layers, n_boot=n_boot, seed=seed,
-                           correction=correction, compare_n_boot=compare_n_boot, **options)
+                           correction=correction, compare_n_boot=compare_n_boot,
+                           fitted_on=fitted_on, **options)
 
     def add_run_arguments(self, parser: argparse.ArgumentParser, config: type | None = None
                           ) -> None:
@@ -109,6 +112,26 @@ class AStitchProbe(Probe):
         from .cli import compare_astitch
 
         return compare_astitch(args, out)
+
+    def headline(self, results: "AStitchResults") -> "Headline":  # type: ignore[override]
+        """AStitch's headline: the linear probe's test macro-F1, zero-shot, on the
+        expression's span (level ``nc``) with its context excluded, the run's first layer
+        view (its default), every test use; resampled by expression (a cluster bootstrap, as
+        the probe's own intervals). Each model and language a row of the board (``minilm``;
+        Portuguese: ``minilm (pt)``)."""
+        from ..headline import Headline, model_rows
+        from .stats import macro_f1
+
+        df = results.predictions
+        df = df[(df["probe_kind"].astype(str) == "linear") & (df["control"].astype(str) == "")
+                & (df["setting"].astype(str) == "zero-shot") & (df["level"].astype(str) == "nc")
+                & (df["context"].astype(str) == "excluded")]
+        rows, views = model_rows(df, model="model", lang="lang", view="layer",
+                                 unit="expression", columns=["label", "predicted"])
+        return Headline(self.name, "AStitch", "macro-F1", True, "expressions", rows,
+                        lambda d: macro_f1(d["label"].to_numpy(), d["predicted"].to_numpy()),
+                        {m: "linear probe, zero-shot, level nc, context excluded, layer view "
+                            f"{v}" for m, v in views.items()})
 
     def models_text(self) -> str:
         return ("Any model `ncprobe compute` runs is probed (`ncprobe models` lists the "

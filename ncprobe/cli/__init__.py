@@ -8,8 +8,8 @@ stdout closed early by its reader (``ncprobe data info --json | head``).
 
 One module per command group (:mod:`.data`, :mod:`.run` for ``probes``, ``run`` and its
 shorthands ``compute`` and ``retrieve``, ``report`` and ``reproduce``, :mod:`.compare`,
-:mod:`.pairs`, :mod:`.models`, :mod:`.cache`; a probe's own options and run are the probe's,
-:mod:`ncprobe.probes`), each giving
+:mod:`.board`, :mod:`.pairs`, :mod:`.models`, :mod:`.cache`; a probe's own options and run are
+the probe's, :mod:`ncprobe.probes`), each giving
 every command an ``add_<command>_parser(subparsers, config)`` and a ``run_<command>(args,
 config)``; :data:`COMMANDS` registers them, in the order ``--help`` lists them. A new
 command is a new module and one entry there. The domain work is in the modules that own
@@ -32,7 +32,7 @@ from .._io import UNWRITABLE_ERRNOS, output_error
 from .._version import VERSION as __version__
 from ..errors import DataErrors, NcprobeError, UsageError
 from ..probes.options import config_from_args, config_options
-from . import cache, compare, data, models, pairs, run
+from . import board, cache, compare, data, models, pairs, run
 
 __all__ = ["COMMANDS", "Command", "EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "EXIT_USAGE",
            "build_parser", "config_from_args", "config_options", "default_config", "main"]
@@ -90,6 +90,7 @@ COMMANDS: dict[str, Command] = {
     "reproduce": Command(partial(run.add_probe_command_parser, "reproduce"),
                          partial(run.run_probe_command, "reproduce")),
     "compare": Command(compare.add_compare_parser, compare.run_compare),
+    "board": Command(board.add_board_parser, board.run_board),
     "pairs": Command(pairs.add_pairs_parser, pairs.run_pairs),
     "retrieve": Command(partial(run.add_shorthand_parser, "retrieve"),
                         partial(run.run_shorthand, "retrieve")),

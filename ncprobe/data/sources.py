@@ -115,6 +115,22 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     return default_data_dir()
 
 
+def sources_unchanged(sources: dict[str, str] | None, data_dir: str | os.PathLike | None = None
+                      ) -> bool:
+    """Whether every data file a run recorded (``sources``: its ``data_sources``, the file's
+    path in the data directory -> its git blob id) still has that content in ``data_dir``
+    (:func:`resolve_data_dir`): what keeps a finished run instead of computing it again. A
+    file that cannot be read counts as changed."""
+    root = resolve_data_dir(data_dir)
+    for name, blob in (sources or {}).items():
+        try:
+            if git_blob_sha1((root / name).read_bytes()) != blob:
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def _absolute(path: str | os.PathLike) -> Path:
     """``path`` with ``~`` expanded, made absolute from the current directory (links kept)."""
     return Path(os.path.abspath(Path(path).expanduser()))

@@ -37,6 +37,7 @@ from ._env import (
     unreachable,
     without_loading_bars,
 )
+from ._intervene import Intervention, check_intervention, intervening, position_mask
 from ._pool import POOL_BYTES, pool_layers, views_per_pass
 from ._stages import (
     Batch,
@@ -145,6 +146,8 @@ class HFEncoder:
         self._identity: str | None = None
         self._commit: str | None = None  # the hub snapshot the lazy fingerprint names
         self._half_warned = False
+        #: what the forward pass changes (:meth:`with_intervention`); ``None``: the plain pass
+        self.intervention: Intervention | None = None
         if device == "cpu":  # always there: no need to import torch to check it
             self._warn_half("cpu")
         elif device is not None:
@@ -290,7 +293,25 @@ class HFEncoder:
                 "model": fingerprint_names(self.model_id, self.name, self.copy_of)["model"],
                 "revision": self._identity,
                 "views": self.views, "dtype": self.dtype,
-                "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
+                "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION,
+                **intervention_key(self.intervention)}
+
+    def with_intervention(self, intervention: Intervention) -> "HFEncoder":
+        """This encoder with ``intervention`` applied in every forward pass
+        (:mod:`~ncprobe.encoders._intervene`: a layer's hidden state changed at some
+        positions, the pass continued from it); its fingerprint names the intervention, so
+        its vectors are cached apart from the plain pass's. The weights are shared; this
+        encoder is left as it is.
+
+        Raises:
+            UsageError: a layer the model does not have (naming its layers), unknown positions.
+        """
+        import copy
+
+        check_intervention(intervention, self.n_layers, self.name)
+        new = copy.copy(self)
+        new.intervention = intervention
+        return new
 
     # --- a batch, in stages (see StagedEncoder; ncprobe.batches overlaps them) ------------
 
@@ -338,7 +359,7 @@ class HFEncoder:
                        pad_type_id=tok.pad_token_type_id,
                        pin=self.model.device.type == "cuda")
 
-    def run(self, batch: Batch, own=None):
+    def run(self, batch: Batch, own=None, intervention: Intervention | None = None):
         """The forward pass and the pooling of a batch, queued on the model's device:
         ``(model inputs, model output, flat, layout)``, ``flat`` the float32 tensor of
         :func:`~._pool.pool_layers` (on the device of the last hidden states) and ``layout``
@@ -347,12 +368,20 @@ class HFEncoder:
         Args:
             own: ``own(inputs, output)``, a ``(B, E)`` tensor laid out after the views (a
                 model's own sentence embedding), run under the same inference mode.
+            intervention: applied in the pass (default: :attr:`intervention`).
         """
         import torch
 
         inputs, (word_ids, n_words, starts, ends) = to_device(batch, self.model.device)
+        change = intervention if intervention is not None else self.intervention
         with torch.inference_mode():
-            out = self.model(**inputs, output_hidden_states=True)
+            if change is None:
+                out = self.model(**inputs, output_hidden_states=True)
+            else:
+                mask = position_mask(change.positions, word_ids, starts, ends,
+                                     inputs["attention_mask"])
+                with intervening(self.model, self.n_layers, change, mask):
+                    out = self.model(**inputs, output_hidden_states=True)
             extra = own(inputs, out) if own is not None else None
             flat = pool_layers(out.hidden_states, self.views, word_ids, n_words, starts, ends,
                                batch.max_words, per_pass=self.views_per_pass, own=extra)
@@ -396,6 +425,12 @@ class HFEncoder:
     def encode(self, sentences: Sequence[Sequence[str]], spans: Sequence[tuple[int, int]]
                ) -> Encoded:
         return encode_in_stages(self, sentences, spans)
+
+
+def intervention_key(intervention: Intervention | None) -> dict:
+    """The part of an encoder's fingerprint that names its intervention (none for the plain
+    pass: a plain encoder's fingerprint, and so its cache entry, is as it always was)."""
+    return {} if intervention is None else {"intervention": intervention.fingerprint}
 
 
 def attr_getter(config):

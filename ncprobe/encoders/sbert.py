@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, ClassVar, Sequence
 
 import numpy as np
 
-from ..errors import ModelUnavailableError, NcprobeError
+from ..errors import ModelUnavailableError, NcprobeError, UsageError
 from ..schema import OWN_VIEW
 from ._env import hf_unavailable, parse_dtype, require_hf, torch_device, without_loading_bars
+from ._intervene import Intervention, check_intervention
 from ._stages import Batch, Tokens, Transfer
 from .base import Encoded, encode_in_stages
 from .hf import (
@@ -47,6 +48,7 @@ from .hf import (
     describe_model,
     fingerprint_names,
     hub_file,
+    intervention_key,
     snapshot_commit,
     unreadable_weight_errors,
     weights_identity,
@@ -90,12 +92,14 @@ class SBertEncoder:
         self._st: SentenceTransformer | None = None
         self._tokens: HFEncoder | None = None
         self._identity: str | None = None
+        #: what the transformer's forward pass changes (:meth:`with_intervention`)
+        self.intervention: Intervention | None = None
         desc = describe_st(model_id, revision)
         self._desc = desc
         if desc is None or desc.config is None:  # files ncprobe cannot read: load now
             self._load()
             return
-        _, self.dim, _, self.views = config_shape(desc.config_get, layers)
+        self.n_layers, self.dim, _, self.views = config_shape(desc.config_get, layers)
 
     # --- loading ----------------------------------------------------------------------------
 
@@ -178,7 +182,7 @@ class SBertEncoder:
         tokens = HFEncoder(model_id, layers=self._layers, device=device, dtype=self._dtype_arg,
                            tokenizer=module.tokenizer, model=auto_model, name=self.name)
         if desc is None or desc.config is None:
-            self.views, self.dim = tokens.views, tokens.dim
+            self.n_layers, self.views, self.dim = tokens.n_layers, tokens.views, tokens.dim
         if desc is None:  # transformers 4 records the snapshot it loaded
             self._desc = ModelFiles(None, model_id,
                                     getattr(auto_model.config, "_commit_hash", None))
@@ -194,7 +198,20 @@ class SBertEncoder:
         return {"family": "sbert", **fingerprint_names(self.model_id, self.name, self.copy_of),
                 "revision": self._identity,
                 "views": self.views, "dtype": self.dtype,
-                "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION}
+                "pooling": "subtoken-mean/word-mean", "format": FORMAT_VERSION,
+                **intervention_key(self.intervention)}
+
+    def with_intervention(self, intervention: Intervention) -> "SBertEncoder":
+        """This encoder with ``intervention`` applied in its transformer's forward pass (as
+        :meth:`HFEncoder.with_intervention <ncprobe.encoders.hf.HFEncoder.with_intervention>`):
+        the layer views and the model's own sentence embedding are those of the changed pass,
+        and both fingerprints name the intervention. This encoder is left as it is."""
+        import copy
+
+        check_intervention(intervention, self.n_layers, self.name)
+        new = copy.copy(self)
+        new.intervention = intervention
+        return new
 
     def own_fingerprint(self) -> dict:
         """The store entry of the model's own sentence embedding (``Encoded.own``): the
@@ -232,7 +249,7 @@ class SBertEncoder:
                 features = module(features)
             return features["sentence_embedding"].float()
 
-        _, _, flat, layout = self.tokens.run(batch, own=own)
+        _, _, flat, layout = self.tokens.run(batch, own=own, intervention=self.intervention)
         return Transfer(flat, layout)
 
     def collect(self, launched: Transfer) -> Encoded:
@@ -267,6 +284,10 @@ class SBertEncoder:
         """
         import torch
 
+        if self.intervention is not None:  # its passes run the model's modules, unhooked
+            raise UsageError(f"{self.name}: raw texts (retrieval) are encoded without an "
+                             "intervention in the forward pass; intervene on word-split "
+                             "sentences (encode)")
         st = self.st
         texts = list(texts)
         prompt = _default_prompt(st)

@@ -531,27 +531,63 @@ def _accepts(lm, name: str) -> bool:
         return False
 
 
+def compound_tokens(tokenizer, prompts: Sequence[str], inputs: Sequence[list[int]],
+                    compounds: Sequence[str]) -> list[list[bool]]:
+    """Per prompt, per token of its model input (:func:`_model_inputs`): whether the token
+    covers characters of an occurrence of the item's compound in the prompt (its sentence and
+    the template's ``{{noun compound}}``); special tokens never do. The positions an
+    intervention at ``span`` acts on.
+
+    Raises:
+        DataError: a prompt in which its compound does not occur.
+    """
+    got = tokenizer(list(prompts), add_special_tokens=True, return_offsets_mapping=True)
+    out = []
+    for prompt, ids, offsets, nc in zip(prompts, inputs, got["offset_mapping"], compounds,
+                                        strict=True):
+        spans = [(m.start(), m.end()) for m in re.finditer(re.escape(nc), prompt)]
+        if not spans:
+            raise DataError(f"the compound {nc!r} does not occur in its prompt: no token to "
+                            "intervene on")
+        out.append([e > b and any(b < s1 and e > s0 for s0, s1 in spans)
+                    for b, e in list(offsets)[:len(ids)]])
+    return out
+
+
 def _letter_logprobs(lm, device, batches: Sequence[list[list[int]]], pad_id: int,
-                     letter_ids: Sequence[int], bar=None) -> list[np.ndarray]:
-    """The four letters' log-probabilities after each prompt, batch by batch (left padded)."""
+                     letter_ids: Sequence[int], bar=None, intervention: Any = None,
+                     marks: Sequence[list[list[bool]]] | None = None) -> list[np.ndarray]:
+    """The four letters' log-probabilities after each prompt, batch by batch (left padded);
+    with ``intervention``, applied in each pass at the tokens ``marks`` flags (per batch, per
+    prompt, per token; ``None``: every token of the prompt)."""
+    import contextlib
+
     import torch
+
+    from ..encoders._intervene import intervening
 
     positions, keep = _accepts(lm, "position_ids"), _accepts(lm, "logits_to_keep")
     index = torch.tensor(list(letter_ids), device=device)
     out: list[np.ndarray] = []
-    for batch in batches:
+    for b, batch in enumerate(batches):
         width = max(len(ids) for ids in batch)
         input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
+        acted = torch.zeros((len(batch), width), dtype=torch.bool)
         for r, ids in enumerate(batch):
             input_ids[r, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
             mask[r, width - len(ids):] = 1
+            acted[r, width - len(ids):] = (torch.tensor(marks[b][r], dtype=torch.bool)
+                                           if marks is not None else True)
         kw: dict[str, Any] = {"input_ids": input_ids.to(device), "attention_mask": mask.to(device)}
         if positions:  # the real tokens at 0.., as without padding (absolute positions)
             kw["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0).to(device)
         if keep:  # only the last position's logits: a large vocabulary x every position
             kw["logits_to_keep"] = 1
-        with torch.inference_mode():
+        hooks = (contextlib.nullcontext() if intervention is None else
+                 intervening(lm, int(lm.config.num_hidden_layers), intervention,
+                             acted.to(device)))
+        with torch.inference_mode(), hooks:
             logits = lm(**kw).logits[:, -1, :].float()
             lp = torch.log_softmax(logits, dim=-1).index_select(-1, index)
         out.extend(lp.cpu().numpy().astype(np.float64))
@@ -571,7 +607,7 @@ def _answer(item: ItemLike, logprobs: Sequence[float]) -> BehaviourAnswer:
 def answer_items(model: str | os.PathLike, items: Sequence[ItemLike], prompt: str, *,
                  device: str | None = None, dtype: str | None = None, batch_size: int = 8,
                  cache_dir: str | os.PathLike | None = None, use_cache: bool = True,
-                 progress: bool = False) -> BehaviourAnswers:
+                 progress: bool = False, intervention: Any = None) -> BehaviourAnswers:
     """A local causal LM's zero-shot answer to each item (the rule: module docstring).
 
     Args:
@@ -585,6 +621,12 @@ def answer_items(model: str | os.PathLike, items: Sequence[ItemLike], prompt: st
             in its ``behaviour/`` folder.
         use_cache: read and write the cached answers.
         progress: a progress bar on stderr (tqdm) while answers are computed.
+        intervention: applied in every forward pass (an
+            :class:`~ncprobe.encoders._intervene.Intervention`, e.g. a concept's eraser at a
+            layer: :class:`ncprobe.amnesic.forward.ForwardErasure`'s): at the tokens of the
+            item's compound (``span``: every occurrence in the prompt) or every token
+            (``all``); its answers are cached apart from the plain model's (the header names
+            its fingerprint).
 
     Returns:
         :class:`BehaviourAnswers`, in the items' order, with how many were computed now.
@@ -614,6 +656,11 @@ def answer_items(model: str | os.PathLike, items: Sequence[ItemLike], prompt: st
     tokenizer = _load_tokenizer(enc)
     rule = letter_rule(tokenizer, prompts, name)
     header = _header(fingerprint, template_sha, rule)
+    if intervention is not None:
+        from ..encoders._intervene import check_intervention
+
+        check_intervention(intervention, enc.n_layers, name)
+        header["intervention"] = intervention.fingerprint
     path = cache_file(cache_root(cache_dir) / CACHE_FOLDER, header) if use_cache else None
     stored = read_cache(path, header) if path is not None else {}
     keys = [_text_sha256(p) for p in prompts]
@@ -625,7 +672,8 @@ def answer_items(model: str | os.PathLike, items: Sequence[ItemLike], prompt: st
             check_can_write(path.parent, target=path, what="cache of the model's answers",
                             todo="choose another --cache-dir, or --no-cache")
         got = _compute(enc, tokenizer, [prompts[k] for k in todo], [ids[k] for k in todo],
-                       rule, batch_size, progress)
+                       rule, batch_size, progress, intervention,
+                       [items[k].nc for k in todo])
         ran_on = str(enc.device)
         for k, lp in zip(todo, got, strict=True):
             stored[ids[k]] = {"prompt_sha256": keys[k], "logprobs": [float(v) for v in lp]}
@@ -639,8 +687,10 @@ def answer_items(model: str | os.PathLike, items: Sequence[ItemLike], prompt: st
 
 
 def _compute(enc, tokenizer, prompts: list[str], ids: list[str], rule: LetterRule,
-             batch_size: int, progress: bool) -> list[np.ndarray]:
-    """The letters' log-probabilities of ``prompts`` (in their order)."""
+             batch_size: int, progress: bool, intervention: Any = None,
+             compounds: Sequence[str] = ()) -> list[np.ndarray]:
+    """The letters' log-probabilities of ``prompts`` (in their order), with
+    ``intervention`` in the passes where given (at its positions: ``compounds``' tokens)."""
     lm, device = _load_lm(enc)
     limit = min(int(getattr(tokenizer, "model_max_length", 0) or 10**9),
                 int(getattr(lm.config, "max_position_embeddings", 0) or 10**9))
@@ -650,6 +700,11 @@ def _compute(enc, tokenizer, prompts: list[str], ids: list[str], rule: LetterRul
     order = sorted(range(len(inputs)), key=lambda k: -len(inputs[k]))
     batches = [[inputs[k] for k in order[s:s + batch_size]]
                for s in range(0, len(order), batch_size)]
+    marks = None
+    if intervention is not None and intervention.positions == "span":
+        flags = compound_tokens(tokenizer, prompts, inputs, compounds)
+        marks = [[flags[k] for k in order[s:s + batch_size]]
+                 for s in range(0, len(order), batch_size)]
     pad = tokenizer.pad_token_id
     if pad is None:  # any id: padded positions are masked out
         pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
@@ -660,7 +715,8 @@ def _compute(enc, tokenizer, prompts: list[str], ids: list[str], rule: LetterRul
         bar = tqdm(total=len(inputs), unit="item", desc=f"answering with {enc.name}",
                    leave=False)
     try:
-        got = _letter_logprobs(lm, device, batches, int(pad), rule.token_ids, bar)
+        got = _letter_logprobs(lm, device, batches, int(pad), rule.token_ids, bar,
+                               intervention, marks)
     finally:
         if bar is not None:
             bar.close()

@@ -19,7 +19,7 @@ from ..transform import VectorTransform, check_transform
 from .config import OMITTED_AT_DEFAULT, NccConfig
 from .stats import KEYS, label
 
-__all__ = ["run_ncc"]
+__all__ = ["published_accuracy", "run_ncc"]
 
 #: The system name of the gold ceiling's rows.
 CEILING = "gold score"
@@ -46,7 +46,10 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
         transform: a :class:`~ncprobe.transform.VectorTransform` applied to each layer view's
             vectors as they are read, before NCIMP's measures are taken of them (as
             :func:`ncprobe.compute`; the rows' groups: their compounds); the model's own
-            answers (``behaviour``) are not transformed. One model only; each run's metadata
+            answers (``behaviour``) read no stored vector and are not transformed, but a
+            transform that acts in the forward pass (one with an ``intervention``:
+            :mod:`ncprobe.transform`) acts in the passes that answer too (at the compound's
+            tokens of each prompt, or every token). One model only; each run's metadata
             records the fingerprint (``transform``: the run id is not the plain run's).
 
     Returns:
@@ -61,7 +64,7 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
     """
     from ..data.semanticqa import load_ncc, ncc_stimuli
     from ..results.store import model_runs
-    from .results import MDL_KEY, NccResults
+    from .results import NccResults
 
     cfg = config_of(NccConfig, config, options, caller="run_ncc")
     transform_fp = None if transform is None else check_transform(transform)
@@ -92,6 +95,7 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
     rows = [_published_rows(system, items) for system in data.systems]
     meta = []
     per_repeat: list[dict] = []        # each classifier row's accuracy in each CV repeat
+    codes: list[dict] = []             # --mdl: each classifier's codelength row
     selection_notes: list[str] = []    # what each nested selection chose
     for k, model in enumerate(cfg.models, start=1):
         step = f"model {k}/{len(cfg.models)} ({model})"
@@ -119,11 +123,11 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
                          *left_out, selection_notes[-1]]}
         if transform_fp is not None:  # a plain run's metadata stays as it was
             run[TRANSFORM_KEY] = transform_fp
-        if cfg.mdl:  # likewise: the codelength rows only where asked for
-            run[MDL_KEY] = mdl_rows
+        codes += mdl_rows  # none without --mdl
         if cfg.behaviour:
             say(f"{step}: answering the items (zero-shot, letter log-probabilities)")
-            answers = _answers(model, data, cfg, cache, cache_dir, progress)
+            answers = _answers(model, data, cfg, cache, cache_dir, progress,
+                               getattr(transform, "intervention", None))
             rows.append(_behaviour_rows(model, answers, items))
             run["behaviour"] = answers.record()
         meta.append(run)
@@ -140,14 +144,13 @@ def run_ncc(config: NccConfig | None = None, /, *, out: str | Path | None = None
                           selection_notes))
     for run in meta:  # the same in every run: the ceiling is shared
         run["notes"].append(selection_notes[-1])
-        if cfg.mdl:
-            run[MDL_KEY] = [*run[MDL_KEY], *ceiling_mdl]
     items_table = pd.concat(rows, ignore_index=True)
     say(f"scoring: accuracy and macro-F1 with intervals ({cfg.n_boot} resamples), the "
         "paired tests")
     res_ncc = NccResults.from_items(items_table, meta, n_boot=cfg.n_boot, seed=cfg.seed,
                                     correction=cfg.correction,
-                                    repeats=pd.DataFrame(per_repeat))
+                                    repeats=pd.DataFrame(per_repeat),
+                                    mdl=[*codes, *ceiling_mdl])
     if out is not None:
         res_ncc.to_parquet(out, overwrite=overwrite)
     return res_ncc
@@ -169,6 +172,16 @@ def _published_rows(system, items) -> pd.DataFrame:
     predicted = [system.answers[it.id] for it in answered]
     return _item_rows((system.system, "published", system.setting, "", "", ""), answered,
                       predicted)
+
+
+def published_accuracy(data) -> dict[str, tuple[int, int]]:
+    """Each published prediction file re-scored as the run scores it (its items table's
+    rows): ``<setting>_<system>`` (the file's name) -> (items right, items in the file)."""
+    out = {}
+    for system in data.systems:
+        rows = _published_rows(system, data.items)
+        out[system.label] = (int(rows["correct"].sum()), len(rows))
+    return out
 
 
 def _item_rows(key: tuple[str, ...], items, predicted) -> pd.DataFrame:
@@ -303,12 +316,13 @@ def _selected(system: str, kind: str, candidates: list, items, cfg: NccConfig,
     return _item_rows(key, items, modal(nested.predictions))
 
 
-def _answers(model: str, data, cfg: NccConfig, cache: bool, cache_dir, progress: bool):
+def _answers(model: str, data, cfg: NccConfig, cache: bool, cache_dir, progress: bool,
+             intervention: Any = None):
     from .behaviour import answer_items
 
     return answer_items(model, data.items, data.prompts["zeroshot"], device=cfg.device,
                         dtype=cfg.dtype, batch_size=cfg.batch_size, cache_dir=cache_dir,
-                        use_cache=cache, progress=progress)
+                        use_cache=cache, progress=progress, intervention=intervention)
 
 
 def _behaviour_rows(model: str, answers, items) -> pd.DataFrame:

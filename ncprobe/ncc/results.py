@@ -27,13 +27,15 @@ An :class:`NccResults` holds five tables (fractions, not percent):
   the systems, the ceiling against the systems), by max-T by default;
 * ``confusion``: per system row, ``gold`` x ``predicted`` counts.
 
-With ``--mdl`` (:attr:`NccResults.mdl`) the results also hold each representation and ceiling
-classifier's minimum description length (:func:`ncprobe.ncc.classify.codelength`): one row per
-classifier (its key columns, then ``n``, ``codelength_bits``, ``bits_low``, ``bits_high``,
-``uniform_bits``, ``compression``, ``compression_low``, ``compression_high``,
-``uniform_blocks``, ``n_groups``). They are kept in each model run's metadata (``run.json``,
-key ``mdl``; the ceiling's rows in every run), so a run without ``--mdl`` writes exactly the
-files it wrote before.
+With ``--mdl`` the results also hold the table ``mdl`` (:attr:`NccResults.mdl`): each
+representation and ceiling classifier's minimum description length
+(:func:`ncprobe.ncc.classify.codelength`), one row per classifier (its key columns, then ``n``,
+``codelength_bits``, ``bits_low``, ``bits_high``, ``uniform_bits``, ``compression``,
+``compression_low``, ``compression_high``, ``uniform_blocks``, ``n_groups``): the models' rows
+in their runs' order, then the ceiling's once (results joined, :meth:`NccResults.concat`:
+the ceiling's rows once, the first results', as in every table). It is an optional table
+(:attr:`~ncprobe.results.store.Layout.optional`, as AStitch's ``mdl``): a run without
+``--mdl`` writes no ``mdl.parquet``, and its files and run id are those it wrote before.
 
 Its directory is an ncprobe results directory (:mod:`ncprobe.results.store`: parquet tables
 and ``run.json`` written as one unit, verified when read) of the probe ``ncc``. Each model is
@@ -80,11 +82,13 @@ from .stats import (
     label,
 )
 
-__all__ = ["LAYOUT", "MDL_COLUMNS", "MDL_KEY", "NCC_COLUMNS", "NCC_TABLES", "NccResults",
+__all__ = ["LAYOUT", "MDL_COLUMNS", "NCC_COLUMNS", "NCC_TABLES", "NccResults",
            "family_name"]
 
 #: The tables of an :class:`NccResults`, in the order they are written.
-NCC_TABLES = ("items", "accuracy", "per_class", "tests", "confusion")
+NCC_TABLES = ("items", "accuracy", "per_class", "tests", "confusion", "mdl")
+#: The columns of :attr:`NccResults.mdl`, in order.
+MDL_COLUMNS = (*KEYS, *CODE_COLUMNS)
 #: The columns of each table, in order.
 NCC_COLUMNS = {
     "items": (*KEYS, "item", "nc", "gold", "predicted", "correct"),
@@ -93,21 +97,18 @@ NCC_COLUMNS = {
     "per_class": (*KEYS, "cls", "n", "precision", "recall", "f1"),
     "tests": TESTS_COLUMNS,
     "confusion": (*KEYS, "gold", "predicted", "count"),
+    "mdl": MDL_COLUMNS,
 }
 #: The columns that hold numbers (or booleans).
 NCC_NUMERIC = frozenset({
     "correct", "n", "accuracy", "ci_low", "ci_high", "macro_f1", "f1_low", "f1_high",
     "precision", "recall", "f1", "accuracy_a", "accuracy_b", "diff", "diff_low", "diff_high",
     "a_only", "b_only", "p", "p_corrected", "significant", "family_size", "count",
-    "repeat_mean", "repeat_min", "repeat_max"})
-#: The key of a model run's codelength rows in its metadata (``--mdl`` only).
-MDL_KEY = "mdl"
-#: The columns of :attr:`NccResults.mdl`, in order.
-MDL_COLUMNS = (*KEYS, *CODE_COLUMNS)
+    "repeat_mean", "repeat_min", "repeat_max", *CODE_COLUMNS})
 #: The results directory layout of the probe (declared by :class:`NccResults`).
 LAYOUT = store.Layout(
     "ncc", NCC_TABLES, NCC_COLUMNS, NCC_NUMERIC, run_keys=("model",),
-    report_label=REPORT_LABEL, config=NccConfig,
+    report_label=REPORT_LABEL, config=NccConfig, optional=frozenset({"mdl"}),
     # 2: the tables of issue 38 (ncc: baselines, nested selection, repeats; astitch: subsets,
     # within-expression AUROC and control, baselines)
     version=2)
@@ -127,6 +128,7 @@ class NccResults(ModelRunResults):
         items, accuracy, per_class, tests, confusion: the tables (see the module).
         meta: one dict per model run: ``config`` (the options, ``model`` among them),
             ``fingerprint``, ``data_sources``, ``notes``.
+        mdl: the codelength rows (``--mdl``; empty without).
 
     Written and read as the results of every probe of one run per model
     (:class:`~ncprobe.probes.base.ProbeResults` with :data:`LAYOUT`: :meth:`to_parquet`,
@@ -146,7 +148,8 @@ class NccResults(ModelRunResults):
     #: data and options: kept once when results are joined; every other test stays as it is.
     shared_rows = {**{t: SharedRows(_SHARED_WHAT, "kind", SHARED)
                       for t in ("items", "accuracy", "per_class", "confusion")},
-                   "tests": SharedRows(_SHARED_WHAT, "family", (CEILING_FAMILY,))}
+                   "tests": SharedRows(_SHARED_WHAT, "family", (CEILING_FAMILY,)),
+                   "mdl": SharedRows(_SHARED_WHAT, "kind", SHARED)}
     #: The options that decide the shared rows (the classifiers' folds and seeds: the ceiling).
     shared_options = ("folds", "repeats", "seed", "n_boot", "regularisation", "correction")
 
@@ -156,6 +159,7 @@ class NccResults(ModelRunResults):
     tests: pd.DataFrame
     confusion: pd.DataFrame
     meta: list[dict] = field(default_factory=list)
+    mdl: pd.DataFrame = field(default_factory=lambda: _mdl_table(None))
 
     def __repr__(self) -> str:
         kinds = self.accuracy["kind"].astype(str)
@@ -167,7 +171,8 @@ class NccResults(ModelRunResults):
     @classmethod
     def from_items(cls, items: pd.DataFrame, meta: list[dict], *, n_boot: int = N_BOOT,
                    seed: int = 0, correction: str = "maxt",
-                   repeats: pd.DataFrame | None = None) -> "NccResults":
+                   repeats: pd.DataFrame | None = None,
+                   mdl: Sequence[Mapping] | pd.DataFrame | None = None) -> "NccResults":
         """The results of an ``items`` table (one row per system row x item): accuracy and
         macro-F1 with intervals, per-class scores, confusion counts and the paired tests
         (:mod:`ncprobe.ncc.stats`), each test corrected within its family
@@ -178,7 +183,8 @@ class NccResults(ModelRunResults):
         paper's results without a file (:data:`ncprobe.ncc.PAPER_ROWS`: published rows with
         ``n`` 0, no interval); ``repeats`` (the key columns, ``repeat``, ``accuracy``: each
         classifier row's accuracy in each cross-validation repeat) gives ``repeat_mean``,
-        ``repeat_min`` and ``repeat_max`` (NaN for the rows it lacks).
+        ``repeat_min`` and ``repeat_max`` (NaN for the rows it lacks). ``mdl``: the
+        codelength rows (``--mdl``: :data:`MDL_COLUMNS`), or none.
 
         Raises:
             UsageError: an items table without the columns, with an unknown kind, or with an
@@ -194,24 +200,12 @@ class NccResults(ModelRunResults):
                        accuracy=_with_references(_with_repeats(accuracy, repeats), items),
                        per_class=per_class_table(items),
                        tests=tests_table(items, n_boot=n_boot, seed=seed, correction=method),
-                       confusion=confusion_table(items), meta=list(meta))
+                       confusion=confusion_table(items), meta=list(meta),
+                       mdl=_mdl_table(mdl))
         except ValueError as e:
             raise UsageError(f"items: {e}") from None
 
     # --- reading the tables -------------------------------------------------------------------
-
-    @property
-    def mdl(self) -> pd.DataFrame:
-        """The codelength rows of the runs made with ``--mdl`` (:data:`MDL_COLUMNS`; the module
-        says what they are), from each run's metadata: the models' rows in their runs' order,
-        then the ceiling's once; empty (no rows) where no run was made with ``--mdl``."""
-        rows = [r for m in self.meta for r in (m.get(MDL_KEY) or ())]
-        df = pd.DataFrame(rows, columns=list(MDL_COLUMNS))
-        df = df.drop_duplicates(list(KEYS), keep="first")
-        df = df.sort_values("kind", key=lambda k: k.astype(str) == "ceiling", kind="stable")
-        df = df.reset_index(drop=True)
-        ints = {"n", "uniform_blocks", "n_groups"}
-        return df.astype({c: (np.int64 if c in ints else np.float64) for c in CODE_COLUMNS})
 
     def wide(self, by: str = "system") -> pd.DataFrame:
         """A wide table.
@@ -479,9 +473,8 @@ class NccResults(ModelRunResults):
     def report_tables(self) -> dict[str, pd.DataFrame]:
         """The tables and the per-item agreement (:meth:`agreement`); with ``--mdl`` rows,
         also ``mdl`` (:attr:`mdl`)."""
-        mdl = self.mdl
-        return {**self.tables, "agreement": self.agreement(),
-                **({"mdl": mdl} if not mdl.empty else {})}
+        tables = {k: v for k, v in self.tables.items() if k != "mdl" or len(v)}
+        return {**tables, "agreement": self.agreement()}
 
     def _rows(self, chosen: Any, side: str) -> list[dict]:
         """The accuracy rows a side of :meth:`compare` names: its representation rows
@@ -588,6 +581,15 @@ class NccResults(ModelRunResults):
         check_same_items(results, names)
         refuse_pooling([res.models + _held_models(res.tables) for res in results], names,
                        "leave one out with --exclude")
+
+
+def _mdl_table(rows: Sequence[Mapping] | pd.DataFrame | None) -> pd.DataFrame:
+    """The ``mdl`` table of ``rows`` (:data:`MDL_COLUMNS`, in their order; none: empty), each
+    code column of its type."""
+    df = pd.DataFrame([] if rows is None else rows, columns=list(MDL_COLUMNS))
+    ints = {"n", "uniform_blocks", "n_groups"}
+    return df.reset_index(drop=True).astype(
+        {c: (np.int64 if c in ints else np.float64) for c in CODE_COLUMNS})
 
 
 def _with_repeats(accuracy: pd.DataFrame, repeats: pd.DataFrame | None) -> pd.DataFrame:

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..errors import DataError, DataErrors
 from ..probes.base import Probe
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..concept import FittedOn
     from ..data.sources import UpstreamFile
+    from ..headline import Headline
     from ..probes.options import Option
+    from ..transform import VectorTransform
+    from ..verify import Measured, Published
     from .results import NccResults
 
 __all__ = ["NccProbe"]
@@ -65,6 +71,29 @@ class NccProbe(Probe):
 
         return run_ncc(config, **options)
 
+    offers_target = True
+
+    def target_rows(self, model: str, lang: str,
+                    transforms: "Mapping[str, VectorTransform | None]", *,
+                    layers: str | None = None, n_boot: int = 1000, seed: int = 0,
+                    correction: str = "holm", compare_n_boot: int,
+                    fitted_on: "FittedOn | None" = None,
+                    **options: Any) -> "pd.DataFrame":
+        """The accuracy of every classifier of the representation, plain, erased and
+        control, and the paired changes over items (:mod:`ncprobe.ncc.amnesic`)."""
+        from .amnesic import target_rows
+
+        return target_rows(model, lang, transforms, layers=layers, n_boot=n_boot, seed=seed,
+                           correction=correction, compare_n_boot=compare_n_boot,
+                           fitted_on=fitted_on, **options)
+
+    def check_target(self, lang: str, **options: Any) -> None:
+        """English only; no ``behaviour``, ``mdl`` or ``models`` (:func:`ncprobe.ncc.amnesic.
+        check_target`)."""
+        from .amnesic import check_target
+
+        check_target(lang, **options)
+
     def add_run_arguments(self, parser: argparse.ArgumentParser, config: type | None = None
                           ) -> None:
         from .cli import add_ncc_arguments
@@ -85,6 +114,39 @@ class NccProbe(Probe):
         from .cli import compare_ncc
 
         return compare_ncc(args, out)
+
+    checks_published = True
+
+    def verify(self, published: Sequence["Published"], *,
+               data_dir: str | Path | None = None, say: Callable[[str], None] | None = None,
+               **unused: Any) -> list["Measured"]:
+        """SemanticQA's printed NCC accuracies (Table 3), each prediction file (key
+        ``<setting>_<system>``, the file's name) re-scored as ``ncprobe run ncc`` scores it:
+        percent of the items in the file answered with the gold class. Reads the files only:
+        no model, no results directory (the other keywords of :meth:`Probe.verify` unused)."""
+        from ..data.semanticqa import load_ncc
+        from ..verify import Measured
+        from .probe import published_accuracy
+
+        if say is not None:
+            say("ncc: re-scoring the published prediction files")
+        got = published_accuracy(load_ncc(data_dir))
+        return [Measured(p.key, 100 * got[p.key][0] / got[p.key][1],
+                         note=f"{got[p.key][0]} of {got[p.key][1]} items")
+                for p in published if p.key in got]
+
+    def headline(self, results: "NccResults") -> "Headline":  # type: ignore[override]
+        """NCC's headline: the accuracy over the items of each model's classifier chosen by
+        nested cross-validation (kind ``selected``: chosen inside the training folds, never
+        on the items it is scored on)."""
+        from ..headline import Headline, mean_of, model_rows
+
+        df = results.items
+        df = df[df["kind"].astype(str) == "selected"]
+        rows, _ = model_rows(df.astype({"correct": float}), model="system", unit="item",
+                             columns=["correct"])
+        return Headline(self.name, "NCC", "accuracy", True, "items", rows, mean_of("correct"),
+                        {m: "the classifier chosen by nested cross-validation" for m in rows})
 
     def models_text(self) -> str:
         return ("Any model `ncprobe compute` runs classifies the items by its representations "

@@ -24,6 +24,7 @@ from ..intervention import CHANGES, TARGET_COLUMNS, TARGET_RUNS, TESTED
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..concept import FittedOn
     from ..transform import VectorTransform
 
 #: What NCIMP's intervals and tests resample.
@@ -33,8 +34,8 @@ _RAW = {"space": "raw"}
 
 def target_rows(model: str, lang: str, transforms: Mapping[str, VectorTransform | None], *,
                 layers: str | None = None, n_boot: int = 1000, seed: int = 0,
-                correction: str = "holm", compare_n_boot: int | None = None,
-                **run: Any) -> pd.DataFrame:
+                correction: str = "holm", compare_n_boot: int,
+                fitted_on: FittedOn | None = None, **run: Any) -> pd.DataFrame:
     """The rows of :data:`ncprobe.intervention.TARGET_COLUMNS` of ``model`` on ``lang``: one
     :func:`ncprobe.compute` per condition (``transforms``: ``plain``, ``erased``,
     ``control``), then the changes (the module says which rows).
@@ -43,19 +44,18 @@ def target_rows(model: str, lang: str, transforms: Mapping[str, VectorTransform 
         layers: the transformer layer views (RunConfig's ``layers``).
         n_boot, seed: the runs' intervals; the seed of every resample.
         correction: of the ``erased - control`` tests (``holm``, ``fdr_bh``, ``none``).
-        compare_n_boot: the resamples of the changes (``None``:
-            :data:`ncprobe.probes.options.COMPARE_N_BOOT`, as ``ncprobe compare``: enough for
-            a family of tens of cells to reach significance after the correction).
+        compare_n_boot: the resamples of the changes' paired intervals and tests (the
+            amnesic run resolves its default, :data:`ncprobe.probes.options.COMPARE_N_BOOT`).
+        fitted_on: the concept's training rows; NCIMP trains nothing on its compounds, so no
+            row shares them (``shares_concept_rows`` false).
         run: :func:`ncprobe.compute`'s other keywords (``data_dir``, ``cache``,
             ``cache_dir``, ``progress``).
     """
     import pandas as pd
 
-    from ..probes.options import COMPARE_N_BOOT
     from .comparison import compare
     from .pipeline import compute
 
-    resamples = COMPARE_N_BOOT if compare_n_boot is None else compare_n_boot
     runs = {c: compute(model=model, lang=lang, layers=layers, n_boot=n_boot, seed=seed,
                        transform=transforms[c], **run) for c in TARGET_RUNS}
     rows: list[dict] = []
@@ -70,7 +70,7 @@ def target_rows(model: str, lang: str, transforms: Mapping[str, VectorTransform 
                          "ci_high": float(r.ci_high), "n": int(r.n), "unit": UNIT})
     for change in CHANGES:
         a, b = (runs[side.strip()] for side in change.split(" - "))
-        tests = compare(a, b, select_a=_RAW, select_b=_RAW, n_boot=resamples, seed=seed,
+        tests = compare(a, b, select_a=_RAW, select_b=_RAW, n_boot=compare_n_boot, seed=seed,
                         correct=correction, same=True)  # type: ignore[arg-type]
         tested = change == TESTED
         for r in tests.itertuples(index=False):
@@ -83,4 +83,6 @@ def target_rows(model: str, lang: str, transforms: Mapping[str, VectorTransform 
                              "significant": bool(r.significant),
                              "family": f"ncimp: erased vs control, every cell "
                                        f"({len(tests)} tests)"} if tested else {})})
-    return pd.DataFrame(rows, columns=list(TARGET_COLUMNS))
+    out = pd.DataFrame(rows, columns=list(TARGET_COLUMNS))
+    out["shares_concept_rows"] = False
+    return out

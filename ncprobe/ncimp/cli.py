@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from typing import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from ..argtypes import comma_list
 from ..errors import ModelUnavailableError, UsageError
@@ -25,6 +26,9 @@ from ..probes.options import (
     say,
 )
 from ..schema import CORRECTIONS, LEVELS, SPACES
+
+if TYPE_CHECKING:
+    from ..probes.base import Probe
 
 
 def add_compute_arguments(p: argparse.ArgumentParser, config: type) -> None:
@@ -96,7 +100,16 @@ def report_ncimp(args: argparse.Namespace, formats) -> int:
     return 0
 
 
-def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
+#: The options of ``reproduce`` that every probe it covers takes (the others are the study's
+#: runs' and report's: refused when ``--probes`` leaves NCIMP out).
+SHARED_REPRODUCE = ("help", "probes", "out", "results_dir", "overwrite", "data_dir", "no_cache",
+                    "cache_dir", "quiet", "resume")
+
+
+def add_reproduce_parser(sub, config: type, *, known: Sequence[str] = ("ncimp",)
+                         ) -> argparse.ArgumentParser:
+    """``reproduce``'s parser (``known``: the names ``--probes`` takes, NCIMP's first:
+    :meth:`~ncprobe.ncimp.seam.NcimpProbe.commands`)."""
     from ..executors import executor_class, executor_names
 
     p = sub.add_parser(
@@ -108,6 +121,13 @@ def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
         "(transformers; --device to ELMo too); the others run without them, with a note. "
         "With --executor slurm each run is one task of a SLURM job array, and the report is "
         "drawn once every task has ended.")
+    p.add_argument("--probes", default=known[0], metavar="P1,P2",
+                   help=f"what to reproduce, a comma list of {', '.join(known)}, or all: "
+                   f"{known[0]} (the default) computes the study's runs and draws its figures "
+                   "and tables into --out, as always; each other probe computes the values a "
+                   "paper printed (the data file ncprobe/data/published.tsv) and every one is "
+                   "checked in one verification table, --out/verification/verification.md, "
+                   ".tex and .csv")
     p.add_argument("--models", default=None, metavar="M1,M2",
                    help="comma list (default: glove-6b-50d, minilm and every alias of the "
                    "study)")
@@ -134,10 +154,72 @@ def add_reproduce_parser(sub, config: type) -> argparse.ArgumentParser:
                    "yes with --executor slurm, no with local)")
     for name in executor_names():
         executor_class(name).add_arguments(p)
+    # what an option of the study's runs is when not given: refused when given without ncimp
+    p.set_defaults(reproduce_defaults={a.dest: a.default for a in p._actions
+                                       if a.dest not in SHARED_REPRODUCE})
     return p
 
 
-def run_reproduce(args: argparse.Namespace, config: type) -> int:
+def run_reproduce(args: argparse.Namespace, config: type, *,
+                  probes: Sequence["Probe"] = (), own: str = "ncimp") -> int:
+    """``ncprobe reproduce``: ``probes`` are those that check published values
+    (:func:`ncprobe.probes.verifiers`, through :attr:`~ncprobe.probes.base.Probe.peers`),
+    ``own`` NCIMP's name (the study's runs and figures)."""
+    import time
+
+    from ..verify import check_probes, check_verification_dir
+
+    verifiers = {p.name: p for p in probes}
+    chosen = check_probes(comma_list(args.probes), [own, *verifiers])
+    if own not in chosen:
+        _refuse_study_options(args, chosen, own)
+    t0 = time.perf_counter()
+    checked = [verifiers[name] for name in chosen if name != own]
+    where = Path(args.out) / "verification"
+    if checked:  # refused before any work, as the report's directory
+        check_verification_dir(where)
+    if own in chosen:
+        _reproduce_study(args, config, t0, before=lambda: _verification(args, checked, where)
+                         if checked else None)
+    else:
+        _verification(args, checked, where)
+    return 0
+
+
+def _refuse_study_options(args: argparse.Namespace, chosen: Sequence[str], own: str) -> None:
+    """Refuse the options of the study's runs and report given when ``--probes`` leaves them
+    out: they would do nothing."""
+    given = [f"--{dest.replace('_', '-')}" for dest, default in args.reproduce_defaults.items()
+             if getattr(args, dest, default) != default]
+    if given:
+        raise UsageError(f"{', '.join(given)}: option(s) of the study's runs and report, which "
+                         f"--probes {','.join(chosen)} leaves out: drop them, or add {own} to "
+                         "--probes")
+
+
+def _verification(args: argparse.Namespace, checked: Sequence["Probe"], where: Path) -> None:
+    """Each probe of ``checked`` computes its published values; the verification table is
+    written into ``where``."""
+    from ..verify import published_rows, summary_line, verification_table, write_verification
+
+    published, measured = [], {}
+    for probe in checked:
+        rows = published_rows(probe.name)
+        published += rows
+        measured[probe.name] = probe.verify(
+            rows, results_dir=args.results_dir, data_dir=args.data_dir,
+            cache=not args.no_cache, cache_dir=args.cache_dir, progress=not args.quiet,
+            resume=bool(args.resume), overwrite=args.overwrite,
+            say=None if args.quiet else say)
+    table = verification_table(published, measured)
+    write_verification(table, where, progress=None if args.quiet else say)
+    print(f"verification table ({summary_line(table)}) written to {where}")
+
+
+def _reproduce_study(args: argparse.Namespace, config: type, t0: float, *,
+                     before) -> None:
+    """The study's runs and report, as ``reproduce`` always made them (``before``: called
+    once the output directories are checked, before any run)."""
     import time
 
     from ..drawing import FigureWorkers
@@ -150,7 +232,7 @@ def run_reproduce(args: argparse.Namespace, config: type) -> int:
     config_from_args(args, config)  # the run options together, before any work
     executor = _executor(args)
     check_out(args.out)  # a report directory it may not write: refused before computing
-    t0 = time.perf_counter()
+    before()
     langs = comma_list(args.langs)
 
     def on_skip(model, lang, why):
@@ -196,7 +278,6 @@ def run_reproduce(args: argparse.Namespace, config: type) -> int:
     if rep.failed:
         raise RunsFailed(f"{len(rep.failed)} run(s) failed (see above); the report shows the "
                          f"others. To complete it, {again}")
-    return 0
 
 
 def _executor(args: argparse.Namespace) -> dict:

@@ -27,7 +27,7 @@ from ..encoders.base import has_own_sentence
 from ..errors import UsageError
 from ..schema import LEVELS, Level
 from ..transform import META_KEY as TRANSFORM_KEY
-from ..transform import VectorTransform, check_transform
+from ..transform import VectorTransform, check_transform, in_forward
 from ..transform import note as transform_note
 from .analysis import analyse
 from .config import RunConfig, is_level
@@ -109,6 +109,9 @@ def compute(config: RunConfig | None = None, /, *, stimuli: Stimuli | None = Non
         if given:  # they would be recorded without having had any effect
             raise UsageError(f"{', '.join(f'{k}={v!r}' for k, v in given.items())} has no "
                              "effect with encoder=...: pass it to load_encoder instead")
+    # a transform acting in the forward pass: the encoder applies it (its fingerprint, and so
+    # the cache entry, names it); refused for a model without one, before any work
+    encoder = in_forward(encoder, transform)
     asked: dict = {}  # a user's own stimuli: coverage of what they hold
     if stimuli is None:
         with warnings.catch_warnings(record=True) as caught:

@@ -217,8 +217,7 @@ def _finished(task: Task) -> Results | None:
     same config (what :func:`~ncprobe.results.store.check_target` compares before computing), its
     tables as written (verified while read), and every data file it was made from unchanged
     (the same git blob id); else None (it is computed again)."""
-    from .._io import git_blob_sha1
-    from ..data.sources import resolve_data_dir
+    from ..data.sources import sources_unchanged
     from ..errors import NcprobeError
     from ..results.store import inspect_dir, run_identity
     from .results import NCIMP_LAYOUT
@@ -229,13 +228,8 @@ def _finished(task: Task) -> Results | None:
     if (run_identity(runs, NCIMP_LAYOUT)[0]["config"]
             != run_identity(task.config.to_dict(), NCIMP_LAYOUT)[0]["config"]):
         return None
-    root = resolve_data_dir(task.data_dir)
-    for name, blob in (runs[0].get("data_sources") or {}).items():
-        try:
-            if git_blob_sha1((root / name).read_bytes()) != blob:
-                return None
-        except OSError:
-            return None
+    if not sources_unchanged(runs[0].get("data_sources"), task.data_dir):
+        return None
     try:
         return Results.load(task.out)
     except (NcprobeError, OSError):

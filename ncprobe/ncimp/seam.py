@@ -20,9 +20,10 @@ from ..probes.base import Probe
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..concept import Concept
+    from ..concept import Concept, FittedOn
     from ..data.sources import UpstreamFile
     from ..errors import DataError
+    from ..headline import Headline
     from ..probes.options import Option
     from ..transform import VectorTransform
     from .results import Results
@@ -50,9 +51,16 @@ class NcimpProbe(Probe):
         "write the results (parquet + run.json) and print a summary.")
 
     def commands(self) -> dict:
+        from functools import partial
+
         from .cli import add_reproduce_parser, run_reproduce
 
-        return {"reproduce": (add_reproduce_parser, run_reproduce)}
+        # reproduce also checks the published values of the probes that have them, reached
+        # through the registry's look-ups (none for a probe made by hand)
+        others = self.peers.verifiers() if self.peers is not None else []
+        return {"reproduce": (
+            partial(add_reproduce_parser, known=[self.name, *(p.name for p in others)]),
+            partial(run_reproduce, probes=others, own=self.name))}
 
     def results_class(self) -> type["Results"]:
         from .results import Results
@@ -83,14 +91,16 @@ class NcimpProbe(Probe):
     def target_rows(self, model: str, lang: str,
                     transforms: "Mapping[str, VectorTransform | None]", *,
                     layers: str | None = None, n_boot: int = 1000, seed: int = 0,
-                    correction: str = "holm", compare_n_boot: int | None = None,
+                    correction: str = "holm", compare_n_boot: int,
+                    fitted_on: "FittedOn | None" = None,
                     **options: Any) -> "pd.DataFrame":
         """Spearman's rho of every measure, plain, erased and control, and the paired
         changes over compounds (:mod:`ncprobe.ncimp.amnesic`)."""
         from .amnesic import target_rows
 
         return target_rows(model, lang, transforms, layers=layers, n_boot=n_boot, seed=seed,
-                           correction=correction, compare_n_boot=compare_n_boot, **options)
+                           correction=correction, compare_n_boot=compare_n_boot,
+                           fitted_on=fitted_on, **options)
 
     def add_run_arguments(self, parser: argparse.ArgumentParser, config: type | None = None
                           ) -> None:
@@ -122,6 +132,26 @@ class NcimpProbe(Probe):
         from .cli import compare_ncimp
 
         return compare_ncimp(args, out)
+
+    def headline(self, results: "Results") -> "Headline":  # type: ignore[override]
+        """NCIMP's headline: Spearman's rho of Sim P_Syn (the compound's similarity to the
+        sentence with its synonym substituted, ``syn``) with the gold compositionality score
+        over the compounds, in the raw space at the compound (``nc``) level of the
+        naturalistic sentences (``nat``), the run's first layer view (its default); each model
+        and language a row of the board (``minilm``; another language than English:
+        ``minilm (pt)``)."""
+        from ..headline import Headline, model_rows
+        from ..stats import spearman
+
+        df = results.measures
+        df = df[(df["space"].astype(str) == "raw") & (df["level"].astype(str) == "nc")
+                & (df["context"].astype(str) == "nat") & (df["measure"].astype(str) == "syn")]
+        rows, views = model_rows(df, model="model", lang="lang", view="layers", unit="nc",
+                                 columns=["value", "gold"])
+        return Headline(self.name, "NCIMP", "rho(Sim P_Syn, Comp)", True, "compounds", rows,
+                        lambda d: spearman(d["value"], d["gold"]).rho,
+                        {m: f"raw space, level nc, context nat, layer view {v}"
+                         for m, v in views.items()})
 
     def models_text(self) -> str:
         from ..encoders.registry import aligned, models_for, offline_models, study_models

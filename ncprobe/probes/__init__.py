@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ENTRY_POINT_GROUP", "PROBES", "Plugin", "concept", "concept_probes", "get_probe",
            "plugins", "probe_names", "probe_of_all", "probe_of_config", "probes", "provider",
-           "results_by_probe", "results_class", "results_probe", "run"]
+           "results_by_probe", "results_class", "results_probe", "run", "verifiers"]
 
 #: The built-in probes by name: ``module:class``, imported only when used. In the order
 #: ``ncprobe probes`` lists them and ``data info`` shows their data (the plugins after
@@ -341,6 +341,14 @@ def target(probe: str) -> "Probe":
     return found
 
 
+def verifiers() -> list["Probe"]:
+    """The probes that check published values
+    (:attr:`~ncprobe.probes.base.Probe.checks_published`), in :func:`probe_names` order (a
+    plugin that cannot be used left out): what ``ncprobe reproduce --probes`` can select
+    beside the study's figures."""
+    return [p for p in probes() if p.checks_published]
+
+
 class _Peers:
     """How a probe reaches the other probes (:attr:`~ncprobe.probes.base.Probe.peers`, set on
     every probe the registry makes): the registry's look-ups, handed to the probe, so that no
@@ -351,6 +359,9 @@ class _Peers:
 
     def target(self, probe: str) -> "Probe":
         return target(probe)
+
+    def verifiers(self) -> list["Probe"]:
+        return verifiers()
 
 
 #: The look-ups every probe the registry makes is given (:class:`_Peers`).

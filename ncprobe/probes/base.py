@@ -25,11 +25,13 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from ..concept import Concept
+    from ..concept import Concept, FittedOn
     from ..data.sources import UpstreamFile
     from ..errors import DataError
+    from ..headline import Headline
     from ..results.store import Layout
     from ..transform import VectorTransform
+    from ..verify import Measured, Published
     from .options import Option
 
 class Peers(Protocol):
@@ -38,6 +40,8 @@ class Peers(Protocol):
     def concept(self, probe: str, model: str, lang: str, **options: Any) -> "Concept": ...
 
     def target(self, probe: str) -> "Probe": ...
+
+    def verifiers(self) -> list["Probe"]: ...
 
 
 #: A results class (what its class methods return).
@@ -509,6 +513,10 @@ class Probe(ABC):
     #: Whether the probe can be a target of an intervention on the vectors (:meth:`target_rows`;
     #: amnesic probing): it runs with a vector transform and measures the change itself.
     offers_target: ClassVar[bool] = False
+    #: Whether the probe checks values a paper printed (:meth:`verify`): the rows of the data
+    #: file of published values (:mod:`ncprobe.verify`) under its name, which ``ncprobe
+    #: reproduce --probes`` puts in its verification table.
+    checks_published: ClassVar[bool] = False
     #: The other probes, as the registry that made this one reaches them (its ``concept`` and
     #: ``target`` look-ups, :data:`ncprobe.probes.PEERS`); ``None`` for a probe made by hand. A
     #: probe that runs other probes (amnesic probing) asks them through it, never by
@@ -582,7 +590,8 @@ class Probe(ABC):
     def target_rows(self, model: str, lang: str,
                     transforms: "Mapping[str, VectorTransform | None]", *,
                     layers: str | None = None, n_boot: int = 1000, seed: int = 0,
-                    correction: str = "holm", compare_n_boot: int | None = None,
+                    correction: str = "holm", compare_n_boot: int,
+                    fitted_on: "FittedOn | None" = None,
                     **options: Any) -> "pd.DataFrame":
         """The probe as a target of an intervention on ``model``'s vectors in ``lang``: one
         run per condition of ``transforms`` (``plain``: ``None``, ``erased``, ``control``:
@@ -595,8 +604,14 @@ class Probe(ABC):
         Args:
             layers: the transformer layer views (as the probe's ``--layers``).
             n_boot, seed, correction: the runs' intervals, the resamples' seed, the correction.
-            compare_n_boot: the resamples of the changes' paired intervals and tests (``None``:
-                :data:`ncprobe.probes.options.COMPARE_N_BOOT`, as ``ncprobe compare``).
+            compare_n_boot: the resamples of the changes' paired intervals and tests (the
+                amnesic run resolves its default, :data:`ncprobe.probes.options.
+                COMPARE_N_BOOT`, as ``ncprobe compare``'s).
+            fitted_on: the rows the concept's erasers were fitted on
+                (:attr:`ncprobe.concept.Concept.fitted_on`), or ``None``: a target that trains
+                on rows of its own marks the cells whose training rows share them
+                (``shares_concept_rows``: there LEACE's guarantee alone sends the trained
+                probe to chance).
             options: the probe's run options (its config's fields) and ``data_dir``,
                 ``cache``, ``cache_dir``, ``progress``.
 
@@ -609,7 +624,63 @@ class Probe(ABC):
                          "no vector transform); ncprobe.probes.target_probes() lists those "
                          "that can")
 
+    def check_target(self, lang: str, **options: Any) -> None:
+        """Refuse, before any work, what :meth:`target_rows` would refuse of ``lang`` and of
+        its run ``options`` (NCC: a language other than English, ``behaviour``): a run of
+        several probes (amnesic probing) asks every target before the first is run. Nothing
+        by default.
+
+        Raises:
+            UsageError: naming what is refused.
+        """
+        return None
+
+    def verify(self, published: Sequence["Published"], *,
+               results_dir: str | Path = "results", data_dir: str | Path | None = None,
+               cache: bool = True, cache_dir: str | Path | None = None,
+               progress: bool = False, resume: bool = False, overwrite: bool = False,
+               say: Callable[[str], None] | None = None) -> list["Measured"]:
+        """ncprobe's value of each published value of this probe (``published``: the data
+        file's rows under its name, :func:`ncprobe.verify.published_rows`), one
+        :class:`~ncprobe.verify.Measured` per row's key, in the printed unit; what ``ncprobe
+        reproduce --probes`` checks (:func:`ncprobe.verify.verification_table` refuses a row
+        left unanswered). Only a probe that declares :attr:`checks_published` has it.
+
+        Args:
+            results_dir: where a run it makes is written (``<results_dir>/<its own name>``),
+                as ``reproduce``'s ``--results-dir``.
+            data_dir, cache, cache_dir, progress: as for the probe's run.
+            resume: keep a finished results directory of the same run (same options, data
+                unchanged) instead of computing it again.
+            overwrite: replace a results directory that holds another run.
+            say: told one line at each step.
+
+        Raises:
+            UsageError: here, always: this probe checks no published value (naming it).
+        """
+        from ..errors import UsageError
+
+        raise UsageError(f"probe {self.name!r} checks no published value (the data file of "
+                         "published values has none it computes)")
+
     # --- what its results give --------------------------------------------------------------
+
+    def headline(self, results: ProbeResults) -> "Headline":
+        """The probe's headline metric over the models of ``results``
+        (:class:`~ncprobe.headline.Headline`: the metric, its direction, the probe's unit, each
+        model's rows and the function of them), what ``ncprobe board`` ranks models by
+        (:mod:`ncprobe.board`). A probe without one (amnesic probing: its results are
+        changes, not a model's score) keeps this default.
+
+        Raises:
+            UsageError: here, always: this probe declares no headline metric (naming it).
+        """
+        from ..errors import UsageError
+
+        raise UsageError(f"probe {self.name!r} declares no headline metric (Probe.headline): "
+                         "its results cannot be ranked on a board; leave its directories out "
+                         "(--exclude DIR)")
+
 
     def report_options(self) -> tuple["Option", ...]:
         """The options of ``ncprobe report`` that its report takes beyond those every report

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BM25_MODES", "LEXICAL", "planned_runs", "retrieve"]
+__all__ = ["BM25_MODES", "LEXICAL", "planned_runs", "published_values", "retrieve"]
 
 #: The model name of the lexical control.
 LEXICAL = "bm25"
@@ -155,6 +155,76 @@ def retrieve(config: RetrievalConfig | None = None, /, *, out: str | Path | None
     if out is not None:
         res.to_parquet(out, overwrite=overwrite)
     return res
+
+
+def published_values(keys: list[str], *, results_dir: str | Path = "results",
+                     data_dir: str | Path | None = None, cache: bool = True,
+                     cache_dir: str | Path | None = None, progress: bool = False,
+                     resume: bool = False, overwrite: bool = False,
+                     say: Callable[[str], None] | None = None
+                     ) -> dict[str, tuple[float, float, float]]:
+    """The figures of Table 2 that ``keys`` name (``<model>/<mode>/<metric>``, e.g.
+    ``bm25/sentence/r_precision``; every query, the test split), in percent, each with its tie
+    range: key -> (value with the stable tie order, least, most). One run of the models the
+    keys name, with the modes they name, at the probe's defaults otherwise, written to its
+    results directory under ``results_dir`` (:func:`~ncprobe.retrieval.config.run_dir`);
+    with ``resume``, a finished run there (the same options, its data files unchanged) is
+    read instead of computed again.
+
+    Raises:
+        DataError: a key that is not ``<model>/<mode>/<metric>`` of a known metric.
+        The errors of :func:`retrieve` (a model that cannot run here, an ``out`` refused).
+    """
+    from ..data.sources import sources_unchanged
+    from ..errors import NcprobeError
+    from ..results.store import run_identity
+    from .config import run_dir
+    from .metrics import METRICS
+
+    wanted: dict[str, list[str]] = {}
+    parsed = {}
+    for key in keys:
+        parts = key.split("/")
+        if len(parts) != 3 or parts[2] not in METRICS:
+            raise DataError(f"published key {key!r}: IdioLink's are <model>/<mode>/<metric> "
+                            f"with a metric of {', '.join(METRICS)}")
+        parsed[key] = parts
+        wanted.setdefault(parts[0], [])
+        if parts[1] not in wanted[parts[0]]:
+            wanted[parts[0]].append(parts[1])
+    modes = list(dict.fromkeys(m for ms in wanted.values() for m in ms))
+    cfg = RetrievalConfig(models=tuple(wanted), modes=",".join(modes))
+    out = run_dir(cfg, results_dir)
+    res = None
+    if resume:
+        planned = [{"config": c} for c in planned_runs(cfg).values()]
+        try:
+            found = RetrievalResults.load(out)
+        except (NcprobeError, OSError):
+            found = None
+        if (found is not None
+                and [i["config"] for i in run_identity(found.meta, found.layout)]
+                == [i["config"] for i in run_identity(planned, found.layout)]
+                and all(sources_unchanged(m.get("data_sources"), data_dir)
+                        for m in found.meta)):
+            res = found
+            if say is not None:
+                say(f"idiolink: kept {out} (finished earlier; not computed again)")
+    if res is None:
+        res = retrieve(cfg, out=out, overwrite=overwrite, data_dir=data_dir,
+                       cache_dir=cache_dir, use_cache=cache, progress=progress, on_step=say)
+        if say is not None:
+            say(f"idiolink: computed {out}")
+    rows = {(str(r["model"]), str(r["mode"])): r for _, r in res.overall.iterrows()
+            if str(r["usage"]) == "all"}
+    got = {}
+    for key, (model, mode, metric) in parsed.items():
+        row = rows.get((model, mode))
+        if row is None:  # a mode the model does not run: no figure for the key
+            continue
+        got[key] = (100 * float(row[metric]), 100 * float(row[metric + "_min"]),
+                    100 * float(row[metric + "_max"]))
+    return got
 
 
 def planned_runs(config: RetrievalConfig, *, split: str | None = None,

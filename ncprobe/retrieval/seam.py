@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..probes.base import Probe
 
 if TYPE_CHECKING:
     from ..data.sources import UpstreamFile
     from ..errors import DataError
+    from ..headline import Headline
     from ..probes.options import Option
+    from ..verify import Measured, Published
     from .results import RetrievalResults
 
 __all__ = ["IdioLinkProbe"]
@@ -74,6 +76,33 @@ class IdioLinkProbe(Probe):
         from .cli import compare_idiolink
 
         return compare_idiolink(args, out)
+
+    checks_published = True
+
+    def verify(self, published: Sequence["Published"], **options: Any) -> list["Measured"]:
+        """IdioLink's printed Table 2 figures (key ``<model>/<mode>/<metric>``, test split,
+        every query), from one retrieval run of the models they name
+        (:func:`~ncprobe.retrieval.probe.published_values`, given the keywords of
+        :meth:`Probe.verify`), each with its tie range."""
+        from ..verify import Measured
+        from .probe import published_values
+
+        got = published_values([p.key for p in published], **options)
+        return [Measured(key, value, low, high, note="ties broken by document position")
+                for key, (value, low, high) in got.items()]
+
+    def headline(self, results: "RetrievalResults") -> "Headline":  # type: ignore[override]
+        """IdioLink's headline: the mean R-Precision over the queries, sentence queries
+        (the one query mode every model has, BM25 included), every query usage; resampled by
+        idiom (a cluster bootstrap, as the probe's own intervals)."""
+        from ..headline import Headline, mean_of, model_rows
+
+        df = results.per_query
+        df = df[df["mode"].astype(str) == "sentence"]
+        rows, _ = model_rows(df, model="model", unit="idiom", columns=["r_precision"])
+        return Headline(self.name, "IdioLink", "R-Precision", True, "idioms", rows,
+                        mean_of("r_precision"),
+                        {m: "sentence queries, every usage" for m in rows})
 
     def models_text(self) -> str:
         from ..encoders.prompts import GENERIC

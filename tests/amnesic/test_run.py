@@ -55,6 +55,13 @@ def test_glove_without_astitchs_concept(data, tmp_path):
     assert g.loc[("nc", "concept", "train", "plain"), "accuracy"] > chance
     assert g.loc[("nc", "control", "train", "erased"), "accuracy"] > chance
     assert run.meta["erased"] != run.meta["control"]
+    assert run.meta["compare_n_boot"] == 50  # resolved once, the number every target used
+    # the concept is fitted on the few-shot training split (its default): AStitch's few-shot
+    # linear probe trains on those rows, and only its rows say so
+    shares = run.rows["shares_concept_rows"].astype(bool)
+    assert set(run.rows.loc[shares, "metric"]) == {"macro-F1 few-shot"}
+    assert shares.eq((run.rows["target"] == "astitch")
+                     & (run.rows["metric"] == "macro-F1 few-shot")).all()
     rows = run.json_rows()
     assert {r["target"] for r in rows} == {"ncimp", "astitch", "concept"}
     assert any(s.startswith("target ncimp") for s in steps)

@@ -13,10 +13,11 @@ from sklearn.metrics import roc_auc_score
 from ncprobe.amnesic.erase import Eraser, ErasingTransform, fit_eraser
 from ncprobe.astitch.amnesic import target_rows
 from ncprobe.astitch.stats import paired_auroc_diff
+from ncprobe.concept import FittedOn
 from ncprobe.intervention import CHANGES, TARGET_COLUMNS, TARGET_RUNS, TESTED
 from ncprobe.stats import resample_counts
 
-from .subset import make_subset
+from .subset import TASK, VARIANTS, make_subset, read_rows
 
 GLOVE = "glove-6b-50d"
 SPLITS = ("train_zero_shot", "dev", "test")
@@ -52,9 +53,10 @@ def subset(raw_dir, tmp_path_factory) -> Path:
                        langs=("en",))
 
 
-def _rows(subset, cache, erased, control):
+def _rows(subset, cache, erased, control, fitted_on=None):
     return target_rows(GLOVE, "en", {"plain": None, "erased": erased, "control": control},
                        n_boot=100, compare_n_boot=100, seed=0, static="none", splits=SPLITS,
+                       fitted_on=fitted_on,
                        within_draws=1,
                        data_dir=subset, accept_modified_data=True, cache_dir=cache,
                        progress=False)
@@ -67,8 +69,17 @@ def _each(make, what) -> ErasingTransform:
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_an_empty_erasure_changes_nothing_and_a_change_is_the_runs_difference(
         subset, tmp_path):
+    # erasers said to be fitted on the zero-shot training split's rows (ids <split>:<row>,
+    # the files' 1-based data rows) and on dev's
+    rows = len(read_rows(subset / TASK / "EN" / VARIANTS[0] / "train_zero_shot.csv"))
+    ids = frozenset({f"train_zero_shot:{r}" for r in range(1, rows + 1)} | {"dev:1"})
     empty = _rows(subset, tmp_path / "cache", _each(lambda: Eraser.identity(50), "a"),
-                  _each(lambda: Eraser.identity(50), "b"))
+                  _each(lambda: Eraser.identity(50), "b"), FittedOn("astitch", "en", ids))
+    # the zero-shot linear probe trains on those rows: its rows share them, and only they
+    # (dev trains nothing; an AUROC trains nothing)
+    sharing = set(empty.loc[empty["shares_concept_rows"].astype(bool), "metric"])
+    assert sharing == {"macro-F1 zero-shot"}
+    assert empty["shares_concept_rows"].eq(empty["metric"] == "macro-F1 zero-shot").all()
     assert list(empty.columns) == list(TARGET_COLUMNS)
     assert set(empty["condition"]) == set(TARGET_RUNS) | set(CHANGES)
     assert {m.split()[0] for m in empty["metric"]} == {"auroc", "macro-F1"}
@@ -84,7 +95,9 @@ def test_an_empty_erasure_changes_nothing_and_a_change_is_the_runs_difference(
     rng = np.random.default_rng(1)
     shifted = _rows(subset, tmp_path / "cache",
                     _each(lambda: fit_eraser(rng.normal(size=(40, 50)), np.arange(40) % 10), "c"),
-                    _each(lambda: fit_eraser(rng.normal(size=(40, 50)), np.arange(40) % 10), "d"))
+                    _each(lambda: fit_eraser(rng.normal(size=(40, 50)), np.arange(40) % 10), "d"),
+                    FittedOn("ncimp", "en", ids))
+    assert not shifted["shares_concept_rows"].any()  # the same ids of another probe's data
     by = {c: p.set_index(keys) for c, p in shifted.groupby("condition")}
     auroc = by["erased - plain"].index.get_level_values("metric").str.startswith("auroc")
     change = by["erased - plain"][auroc]

@@ -148,10 +148,12 @@ def test_auroc_and_f1_recomputed_by_hand(glove_run) -> None:
 def test_json_rows_have_the_headline_keys(subset, tmp_path) -> None:
     out = io.StringIO()
     with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        # --jobs 1: the fits in this process (a pool of fresh processes, each importing
+        # what a fit needs, is run by test_report_and_compare_from_the_command_line)
         code = main(["run", "astitch", "--model", GLOVE, "--lang", "en", "--static", "none",
                      "--n-boot", "50", "--json", "--quiet", "--data-dir", str(subset),
                      "--accept-modified-data", "--cache-dir", str(tmp_path / "c"),
-                     "--out", str(tmp_path / "r")])
+                     "--jobs", "1", "--out", str(tmp_path / "r")])
     assert code == 0
     rows = json.loads(out.getvalue())
     kinds = Counter(r["probe_kind"] for r in rows)
@@ -320,10 +322,12 @@ def test_report_and_compare_from_the_command_line(subset, bert_dir, tmp_path) ->
               "train_few_shot,dev,test", "--data-dir", str(subset), "--accept-modified-data",
               "--quiet", "--cache-dir", str(tmp_path / "c")]
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        # the first run fits in a pool of worker processes (--jobs: the default, the CPUs up
+        # to 4), the second in this process
         assert main(["run", "astitch", "--model", GLOVE, "--out", str(tmp_path / "a"),
                      *common]) == 0
         assert main(["run", "astitch", "--model", str(bert_dir), "--layers", "-1", "--out",
-                     str(tmp_path / "b"), *common]) == 0
+                     str(tmp_path / "b"), "--jobs", "1", *common]) == 0
         assert main(["report", str(tmp_path / "a"), "--out", str(tmp_path / "rep"),
                      "--format", "png"]) == 0
     index = (tmp_path / "rep" / "README.md").read_text(encoding="utf-8")

@@ -284,3 +284,74 @@ def test_a_gpt2_saved_with_its_lm_head_answers(tmp_path, rows, items, template,
         answer = got[row["id"]]
         assert answer.letter == "ABCD"[int(np.argmax(lp))]
         np.testing.assert_allclose([answer.logprobs[k] for k in "ABCD"], lp, atol=1e-5)
+
+
+# --- an intervention in the forward pass (amnesic probing's behaviour) ---------------------------
+
+@dataclass(frozen=True)
+class Shift:
+    """An intervention that adds 3 to every value of the states it acts on (not an eraser: what
+    is checked is where it acts)."""
+
+    layer: int
+    positions: str
+    fingerprint: str = "shift-by-3"
+
+    def __call__(self, states):
+        return states + 3.0
+
+
+def test_an_intervention_acts_where_it_is_told(lm_dir, items, template, own_cache) -> None:
+    plain = answer_items(lm_dir, items, template, device="cpu", use_cache=False)
+
+    def lp(layer, positions):
+        return answer_items(lm_dir, items, template, device="cpu", use_cache=False,
+                            intervention=Shift(layer, positions)).logprob_matrix()
+
+    # after the last block, the compound's tokens (never the prompt's last one) are seen by no
+    # later position: the answers are the plain model's
+    np.testing.assert_allclose(lp(2, "span"), plain.logprob_matrix(), rtol=0, atol=1e-6)
+    # the last token itself, or the compound before a block attends to it, changes them
+    for layer, positions in ((2, "all"), (1, "span"), (0, "span")):
+        assert np.abs(lp(layer, positions) - plain.logprob_matrix()).max() > 1e-3
+
+
+def test_the_empty_eraser_answers_as_the_plain_model_from_its_own_cache(
+        lm_dir, items, template, own_cache) -> None:
+    from ncprobe.amnesic.erase import Eraser
+    from ncprobe.amnesic.forward import ForwardErasure
+
+    plain = answer_items(lm_dir, items, template, device="cpu")
+    dim = json.loads((Path(lm_dir) / "config.json").read_text())["hidden_size"]
+    empty = ForwardErasure(Eraser.identity(dim), 1, "span", "nothing").intervention
+    erased = answer_items(lm_dir, items, template, device="cpu", intervention=empty)
+    assert np.array_equal(erased.logprob_matrix(), plain.logprob_matrix())
+    assert erased.computed == len(items)  # not read from the plain model's answers
+    assert erased.cache_file != plain.cache_file
+
+
+def test_the_compound_tokens_cover_each_occurrence(lm_dir, items, template) -> None:
+    from transformers import AutoTokenizer
+
+    from ncprobe.ncc.behaviour import _model_inputs, _plain_ids, compound_tokens
+
+    tok = AutoTokenizer.from_pretrained(lm_dir)
+    prompts = [fill_prompt(template, it) for it in items]
+    inputs = _model_inputs(tok, prompts, _plain_ids(tok, prompts), 10**6,
+                           [it.id for it in items])
+    flags = compound_tokens(tok, prompts, inputs, [it.nc for it in items])
+    for it, prompt, ids, flag in zip(items, prompts, inputs, flags, strict=True):
+        assert len(flag) == len(ids)
+        # the flagged tokens, run by run, are the compound's occurrences (a byte-level BPE
+        # may take a neighbouring space into a token)
+        runs, cur = [], []
+        for t, f in zip(ids, flag, strict=True):
+            if f:
+                cur.append(t)
+            elif cur:
+                runs.append(tok.decode(cur))
+                cur = []
+        if cur:
+            runs.append(tok.decode(cur))
+        assert len(runs) == prompt.count(it.nc)
+        assert all(it.nc in r and len(r) <= len(it.nc) + 2 for r in runs), runs

@@ -108,12 +108,10 @@ def test_no_rows_without_mdl_and_the_same_classifier_rows() -> None:
 
 
 def _results(with_mdl: bool) -> NccResults:
-    """The handmade results, their run's metadata holding the codelength rows of the
-    synthetic classifiers (as run_ncc puts them) when ``with_mdl``."""
-    run = meta()
-    if with_mdl:
-        run[0]["mdl"] = _rows(True)[2]
-    return NccResults.from_items(items_table(), run, n_boot=50)
+    """The handmade results, with the codelength rows of the synthetic classifiers (as
+    run_ncc gives them) when ``with_mdl``."""
+    return NccResults.from_items(items_table(), meta(), n_boot=50,
+                                 mdl=_rows(True)[2] if with_mdl else None)
 
 
 def test_results_json_summary_and_round_trip(tmp_path) -> None:
@@ -135,11 +133,20 @@ def test_results_json_summary_and_round_trip(tmp_path) -> None:
     assert f"compression {best['compression']:.2f}" in line[0]
     assert not any(s.startswith("MDL") for s in plain.summary().splitlines())
     assert plain.summary() == res.summary().replace("\n\n" + line[0], "")
-    # written and read back: the same rows
+    # written and read back: the same rows, in a table of their own (not in run.json)
     res.to_parquet(tmp_path / "r")
     back = NccResults.load(tmp_path / "r")
     pd.testing.assert_frame_equal(back.mdl, res.mdl)
     assert back.json_rows() == rows
+    assert (tmp_path / "r" / "mdl.parquet").is_file()
+    assert all("mdl" not in run for run in json.loads((tmp_path / "r" / "run.json")
+                                                      .read_text())["runs"])
+    # without --mdl: no mdl file, and the other files and the run id those of a run that
+    # never knew of the table
+    plain.to_parquet(tmp_path / "p")
+    assert not (tmp_path / "p" / "mdl.parquet").exists()
+    assert "mdl" not in json.loads((tmp_path / "p" / "run.json").read_text())["tables"]
+    assert NccResults.load(tmp_path / "p").mdl.empty
 
 
 def test_report_has_the_table_only_with_mdl(tmp_path, monkeypatch) -> None:
@@ -209,21 +216,37 @@ def test_run_ncc_puts_each_models_rows_and_the_ceilings_in_its_run(monkeypatch, 
     monkeypatch.setattr(probe, "_features", lambda *a: feats[["noise"]])
     res = probe.run_ncc(models=["a", "b"], mdl=mdl, folds=3, repeats=1, n_boot=N_BOOT,
                         progress=False)
+    # never in the runs' metadata (the table holds them)
+    assert all("mdl" not in run for run in res.meta)
     if not mdl:  # no rows, and the option recorded only when on (run.json as before)
-        assert res.mdl.empty and all("mdl" not in run for run in res.meta)
+        assert res.mdl.empty
         assert all("mdl" not in run["config"] for run in res.meta)
         return
     assert all(run["config"]["mdl"] is True for run in res.meta)
-    for model, run in zip(["a", "b"], res.meta, strict=True):
-        got = [(r["system"], r["kind"], r["setting"], r["measure"]) for r in run["mdl"]]
-        assert got == [(model, "representation", "single", "noise"),
-                       (model, "representation", "all", "all"),
-                       ("gold score", "ceiling", "single", "gold"),
-                       ("gold score", "ceiling", "all", "all")]
-    # the ceiling once in the results' rows; its code is the planted score's, by hand
-    assert list(res.mdl["system"]) == ["a", "a", "b", "b", "gold score", "gold score"]
+    got = [(r["system"], r["kind"], r["setting"], r["measure"])
+           for r in res.mdl.to_dict("records")]
+    # each model's classifiers, then the ceiling's once
+    assert got == [("a", "representation", "single", "noise"),
+                   ("a", "representation", "all", "all"),
+                   ("b", "representation", "single", "noise"),
+                   ("b", "representation", "all", "all"),
+                   ("gold score", "ceiling", "single", "gold"),
+                   ("gold score", "ceiling", "all", "all")]
+    # its code is the planted score's, by hand
     ceiling = res.mdl[res.mdl["kind"] == "ceiling"].iloc[0]
     code, _ = _by_hand(feats[["planted"]].to_numpy(float), [it.gold for it in items],
                        [it.id for it in items], 1.0, 0)
     assert ceiling["codelength_bits"] == pytest.approx(code.bits, rel=1e-9)
     assert ceiling["compression"] > 1.3
+
+
+def test_results_joined_keep_each_models_rows_and_the_ceilings_once() -> None:
+    row = _rows(True)[2][0]
+    ceiling = {**row, "system": "gold score", "kind": "ceiling", "layer": "", "level": "",
+               "measure": "gold"}
+    a, b = (NccResults.from_items(items_table(m), meta(m), n_boot=50,
+                                  mdl=[{**row, "system": m}, ceiling]) for m in ("a", "b"))
+    joined = NccResults.concat([a, b])
+    # as the other tables of joined results: the ceiling's rows once, where the first had them
+    assert list(joined.mdl["system"]) == ["a", "gold score", "b"]
+    assert joined.mdl["codelength_bits"].tolist() == pytest.approx([row["codelength_bits"]] * 3)

@@ -79,16 +79,41 @@ def test_means_table_and_examples(results):
     assert set(mine.index.get_level_values("nc")) == {"w3 x3"} and not mine.attrs["missing"]
 
 
+@pytest.fixture(scope="module")
+def inline_report(results, tmp_path_factory):
+    """Every figure and table written in this process (``jobs=1``) while the caller's backend
+    is Jupyter's inline one, which shows every figure pyplot knows of after a cell: the files
+    written, and the caller's matplotlib state around the call. One report for the tests of
+    the files and of the caller's state, drawn once."""
+    import matplotlib.pyplot as plt
+
+    out = tmp_path_factory.mktemp("inline") / "one"
+    previous = matplotlib.get_backend()
+    matplotlib.use("module://matplotlib_inline.backend_inline")
+    try:
+        state = {"inline": matplotlib.get_backend()}
+        fig = plots.FIGURES["ratio"](results)  # the caller's own figure, made before
+        written = write_report(results, out, formats=("png", "pdf"), dpi=60, jobs=1)
+        state.update(backend=matplotlib.get_backend(), fignums=plt.get_fignums(),
+                     caller_axes=bool(fig.axes))
+    finally:
+        plt.close("all")
+        matplotlib.use(previous)
+    state["restored"] = matplotlib.get_backend() == previous
+    return written, state
+
+
 @pytest.mark.slow
-def test_write_report_writes_every_figure_and_table_whatever_the_workers(results, tmp_path):
-    one = write_report(results, tmp_path / "one", formats=("png", "pdf"), dpi=60)
+def test_write_report_writes_every_figure_and_table_whatever_the_workers(results, inline_report,
+                                                                         tmp_path):
+    one, _ = inline_report
     names = sorted(p.name for p in one)
     for ext in ("png", "pdf"):
         assert [n for n in names if n.startswith("fig") and n.endswith(ext)] == sorted(
             f"fig{i:02d}_{name}.{ext}" for i, name in enumerate(plots.FIGURES, start=1))
     assert {f"table_{t}.md" for t in tables.TABLES} <= set(names)
     assert {f"table_{t}.tex" for t in tables.TABLES} <= set(names)
-    index = (tmp_path / "one" / "README.md").read_text()
+    index = (one[0].parent / "README.md").read_text()
     assert "model-a (en)" in index and "model-b (pt)" in index
     _assert_written_for_readers(index)
     # figure workers (fresh processes) write the same files, byte for byte
@@ -117,24 +142,15 @@ def test_figure_workers_take_the_callers_matplotlib_settings(results, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_callers_backend_and_pyplot_are_left_alone(results, tmp_path):
+def test_the_callers_backend_and_pyplot_are_left_alone(inline_report):
     # as in Jupyter: the inline backend, which shows every figure pyplot knows of after a cell
-    import matplotlib.pyplot as plt
-
-    previous = matplotlib.get_backend()
-    matplotlib.use("module://matplotlib_inline.backend_inline")
-    try:
-        inline = matplotlib.get_backend()
-        assert inline == "module://matplotlib_inline.backend_inline"
-        fig = plots.FIGURES["ratio"](results)
-        written = write_report(results, tmp_path / "report", formats=("png",), dpi=40, jobs=1)
-        assert matplotlib.get_backend() == inline
-        assert plt.get_fignums() == []
-        assert fig.axes and any(p.name == "fig08_ratio.png" for p in written)
-    finally:
-        plt.close("all")
-        matplotlib.use(previous)
-    assert matplotlib.get_backend() == previous
+    # (the report of inline_report, written under it)
+    written, state = inline_report
+    assert state["inline"] == "module://matplotlib_inline.backend_inline"
+    assert state["backend"] == state["inline"]
+    assert state["fignums"] == []
+    assert state["caller_axes"] and any(p.name == "fig08_ratio.png" for p in written)
+    assert state["restored"]
 
 
 @pytest.mark.parametrize("jobs", [0, -1, 1.5, True, "2"])

@@ -36,6 +36,7 @@ def test_reproduce_runs_what_it_can_and_says_why_it_skips_the_rest(raw_dir, tmp_
     assert set(res.cosines["model"]) == {"glove-6b-50d"}
     readme = (out / "README.md").read_text()
     assert "glove-6b-50d" in readme and "Skipped here" in readme and "need their weights" in readme
+    assert not (out / "verification").exists()  # the default --probes: the study's alone
     for fmt, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):  # the default --format png,pdf
         assert (out / f"fig01_sent_cosines.{fmt}").read_bytes().startswith(magic)
 

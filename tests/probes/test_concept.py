@@ -116,3 +116,21 @@ def test_a_probe_without_a_concept_is_refused_by_name() -> None:
         registry.get_probe("idiolink").concept("glove-6b-50d", "en")
     with pytest.raises(UsageError, match="unknown probe 'nope'"):
         registry.concept("nope", "glove-6b-50d", "en")
+
+
+def test_fitted_on_names_the_training_rows_of_the_concepts_probe_and_language() -> None:
+    read, _ = _source()
+    train = Side([4, 0, 2], [1, 0, 1], ["b", "a", "b"], ["r4", "r0", "r2"])
+    held = Side([5, 1], [0, 1], ["c", "c"], ["r5", "r1"])
+    c = Concept("toy", ("x", "y"), VIEWS, read, train, held,
+                meta={"probe": "toyprobe", "lang": "en"})
+    fitted = c.fitted_on
+    # the training rows only, never the held-out ones
+    assert fitted.ids == frozenset({"r4", "r0", "r2"})
+    assert fitted.shared("toyprobe", "en", ["r0", "r1", "r5", "r9"]) == frozenset({"r0"})
+    assert fitted.shared("toyprobe", "en", ["r1", "r5"]) == frozenset()
+    # the same ids in another probe's data, or another language, are other rows
+    assert fitted.shared("other", "en", ["r0", "r4"]) == frozenset()
+    assert fitted.shared("toyprobe", "pt", ["r0", "r4"]) == frozenset()
+    with pytest.raises(ValueError, match="names no probe or lang"):
+        _ = Concept("toy", ("x", "y"), VIEWS, read, train).fitted_on

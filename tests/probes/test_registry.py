@@ -46,7 +46,7 @@ def test_the_registry_lists_every_probe_with_what_it_asks(capsys) -> None:
     # each line: what it asks (a question), its data, its result tables
     wanted = {"ncimp": ncprobe.schema.RESULT_TABLES,
               "idiolink": ("per_query", "overall", "per_idiom", "per_subject", "tests"),
-              "ncc": ("items", "accuracy", "per_class", "tests", "confusion"),
+              "ncc": ("items", "accuracy", "per_class", "tests", "confusion", "mdl"),
               "astitch": ("scores", "auroc", "predictions", "linear", "tests", "excluded",
                           "mdl"),
               "amnesic": ("changes", "guarantee")}
