@@ -213,6 +213,7 @@ def check_forward(model: str, lang: str, erase_layer: int | None, positions: str
         UsageError: naming the option and what to give.
     """
     from ..encoders import load_encoder
+    from ..encoders.registry import resolve_target
     from .forward import POSITION_LEVEL
 
     if erase_layer is None:
@@ -221,12 +222,14 @@ def check_forward(model: str, lang: str, erase_layer: int | None, positions: str
     if positions not in POSITION_LEVEL:
         raise UsageError(f"positions={positions!r} (--positions): give one of "
                          f"{', '.join(POSITION_LEVEL)}")
-    encoder = load_encoder(model, lang)  # a transformer's reads its config only
-    if not hasattr(encoder, "with_intervention"):
+    target = resolve_target(model, lang, allow_pickle=False, allow_gensim=False)
+    if not hasattr(target.cls, "with_intervention"):
         raise UsageError(f"--where forward: {model} has no forward pass to erase in (static "
                          "vectors, ELMo or an API model): give a transformer model, or erase "
                          "its stored vectors (--where vectors)")
-    n = int(encoder.n_layers)
+    # a transformer's reads its config only; every view: valid for a model of any depth (the
+    # default, the last four, is not for a model of fewer layers)
+    n = int(load_encoder(model, lang, layers="all").n_layers)
     if not 0 <= erase_layer <= n:
         raise UsageError(f"--erase-layer {erase_layer}: {model} has layers 0 (the embeddings) "
                          f".. {n}; give one of them")

@@ -162,7 +162,7 @@ def test_forward_erasure_is_refused_where_it_cannot_act(tmp_path) -> None:
         ForwardErasure(e, 1, "tokens", "t")
 
 
-def test_a_layer_the_model_lacks_is_named(tiny_bert_dir) -> None:
+def test_a_layer_the_model_lacks_is_named(tiny_bert_dir, tiny_byte_llama_dir) -> None:
     enc = _encoder(tiny_bert_dir)
     with pytest.raises(UsageError, match=r"layers 0 \(the embeddings\) \.\. 3"):
         enc.with_intervention(ForwardErasure(Eraser.identity(enc.dim), 4, "span", "t")
@@ -177,6 +177,11 @@ def test_a_layer_the_model_lacks_is_named(tiny_bert_dir) -> None:
 
     n = check_forward(str(tiny_bert_dir), "en", 1, "span")
     assert n == 3
+    # a model of fewer layers than the default views (the last four) is checked too
+    import json
+
+    layers = json.loads((tiny_byte_llama_dir / "config.json").read_text())["num_hidden_layers"]
+    assert layers == 2 and check_forward(str(tiny_byte_llama_dir), "en", 1, "span") == 2
     assert parse_layers(forward_layers(1, n), n) == ((1,), (2,), (3,))
 
 
