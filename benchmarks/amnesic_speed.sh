@@ -9,15 +9,18 @@
 # Run on an idle machine from the repository root:
 #   NCPROBE_DATA=../shared/ncimp/raw bash benchmarks/amnesic_speed.sh [MODEL] [AMNESIC OPTIONS...]
 # e.g. `bash benchmarks/amnesic_speed.sh glove-6b-50d` (vectors, targets ncimp,astitch) or
-# `bash benchmarks/amnesic_speed.sh minilm --where forward --erase-layer 3 --targets ncimp`.
+# `bash benchmarks/amnesic_speed.sh minilm --where forward --erase-layer 3 --targets ncimp
+# --layers 3,4,5,6` (a `--layers` given is the plain runs' too).
 # Writes benchmarks/results/amnesic-speed-<model>-<date>.json and prints a table.
 set -euo pipefail
 model=${1:-glove-6b-50d}
 shift || true
 extra=("$@")
 targets=ncimp,astitch
+plain=()  # the views of the amnesic run, for the plain runs too (the same targets' work)
 for ((i = 0; i < ${#extra[@]}; i++)); do
     if [ "${extra[$i]}" = "--targets" ]; then targets=${extra[$((i + 1))]}; fi
+    if [ "${extra[$i]}" = "--layers" ]; then plain=(--layers "${extra[$((i + 1))]}"); fi
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -44,10 +47,10 @@ for phase in cold warm; do
     [ "$phase" = cold ] && rm -rf "$work/cache"
     export NCPROBE_CACHE="$work/cache"
     if [[ ",$targets," == *",ncimp,"* ]]; then
-        timed plain-ncimp "$phase" ncprobe compute --model "$model" --out "$work/ncimp-$phase" --quiet
+        timed plain-ncimp "$phase" ncprobe compute --model "$model" "${plain[@]}" --out "$work/ncimp-$phase" --quiet
     fi
     if [[ ",$targets," == *",astitch,"* ]]; then
-        timed plain-astitch "$phase" ncprobe run astitch --model "$model" --out "$work/astitch-$phase" --quiet
+        timed plain-astitch "$phase" ncprobe run astitch --model "$model" "${plain[@]}" --out "$work/astitch-$phase" --quiet
     fi
     timed amnesic "$phase" ncprobe run amnesic --model "$model" "${extra[@]}" --out "$work/amnesic-$phase" --quiet
 done

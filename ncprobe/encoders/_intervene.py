@@ -109,6 +109,7 @@ def position_mask(positions: str, word_ids: torch.Tensor, starts: torch.Tensor,
 
 def _changed(intervention: Intervention, state: torch.Tensor, mask: torch.Tensor
              ) -> torch.Tensor:
+    mask = mask.to(state.device)  # a model spread over devices: the block's own
     if not bool(mask.any()):
         return state
     out = state.clone()
