@@ -190,7 +190,7 @@ def bootstrap_spearman(x, y, *, n_boot: int = N_BOOT, seed: int = 0, level: floa
     n = len(x)
     if n < 3 or n_boot < 1:
         return (math.nan, math.nan)
-    return _percentiles(_resample_rhos(x, y, n_boot, seed), level)
+    return percentile_interval(_resample_rhos(x, y, n_boot, seed), level)
 
 
 def bootstrap_mean(x, *, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
@@ -201,10 +201,66 @@ def bootstrap_mean(x, *, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.9
     if len(x) < 2 or n_boot < 1:
         return (math.nan, math.nan)
     means = x[_resamples(len(x), n_boot, seed)].mean(1)
-    return _percentiles(means, level)
+    return percentile_interval(means, level)
 
 
-def _percentiles(values: np.ndarray, level: float) -> tuple[float, float]:
+def class_separation(values: ArrayLike, classes: Sequence[Any], *, n_boot: int = N_BOOT,
+                     seed: int = 0) -> tuple[float, np.ndarray]:
+    """How far apart the classes lie in ``values``: the rank effect size of the
+    Kruskal-Wallis test, ``eta2_H = (H - k + 1) / (n - k)`` (Tomczak & Tomczak 2014), on the
+    ``n`` items, and in each of the ``n_boot`` resamples of :func:`bootstrap_spearman`'s
+    draws (``default_rng(seed).integers(0, n, (n_boot, n))``, items resampled whole).
+
+    ``H`` is the tie-corrected statistic, ``(n - 1) sum_j n_j (mean rank_j - mean rank)^2 /
+    sum_i (rank_i - mean rank)^2`` (``scipy.stats.kruskal``'s, which the tests check), ``k``
+    the classes present. Under no difference between the classes ``H`` is about ``k - 1``,
+    so ``eta2_H`` is about 0 (its chance line); 1 is classes fully apart in rank. A
+    resample's ranks come from its counts (:func:`_resample_ranks`), not from a sort.
+
+    Returns:
+        The items' ``eta2_H`` and the ``(n_boot,)`` resampled ones; NaN where undefined
+        (fewer than two classes, every value equal, ``n <= k``).
+
+    Raises:
+        ValueError: ``values`` and ``classes`` of different lengths, a NaN value or a
+            missing class (drop those items first).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    labels = np.asarray(classes, dtype=object)
+    if x.ndim != 1 or labels.shape != x.shape:
+        raise ValueError(f"class_separation needs values and classes of one length, got "
+                         f"{x.shape} and {labels.shape}")
+    if np.isnan(x).any() or any(c is None or c != c for c in labels):
+        raise ValueError("class_separation: drop the items without a value or a class first")
+    n = len(x)
+    kinds, codes = np.unique(labels.astype(str), return_inverse=True)
+    onehot = np.eye(len(kinds))[codes]                                     # (n, k)
+
+    def eta2(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where((k >= 2) & (n > k), (h - k + 1.0) / (n - k), np.nan)
+
+    point = math.nan
+    if len(kinds) >= 2 and len(np.unique(x)) > 1:
+        from scipy.stats import kruskal
+
+        h = float(kruskal(*(x[codes == j] for j in range(len(kinds)))).statistic)
+        point = float(eta2(np.array(h), np.array(len(kinds))))
+    if n_boot < 1 or n < 2:
+        return point, np.full(max(n_boot, 0), np.nan)
+    counts = resample_counts(n, n_boot, seed)
+    ranks, ss = _resample_ranks(x.tobytes(), n_boot, seed)                # centred ranks
+    sums = (counts * ranks) @ onehot                                       # (B, k)
+    sizes = counts @ onehot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        between = np.where(sizes > 0, sums ** 2 / sizes, 0.0).sum(1)
+        h = np.where(ss > 0, (n - 1.0) * between / ss, np.nan)
+    return point, eta2(h, (sizes > 0).sum(1).astype(np.float64))
+
+
+def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval at ``level`` of resampled ``values`` (NaN left out; NaN for
+    none)."""
     values = values[~np.isnan(values)]
     if len(values) == 0:
         return (math.nan, math.nan)
@@ -615,7 +671,7 @@ def paired_bootstrap_rho_diff(a: ArrayLike, b: ArrayLike, gold: ArrayLike, *,
     diffs = diffs[~np.isnan(diffs)]
     if len(diffs) == 0:
         return RhoDifference(rho_a, rho_b, diff, math.nan, math.nan, math.nan, n)
-    lo, hi = _percentiles(diffs, level)
+    lo, hi = percentile_interval(diffs, level)
     p, bound = bootstrap_p(diffs)
     return RhoDifference(rho_a, rho_b, diff, lo, hi, p, n, p_bound=bound)
 

@@ -410,3 +410,37 @@ def test_cosine_by_hand():
     a = np.array([[1.0, 0.0], [3.0, 4.0], [0.0, 0.0]])
     b = np.array([[0.0, 2.0], [6.0, 8.0], [1.0, 1.0]])
     np.testing.assert_allclose(cosine(a, b), [0.0, 1.0, math.nan])
+
+
+def test_class_separation_is_kruskal_wallis_eta2_in_every_resample():
+    """``eta2_H = (H - k + 1) / (n - k)`` with scipy's tie-corrected H, on the items and in
+    each resample drawn explicitly (ties from rounding and from drawing an item twice; a
+    resample may miss a class, then k is the classes it holds)."""
+    from scipy.stats import kruskal
+
+    from ncprobe.stats import class_separation
+
+    rng = np.random.default_rng(7)
+    n = 40
+    x = np.round(rng.normal(size=n), 1)
+    c = np.array(["I", "PC", "C"])[rng.integers(0, 3, n)]
+    c[:2] = "C"
+    x[c == "I"] += 0.7
+    point, drawn = class_separation(x, c, n_boot=60, seed=5)
+    k = 3
+    assert point == pytest.approx((kruskal(*(x[c == g] for g in "I PC C".split())).statistic
+                                   - k + 1) / (n - k), abs=1e-12)
+    idx = np.random.default_rng(5).integers(0, n, size=(60, n))
+    for b, rows in enumerate(idx):
+        xs, cs = x[rows], c[rows]
+        present = [g for g in ("I", "PC", "C") if (cs == g).any()]
+        h = kruskal(*(xs[cs == g] for g in present)).statistic
+        assert drawn[b] == pytest.approx((h - len(present) + 1) / (n - len(present)),
+                                         abs=1e-12)
+    # no difference between the classes: about 0, the chance line
+    null = [class_separation(rng.normal(size=300), rng.integers(0, 3, 300).astype(str),
+                             n_boot=0)[0] for _ in range(200)]
+    assert abs(np.mean(null)) < 0.003
+    with pytest.raises(ValueError, match="drop the items"):
+        class_separation([1.0, np.nan], ["I", "C"])
+    assert np.isnan(class_separation([1.0, 1.0, 1.0], ["I", "C", "C"], n_boot=0)[0])

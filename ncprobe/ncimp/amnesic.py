@@ -12,6 +12,17 @@ with its vector transform (``None``: plain). Their rows:
   :func:`ncprobe.ncimp.comparison.compare`), and for ``erased - control`` the bootstrap test,
   corrected over every cell of the target (measures x views x levels x contexts: the run's
   design).
+
+Its class tests too: ``class separation <measure>`` is how far apart the compositionality
+classes (I, PC, C) lie in that measure, the rank effect size of their Kruskal-Wallis test,
+``eta2_H`` (:func:`ncprobe.stats.class_separation`; chance line 0, classes fully apart in rank
+1), for each measure the class tests show (:data:`~ncprobe.schema.DISPLAY_MEASURES`), view,
+level and context. Its rows are on the compounds with a class and a value in all three runs;
+the conditions' intervals resample them (the runs' ``n_boot``), the changes resample them
+jointly (``compare_n_boot``, the same draws for both runs) and ``erased - control`` is tested
+as for rho, in a family of its own: every class-separation cell of the run (a second
+question, does erasing the concept change how the classes differ, beside the first, does it
+change how the measures follow the gold).
 """
 
 from __future__ import annotations
@@ -19,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..intervention import CHANGES, TARGET_COLUMNS, TARGET_RUNS, TESTED
+from ..intervention import CHANGES, TARGET_COLUMNS, TARGET_RUNS, TESTED, correct_family
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,6 +94,64 @@ def target_rows(model: str, lang: str, transforms: Mapping[str, VectorTransform 
                              "significant": bool(r.significant),
                              "family": f"ncimp: erased vs control, every cell "
                                        f"({len(tests)} tests)"} if tested else {})})
+    rows += class_rows(runs, n_boot=n_boot, compare_n_boot=compare_n_boot, seed=seed,
+                       correction=correction)
     out = pd.DataFrame(rows, columns=list(TARGET_COLUMNS))
     out["shares_concept_rows"] = False
     return out
+
+
+#: The cells of a class-separation row, beside the compound.
+_CELL = ["layers", "level", "context", "measure"]
+
+
+def class_rows(runs: Mapping[str, Any], *, n_boot: int, compare_n_boot: int, seed: int,
+               correction: str) -> list[dict]:
+    """The ``class separation <measure>`` rows of the three runs (``runs``: condition ->
+    Results) and their changes (the module says what they are)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..schema import DISPLAY_MEASURES
+    from ..stats import bootstrap_p, class_separation, percentile_interval
+
+    sides = []
+    for condition in TARGET_RUNS:
+        m = runs[condition].measures
+        m = m[(m["space"].astype(str) == "raw")
+              & m["measure"].astype(str).isin(DISPLAY_MEASURES)]
+        side = m[_CELL + ["nc", "cls", "value"]].astype({k: str for k in _CELL + ["nc"]})
+        sides.append(side.rename(columns={"value": condition}).set_index(_CELL + ["nc"]))
+    cls = sides[0]["cls"]
+    joined = pd.concat([cls, *(s[c] for s, c in zip(sides, TARGET_RUNS, strict=True))],
+                       axis=1, join="inner").dropna()
+    rows: list[dict] = []
+    tests: list[dict] = []
+    for cell, part in joined.groupby(level=list(range(len(_CELL))), sort=False):
+        key = dict(zip(_CELL, cell, strict=True))
+        base = {"target": "ncimp", "metric": f"class separation {key['measure']}",
+                "layer": key["layers"], "level": key["level"], "context": key["context"],
+                "n": len(part), "unit": UNIT}
+        labels = part["cls"].astype(str).to_numpy()
+        point, paired = {}, {}
+        for c in TARGET_RUNS:
+            v = part[c].to_numpy(dtype=np.float64)
+            point[c], drawn = class_separation(v, labels, n_boot=n_boot, seed=seed)
+            lo, hi = percentile_interval(drawn, 0.95)
+            rows.append({**base, "condition": c, "value": point[c], "ci_low": lo,
+                         "ci_high": hi})
+            paired[c] = class_separation(v, labels, n_boot=compare_n_boot, seed=seed)[1]
+        for change in CHANGES:
+            a, b = (side.strip() for side in change.split(" - "))
+            diffs = paired[a] - paired[b]
+            lo, hi = percentile_interval(diffs, 0.95)
+            row = {**base, "condition": change, "value": point[a] - point[b],
+                   "ci_low": lo, "ci_high": hi}
+            if change == TESTED:
+                row["p"] = bootstrap_p(diffs)[0]
+                tests.append(row)
+            rows.append(row)
+    if tests:
+        correct_family(tests, correction, "ncimp class separation: erased vs control, "
+                                          "every cell")
+    return rows

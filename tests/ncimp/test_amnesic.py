@@ -71,3 +71,54 @@ def test_a_change_is_the_difference_of_the_two_runs_rho(stim, tmp_path):
         diff = (value[a] - value[b])[same]
         np.testing.assert_allclose(value[change][same], diff, rtol=0, atol=1e-12)
     assert (rows.loc[rows["condition"] == "erased - plain", "value"].abs() > 1e-6).any()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_class_separation_is_the_kruskal_wallis_effect_size_of_each_run(stim, tmp_path):
+    """The class tests as a target: each run's ``eta2_H`` recomputed with scipy's
+    Kruskal-Wallis from that run's own measures; the changes their differences; the tests of
+    ``erased - control`` a family of their own, as large as their cells."""
+    from scipy.stats import kruskal
+
+    from ncprobe import compute
+    from ncprobe.schema import DISPLAY_MEASURES
+
+    rng = np.random.default_rng(1)
+
+    def fitted(view, level):
+        return fit_eraser(rng.normal(size=(40, 6)), np.arange(40) % 2)
+
+    rows = _rows(stim, tmp_path, _each(fitted), _each(fitted))
+    sep = rows[rows["metric"].str.startswith("class separation ")]
+    assert set(sep["condition"]) == set(TARGET_RUNS) | set(CHANGES)
+    assert set(sep["metric"]) == {f"class separation {m}" for m in DISPLAY_MEASURES}
+    plain = compute(model="seeded", lang="en", n_boot=200, seed=0, stimuli=stim,
+                    encoder=SeededEncoder(dim=6, views=3), cache_dir=tmp_path / "cache",
+                    progress=False).measures
+    plain = plain[plain["space"].astype(str) == "raw"]
+    checked = 0
+    for r in sep[sep["condition"] == "plain"].itertuples():
+        m = plain[(plain["measure"].astype(str) == r.metric.removeprefix("class separation "))
+                  & (plain["layers"].astype(str) == r.layer)
+                  & (plain["level"].astype(str) == r.level)
+                  & (plain["context"].astype(str) == r.context)].dropna(subset=["value", "cls"])
+        if len(m) != r.n:  # a compound without a value in another run: other items
+            continue
+        groups = [m.loc[m["cls"] == c, "value"].to_numpy() for c in ("I", "PC", "C")]
+        h = kruskal(*groups).statistic
+        assert r.value == pytest.approx((h - 2) / (len(m) - 3), abs=1e-12)
+        assert r.ci_low <= r.value + 0.2 and r.ci_high >= r.value - 0.2  # an interval near it
+        checked += 1
+    assert checked >= len(sep[sep["condition"] == "plain"]) // 2
+    keys = ["metric", "layer", "level", "context"]
+    value = {c: part.set_index(keys)["value"] for c, part in sep.groupby("condition")}
+    for change in CHANGES:
+        a, b = change.split(" - ")
+        np.testing.assert_allclose(value[change], (value[a] - value[b])[value[change].index],
+                                   rtol=0, atol=1e-12)
+    tested = sep[sep["condition"] == TESTED]
+    assert tested["p"].between(0, 1).all()
+    assert tested["family"].str.startswith("ncimp class separation").all()
+    assert tested["family"].str.endswith(f"({len(tested)} tests)").all()
+    rho = rows[(rows["condition"] == TESTED) & rows["metric"].str.startswith("rho ")]
+    assert not rho["family"].str.contains("class separation").any()
