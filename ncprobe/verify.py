@@ -18,6 +18,10 @@ The verdict rule:
   the probe reports for its own value (IdioLink's tie range: what reordering only tied
   documents can give);
 * ``differs``: otherwise (or without a tolerance), with the reason in the note.
+
+A row whose tolerance is ``reference`` is a printed value no file lets ncprobe compute (the
+paper's human accuracy, its fine-tuned models): a probe shows it beside its own rows
+(:func:`reference_values`), and it is never checked (:func:`published_rows` leaves it out).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["COLUMNS", "FILES", "PUBLISHED_FILE", "RANGE", "VERDICTS", "Measured", "Published",
-           "decimals_of", "published_rows", "read_published", "verdict", "verification_table",
+           "decimals_of", "published_rows", "read_published", "reference_values", "verdict",
+           "verification_table",
            "write_verification"]
 
 #: The data file of the published values, shipped with the package.
@@ -47,6 +52,8 @@ FIELDS = ("probe", "key", "paper", "table", "row", "cell", "printed", "tolerance
 
 #: The tolerance that asks for the probe's own range (:attr:`Measured.low`, :attr:`Measured.high`).
 RANGE = "range"
+#: The tolerance of a printed value shown as a reference, never checked.
+REFERENCE = "reference"
 
 #: The verdicts, from the closest.
 VERDICTS = ("equal", "within", "differs")
@@ -77,7 +84,8 @@ class Published:
     row: str
     cell: str
     printed: str    # as printed: "65.2" (its decimals are part of the value)
-    tolerance: float | str | None  # points in the printed unit, RANGE, or None (equal only)
+    tolerance: float | str | None  # points in the printed unit, RANGE, REFERENCE, or None
+    #                                (equal only)
     note: str = ""
     line: int = 0   # the data file's line, in messages
 
@@ -86,11 +94,16 @@ class Published:
         return float(self.printed)
 
     @property
+    def checked(self) -> bool:
+        """Whether ncprobe checks it (every row but a :data:`REFERENCE`)."""
+        return self.tolerance != REFERENCE
+
+    @property
     def tolerance_text(self) -> str:
         if self.tolerance is None:
             return ""
-        if self.tolerance == RANGE:
-            return RANGE
+        if isinstance(self.tolerance, str):  # RANGE, REFERENCE
+            return self.tolerance
         return f"±{self.tolerance:g}"
 
 
@@ -195,15 +208,16 @@ def read_published(path: str | Path | None = None) -> list[Published]:
         except InvalidOperation:
             raise bad(f"printed value {rec['printed']!r} is not a number") from None
         tol: float | str | None = None
-        if rec["tolerance"] == RANGE:
-            tol = RANGE
+        if rec["tolerance"] in (RANGE, REFERENCE):
+            tol = rec["tolerance"]
         elif rec["tolerance"]:
             try:
                 tol = float(rec["tolerance"])
             except ValueError:
                 tol = -1.0
             if not (math.isfinite(tol) and tol >= 0):
-                raise bad(f"tolerance {rec['tolerance']!r}: a number >= 0, {RANGE!r} or empty")
+                raise bad(f"tolerance {rec['tolerance']!r}: a number >= 0, {RANGE!r}, "
+                          f"{REFERENCE!r} or empty")
         if (rec["probe"], rec["key"]) in seen:
             raise bad(f"key {rec['key']!r} of probe {rec['probe']!r} given twice")
         seen.add((rec["probe"], rec["key"]))
@@ -213,8 +227,15 @@ def read_published(path: str | Path | None = None) -> list[Published]:
 
 
 def published_rows(probe: str, path: str | Path | None = None) -> list[Published]:
-    """The data file's rows of the probe called ``probe``, in file order."""
-    return [p for p in read_published(path) if p.probe == probe]
+    """The data file's rows of the probe called ``probe`` that ncprobe checks, in file order
+    (its :data:`REFERENCE` rows left out)."""
+    return [p for p in read_published(path) if p.probe == probe and p.checked]
+
+
+def reference_values(probe: str, path: str | Path | None = None) -> dict[str, Published]:
+    """The data file's :data:`REFERENCE` rows of ``probe``, by key, in file order: printed
+    values the probe shows and cannot compute."""
+    return {p.key: p for p in read_published(path) if p.probe == probe and not p.checked}
 
 
 # --- the table ---------------------------------------------------------------------------------
@@ -230,11 +251,15 @@ def verification_table(published: Sequence[Published],
         measured: probe name -> what its :meth:`~ncprobe.probes.base.Probe.verify` returned.
 
     Raises:
-        ValueError: a published row no probe measured, a measured key the data file lacks, or
-            a key measured twice: a probe's :meth:`verify` that does not answer its rows (a
-            defect, never a row left out silently).
+        ValueError: a published row no probe measured, a measured key the data file lacks, a
+            key measured twice: a probe's :meth:`verify` that does not answer its rows (a
+            defect, never a row left out silently); a :data:`REFERENCE` row (never checked).
     """
     import pandas as pd
+
+    shown = [f"{p.probe} {p.key}" for p in published if not p.checked]
+    if shown:
+        raise ValueError(f"reference values are shown, never checked: {', '.join(shown)}")
 
     by_key: dict[tuple[str, str], Measured] = {}
     for probe, rows in measured.items():

@@ -199,3 +199,25 @@ def test_reproduce_refuses_what_it_cannot_do(raw_dir, tmp_path, capsys) -> None:
     assert "did not write" in capsys.readouterr().err
     assert (out / "verification" / "verification.md").read_text() == "mine"
     assert not (out / "verification" / "verification.csv").exists()
+
+
+def test_reference_values_are_shown_never_checked(tmp_path) -> None:
+    from ncprobe.verify import reference_values
+
+    path = _file(tmp_path, "p\tk\tP\tT\tR\tC\t1.5\t\t",
+                 "p\thuman\tP\tT\tHuman\tC\t71.0\treference\tn")
+    assert [r.key for r in published_rows("p", path)] == ["k"]  # checked rows only
+    refs = reference_values("p", path)
+    assert list(refs) == ["human"] and refs["human"].printed == "71.0"
+    assert refs["human"].tolerance_text == "reference" and not refs["human"].checked
+    with pytest.raises(ValueError, match="never checked: p human"):
+        verification_table([refs["human"]], {"p": [Measured("human", 71.0)]})
+    # the NCC reference lines are the data file's printed values (the paper's 71.0, 53.6, 51.5)
+    from ncprobe.ncc import HUMAN_ACCURACY, PAPER_ROWS
+
+    shipped = reference_values("ncc")
+    assert HUMAN_ACCURACY == pytest.approx(float(shipped["human"].printed) / 100, abs=0)
+    assert [(s, v) for s, _, v in PAPER_ROWS] == [
+        (k.split("/")[1], float(p.printed) / 100) for k, p in shipped.items()
+        if k.startswith("fine-tuned/")]
+    assert [r for r in read_published() if not r.checked] == list(shipped.values())

@@ -30,17 +30,30 @@ ANSWERS: tuple[str, ...] = NCC_CLASSES + ("none", "unanswered")
 KINDS: tuple[str, ...] = ("baseline", "published", "ceiling", "representation", "selected",
                           "behaviour")
 
-#: The paper's human accuracy (3 annotators on 100 sampled items; no item-level file): a
-#: reference line, never a row.
-HUMAN_ACCURACY = 0.710
 
+
+def _references() -> tuple[float, tuple[tuple[str, str, float], ...]]:
+    """The paper's printed values that no file lets ncprobe compute, from the data file of
+    published values (:func:`ncprobe.verify.reference_values`: key ``human``, and
+    ``fine-tuned/<system>``), as fractions."""
+    from decimal import Decimal
+
+    from ..verify import reference_values
+
+    refs = reference_values("ncc")
+    human = float(Decimal(refs["human"].printed) / 100)
+    rows = tuple((key.split("/", 1)[1], "fine-tuned (paper)", float(Decimal(p.printed) / 100))
+                 for key, p in refs.items() if key.startswith("fine-tuned/"))
+    return human, rows
+
+
+#: The paper's human accuracy (3 annotators on 100 sampled items; no item-level file): a
+#: reference line, never a row. Read from ``ncprobe/data/published.tsv`` (its ``reference``
+#: rows).
 #: Results the paper prints without a prediction file (Table 12): models *fine-tuned* on
 #: SemanticQA, shown as published rows without items, interval or test: (system, setting,
-#: accuracy as a fraction).
-PAPER_ROWS: tuple[tuple[str, str, float], ...] = (
-    ("BERT-base", "fine-tuned (paper)", 0.536),
-    ("BERT-large", "fine-tuned (paper)", 0.515),
-)
+#: accuracy as a fraction). Read from the same file.
+HUMAN_ACCURACY, PAPER_ROWS = _references()
 
 
 #: The multiple-comparison corrections of the NCC tests: ``maxt`` (the default: Westfall &
