@@ -11,11 +11,12 @@ from ..errors import UsageError
 from ..probes.options import COMPARE_N_BOOT
 from ..schema import CORRECTIONS
 from .fit import FOLDS
+from .forward import POSITION_LEVEL
 
 #: Where the erasers apply: the stored vectors as read, or a transformer's forward pass.
 WHERES = ("vectors", "forward")
 #: Where in the sentence the forward pass is erased (:mod:`ncprobe.amnesic.forward`).
-POSITIONS = ("span", "all")
+POSITIONS = tuple(POSITION_LEVEL)
 
 
 @dataclass(frozen=True)

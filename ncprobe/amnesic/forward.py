@@ -26,14 +26,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..encoders._intervene import POSITIONS
 from ..errors import UsageError
 from .erase import Eraser
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-#: Where in the sentence the eraser acts, and the level whose eraser it applies there.
+#: Where in the sentence the eraser acts (:data:`ncprobe.encoders._intervene.POSITIONS`), and
+#: the level whose eraser it applies there.
 POSITION_LEVEL = {"span": "nc", "all": "sent"}
+assert tuple(POSITION_LEVEL) == POSITIONS, "one level per position of the forward pass"
 _VERSION = b"ncprobe.amnesic.ForwardErasure/1"
 
 
