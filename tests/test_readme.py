@@ -88,6 +88,6 @@ def test_the_readme_commands_run_in_order_from_a_fresh_checkout(raw_dir, tmp_pat
     # report, the Python example's report
     results = checkout / "results"
     assert (results / "glove-6b-50d-en" / "run.json").is_file()
-    assert (results / "idiolink-test-minilm+bm25" / "run.json").is_file()
+    assert (results / "idiolink-val-minilm+bm25" / "run.json").is_file()
     for report in ("report", "report-idiolink", "report-glove"):
         assert (checkout / report / "README.md").is_file(), report
