@@ -113,7 +113,14 @@ def class_rows(runs: Mapping[str, Any], *, n_boot: int, compare_n_boot: int, see
     import pandas as pd
 
     from ..schema import DISPLAY_MEASURES
-    from ..stats import bootstrap_p, class_separation, percentile_interval
+    from ..significance import warn_resolution
+    from ..stats import (
+        bootstrap_p,
+        class_separation,
+        correct_bounded,
+        percentile_interval,
+        resamples_for,
+    )
 
     sides = []
     for condition in TARGET_RUNS:
@@ -127,6 +134,7 @@ def class_rows(runs: Mapping[str, Any], *, n_boot: int, compare_n_boot: int, see
                        axis=1, join="inner").dropna()
     rows: list[dict] = []
     tests: list[dict] = []
+    bounds: list[bool] = []
     for cell, part in joined.groupby(level=list(range(len(_CELL))), sort=False):
         key = dict(zip(_CELL, cell, strict=True))
         base = {"target": "ncimp", "metric": f"class separation {key['measure']}",
@@ -148,10 +156,17 @@ def class_rows(runs: Mapping[str, Any], *, n_boot: int, compare_n_boot: int, see
             row = {**base, "condition": change, "value": point[a] - point[b],
                    "ci_low": lo, "ci_high": hi}
             if change == TESTED:
-                row["p"] = bootstrap_p(diffs)[0]
+                row["p"], floor = bootstrap_p(diffs)
                 tests.append(row)
+                bounds.append(floor)
             rows.append(row)
     if tests:
         correct_family(tests, correction, "ncimp class separation: erased vs control, "
                                           "every cell")
+        # a p at the floor of the resamples, corrected: say when it limits a decision
+        corrected, bound = correct_bounded([r["p"] for r in tests], bounds, correction)
+        warn_resolution(corrected, bound, rows="class separation tests",
+                        resamples=f"{compare_n_boot:,} bootstrap resamples",
+                        option="compare_n_boot (--compare-n-boot)",
+                        needed=resamples_for(len(tests), correction, per=2))
     return rows

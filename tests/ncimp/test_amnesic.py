@@ -122,3 +122,33 @@ def test_class_separation_is_the_kruskal_wallis_effect_size_of_each_run(stim, tm
     assert tested["family"].str.endswith(f"({len(tested)} tests)").all()
     rho = rows[(rows["condition"] == TESTED) & rows["metric"].str.startswith("rho ")]
     assert not rho["family"].str.contains("class separation").any()
+
+
+def test_a_class_separation_p_at_the_floor_of_its_resamples_is_said():
+    """An erasure that takes every class difference out, tested with few resamples: every p is
+    the floor 2/(B+1), and the corrected floor above the level is warned about, not left as a
+    quiet 'not significant'."""
+    import types
+
+    import pandas as pd
+
+    from ncprobe.ncimp.amnesic import class_rows
+    from ncprobe.significance import ResolutionWarning
+
+    rng = np.random.default_rng(0)
+    cls = np.repeat(["I", "PC", "C"], 30)
+    shift = {"I": 0.0, "PC": 1.0, "C": 2.0}
+
+    def measures(separated: bool) -> pd.DataFrame:
+        value = rng.normal(size=90) * 0.3 + (np.array([shift[c] for c in cls])
+                                             if separated else 0.0)
+        return pd.DataFrame({"space": "raw", "layers": "-", "level": "nc", "context": "nat",
+                             "measure": "syn", "nc": [f"nc{i}" for i in range(90)],
+                             "cls": cls, "value": value})
+
+    runs = {c: types.SimpleNamespace(measures=measures(c != "erased")) for c in TARGET_RUNS}
+    with pytest.warns(ResolutionWarning, match="class separation"):
+        rows = class_rows(runs, n_boot=50, compare_n_boot=19, seed=0, correction="holm")
+    tested = [r for r in rows if r["condition"] == TESTED]
+    assert len(tested) == 1 and tested[0]["p"] == pytest.approx(2 / 20)
+    assert tested[0]["value"] < -0.5
