@@ -155,6 +155,16 @@ def _kill_with_parent() -> bool:
         return False
 
 
+#: The most processes a command's ``--jobs`` starts by default.
+MAX_DEFAULT_JOBS = 4
+
+
+def default_jobs() -> int:
+    """The default of every ``--jobs``: the CPUs this process may use (:func:`usable_cpus`:
+    its affinity mask, e.g. under SLURM or ``taskset``), at most :data:`MAX_DEFAULT_JOBS`."""
+    return min(usable_cpus(), MAX_DEFAULT_JOBS)
+
+
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity mask where the system has one, e.g.
     under SLURM or ``taskset``; else every CPU), at least 1."""

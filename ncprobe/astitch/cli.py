@@ -4,10 +4,10 @@ which :class:`~ncprobe.astitch.seam.AStitchProbe` hands to the command line."""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from ..argtypes import positive_int
+from ..drawing import default_jobs
 from ..probes.options import probe_run_options, run_probe
 
 
@@ -15,10 +15,11 @@ def add_astitch_arguments(p: argparse.ArgumentParser, config: type) -> None:
     """The options of ``run astitch``: the fields of ``config`` (:class:`AStitchConfig`), where
     the results go, what is printed, the data and the cache, the processes."""
     def jobs(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--jobs", type=positive_int, default=min(os.cpu_count() or 1, 4),
+        q.add_argument("--jobs", type=positive_int, default=default_jobs(),
                        metavar="N",
                        help="processes that fit the linear probe's cells of a view (default: "
-                       "the CPUs, at most 4; here %(default)s); the results do not depend on it")
+                       "the CPUs this process may use, at most 4; here %(default)s); the "
+                       "results do not depend on it")
 
     probe_run_options(p, config, out_help="results directory (default: "
                       "results/astitch-<models>-<langs>, plus -layers_<spec> when given)",

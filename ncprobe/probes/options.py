@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import types
 import typing
@@ -225,10 +224,13 @@ def cache_options(p: argparse.ArgumentParser) -> None:
 def jobs_option() -> Option:
     """``--jobs`` of a report that draws its figures in several processes (NCIMP's
     ``report`` and ``reproduce``)."""
-    return option("--jobs", type=positive_int, default=min(os.cpu_count() or 1, 4),
+    from ..drawing import default_jobs
+
+    return option("--jobs", type=positive_int, default=default_jobs(),
                   metavar="N",
                   help="processes that draw the figures, this one included (default: the "
-                  "CPUs, at most 4; here %(default)s); never more than the figures to draw "
+                  "CPUs this process may use, at most 4; here %(default)s); never more than "
+                  "the figures to draw "
                   "or the CPUs this process may use; the files do not depend on it")
 
 
