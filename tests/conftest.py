@@ -17,23 +17,10 @@ from .data_dir import data_dir_verdict
 # thread per core in every process, and two workers' threads wait on each other by spinning
 # (OpenMP): the README test took 352 s beside the notebooks, 120 s alone. Set before
 # anything imports torch; a value already set is kept.
-#
-# Each worker also keeps to its share of the CPUs (its affinity mask, as SLURM or taskset
-# would set it): a command's default --jobs is the CPUs it may use, so a report or a fit
-# run by a test draws in its own process instead of starting worker processes that only
-# compete with the other test worker for the same cores (3 CPU-s more per report, measured).
-# A test of the worker processes themselves is marked ``all_cpus`` and gets every CPU back.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-#: Every CPU this test process may use, before a worker keeps to its share.
-ALL_CPUS = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
 if _WORKERS > 1:
     os.environ.setdefault("OMP_NUM_THREADS",
                           str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
-    if ALL_CPUS and len(ALL_CPUS) >= _WORKERS:
-        _index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-        _cpus = sorted(ALL_CPUS)
-        _share = len(_cpus) // _WORKERS
-        os.sched_setaffinity(0, _cpus[_index % _WORKERS * _share:][:_share])
 
 #: The test files that take longest on a 2-core machine (seconds, all their tests, measured
 #: 2026-11-26), run first: with ``-n`` and ``--dist loadfile`` each file goes whole to one
@@ -49,21 +36,6 @@ LONGEST_FIRST = ("test_readme.py",              # 188 s: the README's commands, 
                  "cli/test_probes_meet.py", "encoders/test_encoders.py", "ncimp/test_reproduce.py",
                  "cli/test_compare.py")
 _TESTS = Path(__file__).resolve().parent
-
-
-@pytest.fixture(autouse=True)
-def _all_cpus(request):
-    """A test marked ``all_cpus`` (of the worker processes a command starts) runs with every
-    CPU of the suite's process, not its worker's share (see :data:`ALL_CPUS`)."""
-    if ALL_CPUS is None or request.node.get_closest_marker("all_cpus") is None:
-        yield
-        return
-    share = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, ALL_CPUS)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, share)
 
 
 def pytest_collection_modifyitems(config, items) -> None:

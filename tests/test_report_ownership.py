@@ -321,7 +321,6 @@ def _running(pid: int) -> bool:
         return False
 
 
-@pytest.mark.all_cpus
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 def test_figure_workers_end_when_the_report_is_killed(results_dir, tmp_path):

@@ -103,7 +103,6 @@ def inline_report(results, tmp_path_factory):
     return written, state
 
 
-@pytest.mark.all_cpus
 @pytest.mark.slow
 def test_write_report_writes_every_figure_and_table_whatever_the_workers(results, inline_report,
                                                                          tmp_path):
@@ -124,7 +123,6 @@ def test_write_report_writes_every_figure_and_table_whatever_the_workers(results
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
-@pytest.mark.all_cpus
 @pytest.mark.slow
 def test_figure_workers_take_the_callers_matplotlib_settings(results, tmp_path):
     # a worker is a fresh process: without the caller's settings it would draw with the
