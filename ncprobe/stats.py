@@ -244,8 +244,8 @@ def class_separation(values: ArrayLike, classes: Sequence[Any], *, n_boot: int =
     if len(kinds) >= 2 and len(np.unique(x)) > 1:
         from scipy.stats import kruskal
 
-        h = float(kruskal(*(x[codes == j] for j in range(len(kinds)))).statistic)
-        point = float(eta2(np.array(h), np.array(len(kinds))))
+        stat = float(kruskal(*(x[codes == j] for j in range(len(kinds)))).statistic)
+        point = float(eta2(np.array(stat), np.array(len(kinds))))
     if n_boot < 1 or n < 2:
         return point, np.full(max(n_boot, 0), np.nan)
     counts = resample_counts(n, n_boot, seed)

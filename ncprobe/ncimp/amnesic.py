@@ -113,7 +113,7 @@ def class_rows(runs: Mapping[str, Any], *, n_boot: int, compare_n_boot: int, see
     import pandas as pd
 
     from ..schema import DISPLAY_MEASURES
-    from ..significance import warn_resolution
+    from ..significance import check_correction, warn_resolution
     from ..stats import (
         bootstrap_p,
         class_separation,
@@ -164,7 +164,8 @@ def class_rows(runs: Mapping[str, Any], *, n_boot: int, compare_n_boot: int, see
         correct_family(tests, correction, "ncimp class separation: erased vs control, "
                                           "every cell")
         # a p at the floor of the resamples, corrected: say when it limits a decision
-        corrected, bound = correct_bounded([r["p"] for r in tests], bounds, correction)
+        corrected, bound = correct_bounded([r["p"] for r in tests], bounds,
+                                           check_correction(correction))
         warn_resolution(corrected, bound, rows="class separation tests",
                         resamples=f"{compare_n_boot:,} bootstrap resamples",
                         option="compare_n_boot (--compare-n-boot)",
