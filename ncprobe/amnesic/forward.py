@@ -37,6 +37,18 @@ if TYPE_CHECKING:  # pragma: no cover
 #: the level whose eraser it applies there.
 POSITION_LEVEL = {"span": "nc", "all": "sent"}
 assert tuple(POSITION_LEVEL) == POSITIONS, "one level per position of the forward pass"
+
+
+def level_of(positions: str) -> str:
+    """The level whose eraser acts at ``positions`` (:data:`POSITION_LEVEL`).
+
+    Raises:
+        UsageError: ``positions`` is none of them (naming ``--positions``).
+    """
+    if positions not in POSITION_LEVEL:
+        raise UsageError(f"positions={positions!r} (--positions): give one of "
+                         f"{', '.join(POSITION_LEVEL)}")
+    return POSITION_LEVEL[positions]
 _VERSION = b"ncprobe.amnesic.ForwardErasure/1"
 
 
@@ -92,9 +104,7 @@ class ForwardErasure:
     intervention: TorchEraser = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.positions not in POSITION_LEVEL:
-            raise UsageError(f"positions={self.positions!r}: give one of "
-                             f"{', '.join(POSITION_LEVEL)}")
+        level_of(self.positions)
         h = hashlib.sha256(_VERSION + b"\0" + self.what.encode() + b"\0")
         h.update(f"{self.layer}\0{self.positions}\0{self.eraser.fingerprint}".encode())
         fp = f"erase-forward:{h.hexdigest()[:16]}"
@@ -118,10 +128,7 @@ def forward_erasure(erasers: Mapping[tuple[str, str], Any], layer: int, position
         UsageError: no eraser for that view and level; erasers by group (fold erasers: which
             one applies to a pass depends on its item's group, which the pass does not know).
     """
-    if positions not in POSITION_LEVEL:
-        raise UsageError(f"positions={positions!r} (--positions): give one of "
-                         f"{', '.join(POSITION_LEVEL)}")
-    key = (str(layer), POSITION_LEVEL[positions])
+    key = (str(layer), level_of(positions))
     e = erasers.get(key)
     if e is None:
         held = ", ".join(f"{v}/{lv}" for v, lv in sorted(erasers))

@@ -214,14 +214,12 @@ def check_forward(model: str, lang: str, erase_layer: int | None, positions: str
     """
     from ..encoders import load_encoder
     from ..encoders.registry import resolve_target
-    from .forward import POSITION_LEVEL
+    from .forward import level_of
 
     if erase_layer is None:
         raise UsageError("where='forward' needs the layer to erase (--erase-layer L; 0: the "
                          "embeddings' output)")
-    if positions not in POSITION_LEVEL:
-        raise UsageError(f"positions={positions!r} (--positions): give one of "
-                         f"{', '.join(POSITION_LEVEL)}")
+    level_of(positions)
     target = resolve_target(model, lang, allow_pickle=False, allow_gensim=False)
     if not hasattr(target.cls, "with_intervention"):
         raise UsageError(f"--where forward: {model} has no forward pass to erase in (static "
