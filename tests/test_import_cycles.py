@@ -37,6 +37,7 @@ a copy of the package whose ``__init__.py`` is empty
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import json
 import os
@@ -113,6 +114,22 @@ def _known(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
+def _statements(path: Path, *, type_only: bool
+                ) -> list[tuple[ast.Import | ast.ImportFrom, bool, str]]:
+    """:func:`_imports` of the file at ``path``, each with its source (``ast.unparse``): read
+    once per version of the file (the five graphs of this module read every file)."""
+    stat = path.stat()
+    return _read_statements(str(path), (stat.st_mtime_ns, stat.st_size), type_only)
+
+
+@functools.lru_cache(maxsize=None)
+def _read_statements(path: str, version: tuple[int, int], type_only: bool
+                     ) -> list[tuple[ast.Import | ast.ImportFrom, bool, str]]:
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
+    return [(node, at_import, ast.unparse(node))
+            for node, at_import in _imports(tree, type_only=type_only)]
+
+
 def _dependencies(name: str, path: Path, modules: dict[str, Path], top: Path, *,
                   on_import: bool = False, type_only: bool = False) -> dict[str, list[str]]:
     """The package modules that module ``name`` imports, each with the import lines; with
@@ -123,11 +140,10 @@ def _dependencies(name: str, path: Path, modules: dict[str, Path], top: Path, *,
     parts = name.split(".")
     holders = {".".join(parts[:i]) for i in range(1, len(parts) + is_package)}
     out: dict[str, list[str]] = {}
-    for node, at_import in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path)),
-                                    type_only=type_only):
+    for node, at_import, code in _statements(path, type_only=type_only):
         if on_import and not at_import:
             continue
-        line = f"{path.relative_to(top)}:{node.lineno}: {ast.unparse(node)}"
+        line = f"{path.relative_to(top)}:{node.lineno}: {code}"
         targets: list[str | None] = []
         if isinstance(node, ast.Import):
             targets = [_known(a.name, modules) for a in node.names]

@@ -40,7 +40,8 @@ def test_glove_without_astitchs_concept(data, tmp_path):
                       data_dir=data, cache_dir=tmp_path / "cache", on_step=steps.append,
                       concept_options={"accept_modified_data": True},
                       target_options={"astitch": {"accept_modified_data": True,
-                                                  "within_draws": 1, "static": "none"}})
+                                                  "within_draws": 1, "static": "none",
+                                                  "c_grid": (0.01, 1.0)}})
     assert list(run.rows.columns) == [*RUN_COLUMNS, *TARGET_COLUMNS]
     assert set(run.rows["target"]) == {"ncimp", "astitch"}
     for target, part in run.rows.groupby("target"):
@@ -104,7 +105,7 @@ def test_the_command_writes_its_results_prints_json_and_reports(tmp_path, capsys
     assert main([*argv, "--seed", "1"]) == 2
     assert "overwrite" in capsys.readouterr().err
     report = tmp_path / "report"
-    assert main(["report", str(out), "--out", str(report), "--quiet"]) == 0
+    assert main(["report", str(out), "--out", str(report), "--format", "png", "--quiet"]) == 0
     names = {p.name for p in report.iterdir()}
     assert {"changes.md", "guarantee.md", "README.md"} <= names
     assert any(n.startswith("fig_amnesic_changes") for n in names)

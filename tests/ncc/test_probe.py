@@ -131,11 +131,26 @@ def module_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def glove_run(raw_dir, module_cache, tmp_path_factory) -> Run:
-    """``ncprobe run ncc --model glove-6b-50d --json --n-boot 50 --out DIR`` (every other
-    option at its default: 10 folds, 5 repeats)."""
+    """``ncprobe run ncc --model glove-6b-50d --json --n-boot 50 --repeats 2 --out DIR`` (every
+    other option at its default: 10 folds; repeats: two, the fewest that give each classifier
+    row a least, mean and greatest repeat accuracy of several repeats)."""
     out = tmp_path_factory.mktemp("glove") / "ncc-glove"
-    argv = ["run", "ncc", "--model", GLOVE, "--json", "--n-boot", "50", "--out", str(out),
-            "--data-dir", str(raw_dir)]
+    argv = ["run", "ncc", "--model", GLOVE, "--json", "--n-boot", "50", "--repeats", "2",
+            "--out", str(out), "--data-dir", str(raw_dir)]
+    rc, stdout, stderr = _main(argv)
+    return Run(rc, out, stdout, stderr, argv)
+
+
+@pytest.fixture(scope="module")
+def vec_run(raw_dir, module_cache, tmp_path_factory) -> Run:
+    """A second static model's run (random 8-d vectors, :func:`_vectors`), small: ``ncprobe
+    run ncc --model VEC --json --n-boot 20 --repeats 2 --folds 3 --out DIR``; compared with
+    :func:`glove_run` and rerun."""
+    base = tmp_path_factory.mktemp("vec")
+    vec = _vectors(raw_dir, base / "vec.txt")
+    out = base / "ncc-vec"
+    argv = ["run", "ncc", "--model", str(vec), "--json", "--n-boot", "20", "--repeats", "2",
+            "--folds", "3", "--out", str(out), "--data-dir", str(raw_dir)]
     rc, stdout, stderr = _main(argv)
     return Run(rc, out, stdout, stderr, argv)
 
@@ -261,11 +276,11 @@ def test_a_representation_accuracy_by_hand(glove_run) -> None:
     # a classifier predicts a class, never "none"
     assert set(items.loc[items["kind"] == "representation", "predicted"]) <= {"NC", "PC", "C"}
     # the nested selection chose, fold by fold, among the model's classifiers: said in the
-    # notes with how often each was chosen (10 folds x 5 repeats)
+    # notes with how often each was chosen (10 folds x 2 repeats)
     notes = json.loads((glove_run.out / "run.json").read_text())["runs"][0]["notes"]
     said = next(n for n in notes if n.startswith(f"{GLOVE} nested:"))
     counts = [int(k) for k in re.findall(r" (\d+)(?:,| \(times)", said.split(": ", 1)[1])]
-    assert sum(counts) <= 50 and counts == sorted(counts, reverse=True)
+    assert sum(counts) <= 20 and counts == sorted(counts, reverse=True)
 @pytest.mark.slow  # the module's glove run (~3 s)
 
 
@@ -332,14 +347,15 @@ def test_probes_counts_the_systems_of_the_pinned_files(capsys) -> None:
 
 # --- 2. reruns, the report, two runs compared -----------------------------------------------
 
-@pytest.mark.slow  # a second glove run (~2 s)
-def test_a_rerun_writes_byte_identical_files(glove_run) -> None:
-    before = {p.name: p.read_bytes() for p in sorted(glove_run.out.iterdir())}
+@pytest.mark.slow  # the module's vector run, twice (the same options: repeats, nested folds)
+def test_a_rerun_writes_byte_identical_files(vec_run) -> None:
+    assert vec_run.rc == 0, vec_run.stderr
+    before = {p.name: p.read_bytes() for p in sorted(vec_run.out.iterdir())}
     assert {"run.json", "items.parquet", "accuracy.parquet", "tests.parquet"} <= set(before)
-    rc, stdout, stderr = _main(glove_run.argv)
+    rc, stdout, stderr = _main(vec_run.argv)
     assert rc == 0, stderr
-    assert stdout == glove_run.stdout
-    after = {p.name: p.read_bytes() for p in sorted(glove_run.out.iterdir())}
+    assert stdout == vec_run.stdout
+    after = {p.name: p.read_bytes() for p in sorted(vec_run.out.iterdir())}
     assert after.keys() == before.keys()
     for name, data in before.items():
         assert after[name] == data, name
@@ -396,12 +412,9 @@ def _vectors(raw_dir: Path, path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_two_runs_compared_print_the_tests_table(glove_run, raw_dir, tmp_path) -> None:
-    vec = _vectors(raw_dir, tmp_path / "vec.txt")
-    other = tmp_path / "ncc-vec"
-    rc, _, stderr = _main(["run", "ncc", "--model", str(vec), "--n-boot", "20", "--repeats",
-                           "1", "--quiet", "--out", str(other), "--data-dir", str(raw_dir)])
-    assert rc == 0, stderr
+def test_two_runs_compared_print_the_tests_table(glove_run, vec_run) -> None:
+    vec, other = vec_run.argv[vec_run.argv.index("--model") + 1], vec_run.out
+    assert vec_run.rc == 0, vec_run.stderr
     rc, stdout, stderr = _main(["compare", str(glove_run.out), str(other), "--n-boot", "20"])
     assert rc == 0, stderr
     lines = stdout.splitlines()
@@ -412,7 +425,7 @@ def test_two_runs_compared_print_the_tests_table(glove_run, raw_dir, tmp_path) -
         (acc_b["kind"] == "representation").sum())
     assert sum(line.startswith(f"| {GLOVE} ") for line in lines) == n_rows
     # one row by hand: all measures at NC level, glove against the vectors
-    b_key = (str(vec), "representation", "all", "-", "nc", "all")
+    b_key = (vec, "representation", "all", "-", "nc", "all")
     a = _row(pd.read_parquet(glove_run.out / "items.parquet"), GLOVE_ALL).set_index("item")
     b = _row(pd.read_parquet(other / "items.parquet"), b_key).set_index("item")
     assert sorted(a.index) == sorted(b.index) and len(a) == 241
@@ -480,8 +493,8 @@ def test_an_edited_prediction_runs_with_accept_modified_data(data_copy, tmp_path
     lines = _published(data_copy)[("o3", "5-shot")]
     assert _accuracy(lines) == pytest.approx(right_before - 1 / len(lines))
     out = tmp_path / "out"
-    common = ["run", "ncc", "--model", GLOVE, "--n-boot", "20", "--repeats", "1", "--json",
-              "--out", str(out), "--data-dir", str(data_copy)]
+    common = ["run", "ncc", "--model", GLOVE, "--n-boot", "20", "--repeats", "1", "--folds",
+              "3", "--json", "--out", str(out), "--data-dir", str(data_copy)]
     assert _main(common)[0] == 3
     rc, stdout, err = _main([*common, "--accept-modified-data"])
     assert rc == 0, err
@@ -599,7 +612,7 @@ def test_a_local_model_answers_and_its_hidden_states_are_classified(
     model_dir = tiny_byte_llama_dir
     name = str(model_dir)
     res = ncprobe.run("ncc", models=[name], behaviour=True, layers="all", n_boot=20, repeats=1,
-                      data_dir=raw_dir, progress=False, cache_dir=tmp_path / "cache",
+                      folds=3, data_dir=raw_dir, progress=False, cache_dir=tmp_path / "cache",
                       device="cpu")
     # by hand: each item's prompt, one forward pass, the letter with the highest logit
     rows = _lines(raw_dir / RESULTS / "noun_compound_compositionality_0-shot_gpt-5.json")

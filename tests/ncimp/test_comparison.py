@@ -48,6 +48,16 @@ def _side(res: Results, **where: str) -> pd.DataFrame:
     return m[mask][["lang", "nc", "value", "gold"]]
 
 
+def _cells(res: Results, keys: list[str]) -> dict[tuple, pd.DataFrame]:
+    """:func:`_side` of every cell at once: the rows of ``res`` by their values of ``keys``
+    (as strings), ``(value, ...) -> rows`` in table order (one pass, for tests that read
+    every cell)."""
+    m = res.measures
+    by = m.assign(**{col: m[col].astype(str) for col in keys})
+    return {key: m.loc[g.index, ["lang", "nc", "value", "gold"]]
+            for key, g in by.groupby(keys, sort=False)}
+
+
 def _expected(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """n, rho_a, rho_b, r_ab of two sides' rows of one cell, paired on (lang, nc) by hand."""
     both = a.merge(b, on=["lang", "nc"], suffixes=("_a", "_b"))
@@ -70,9 +80,13 @@ def test_two_models_every_cell_against_scipy(static, layer12):
     assert set(got["model_a"]) == {"model-a"} and set(got["model_b"]) == {"model-b"}
     assert set(got["layers_a"]) == {"-"} and set(got["layers_b"]) == {"12"}
     assert not got.duplicated(keys).any()
+    cells_a, cells_b = _cells(static, keys), _cells(layer12, keys)
+    first = {k: got.iloc[0][k] for k in keys}  # the cells are _side's rows, cell by cell
+    pd.testing.assert_frame_equal(cells_a[tuple(map(str, first.values()))],
+                                  _side(static, **first))
     for _, r in got.iterrows():
-        where = {k: r[k] for k in keys}
-        want = _expected(_side(static, **where), _side(layer12, **where))
+        cell = tuple(str(r[k]) for k in keys)
+        want = _expected(cells_a[cell], cells_b[cell])
         # English: 13 NCs, one without a gold score; Portuguese: 12
         assert r["n"] == want["n"] == 12
         assert r["rho_a"] == pytest.approx(want["rho_a"], abs=1e-12)
@@ -123,10 +137,10 @@ def test_self_comparison_of_two_contexts(static):
                                  + list(STAT_COLUMNS) + list(SIDE_COLUMNS))
     assert len(got) == 2 * 2 * 2 * 11
     assert set(got["context_a"]) == {"nat"} and set(got["context_b"]) == {"neut"}
+    cells = _cells(static, ["context", *keys])
     for _, r in got.iterrows():
-        where = {k: r[k] for k in keys}
-        want = _expected(_side(static, context="nat", **where),
-                         _side(static, context="neut", **where))
+        cell = tuple(str(r[k]) for k in keys)
+        want = _expected(cells[("nat", *cell)], cells[("neut", *cell)])
         assert r["n"] == want["n"]
         assert r["rho_a"] == pytest.approx(want["rho_a"], abs=1e-12)
         assert r["rho_b"] == pytest.approx(want["rho_b"], abs=1e-12)

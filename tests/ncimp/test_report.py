@@ -79,12 +79,19 @@ def test_means_table_and_examples(results):
     assert set(mine.index.get_level_values("nc")) == {"w3 x3"} and not mine.attrs["missing"]
 
 
+#: A matplotlib setting the figures' own style leaves alone (it sets fonts, sizes and
+#: colours): the margin of the saved files. Both reports below are written with it, so that
+#: figure workers (fresh processes) that drew with the defaults would write other files.
+CALLERS_SETTINGS = {"savefig.pad_inches": 0.5}
+
+
 @pytest.fixture(scope="module")
 def inline_report(results, tmp_path_factory):
     """Every figure and table written in this process (``jobs=1``) while the caller's backend
-    is Jupyter's inline one, which shows every figure pyplot knows of after a cell: the files
-    written, and the caller's matplotlib state around the call. One report for the tests of
-    the files and of the caller's state, drawn once."""
+    is Jupyter's inline one, which shows every figure pyplot knows of after a cell, and the
+    caller's :data:`CALLERS_SETTINGS` are in force: the files written, and the caller's
+    matplotlib state around the call. One report for the tests of the files, of the figure
+    workers and of the caller's state, drawn once."""
     import matplotlib.pyplot as plt
 
     out = tmp_path_factory.mktemp("inline") / "one"
@@ -93,7 +100,8 @@ def inline_report(results, tmp_path_factory):
     try:
         state = {"inline": matplotlib.get_backend()}
         fig = plots.FIGURES["ratio"](results)  # the caller's own figure, made before
-        written = write_report(results, out, formats=("png", "pdf"), dpi=60, jobs=1)
+        with matplotlib.rc_context(CALLERS_SETTINGS):
+            written = write_report(results, out, formats=("png", "pdf"), dpi=60, jobs=1)
         state.update(backend=matplotlib.get_backend(), fignums=plt.get_fignums(),
                      caller_axes=bool(fig.axes))
     finally:
@@ -103,9 +111,20 @@ def inline_report(results, tmp_path_factory):
     return written, state
 
 
+@pytest.fixture(scope="module")
+def worker_report(results, tmp_path_factory):
+    """The report of :func:`inline_report` with a figure worker (``jobs=2``: a fresh process
+    draws figures from the front of the list while this one draws from the back), the same
+    :data:`CALLERS_SETTINGS` in force: the files written. Drawn once for the tests of the
+    files and of the workers' settings."""
+    out = tmp_path_factory.mktemp("workers") / "two"
+    with matplotlib.rc_context(CALLERS_SETTINGS):
+        return write_report(results, out, formats=("png", "pdf"), dpi=60, jobs=2)
+
+
 @pytest.mark.slow
-def test_write_report_writes_every_figure_and_table_whatever_the_workers(results, inline_report,
-                                                                         tmp_path):
+def test_write_report_writes_every_figure_and_table_whatever_the_workers(inline_report,
+                                                                         worker_report):
     one, _ = inline_report
     names = sorted(p.name for p in one)
     for ext in ("png", "pdf"):
@@ -117,28 +136,32 @@ def test_write_report_writes_every_figure_and_table_whatever_the_workers(results
     assert "model-a (en)" in index and "model-b (pt)" in index
     _assert_written_for_readers(index)
     # figure workers (fresh processes) write the same files, byte for byte
-    two = write_report(results, tmp_path / "two", formats=("png", "pdf"), dpi=60, jobs=2)
+    two = worker_report
     assert [p.name for p in one] == [p.name for p in two]
     for a, b in zip(one, two, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
 @pytest.mark.slow
-def test_figure_workers_take_the_callers_matplotlib_settings(results, tmp_path):
+def test_figure_workers_take_the_callers_matplotlib_settings(results, inline_report,
+                                                             worker_report):
     # a worker is a fresh process: without the caller's settings it would draw with the
-    # defaults; the figures' own style sets fonts, sizes and colours, so change the margin
-    from ncprobe.drawing import FigureWorkers
-    from ncprobe.ncimp.report import _figures, _render
+    # defaults; the figures' own style sets fonts, sizes and colours, so the caller changed
+    # the margin (CALLERS_SETTINGS) around both reports. The first two figures, which the
+    # worker takes first: drawn by it as by this process, and otherwise with the defaults
+    from ncprobe.ncimp.report import _render, _view
 
+    view = _view(results, None, None)
+    options = {s.name: s.options(view) for s in plots.FIGURE_SPECS}
+    one, _ = inline_report
     names = list(plots.FIGURES)[:2]
-    with matplotlib.rc_context({"savefig.pad_inches": 0.5}):
-        with FigureWorkers(2) as workers:
-            par = dict(_figures(results, ("png",), 60, workers))
-        alone = {n: _render(n, results, ("png",), 60, options={}) for n in names}
-    default = {n: _render(n, results, ("png",), 60, options={}) for n in names}
+    alone = {p.name: p.read_bytes() for p in one}
+    par = {p.name: p.read_bytes() for p in worker_report}
+    files = {n: f"fig{i:02d}_{n}.png" for i, n in enumerate(names, start=1)}
+    default = {n: _render(n, results, ("png",), 60, options=options[n]) for n in names}
     for name in names:
-        assert par[name][0]["png"] == alone[name][0]["png"]
-    assert any(default[n][0]["png"] != alone[n][0]["png"] for n in names)  # settings matter
+        assert par[files[name]] == alone[files[name]]
+    assert any(default[n][0]["png"] != alone[files[n]] for n in names)  # settings matter
 
 
 @pytest.mark.slow

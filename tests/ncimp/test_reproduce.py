@@ -22,6 +22,7 @@ def test_reproduce_runs_what_it_can_and_says_why_it_skips_the_rest(raw_dir, tmp_
     out, res_dir = tmp_path / "figs", tmp_path / "results"
     rc = main(["reproduce", "--models", "glove-6b-50d,elmo,bert-ml,openai", "--langs", "en,pt",
                "--out", str(out), "--results-dir", str(res_dir), "--n-boot", "50", "--quiet",
+               "--jobs", "1",  # the figures in this process (a pool: test_report_ownership)
                "--data-dir", str(raw_dir)])
     captured = capsys.readouterr()
     assert rc == 0, captured.err

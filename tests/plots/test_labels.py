@@ -182,12 +182,13 @@ def _blank_bands(png: bytes) -> tuple[float, float, float]:
 
 
 @pytest.mark.parametrize("name", list(plots.FIGURES))
-def test_no_large_blank_margins(res, name):
+def test_no_large_blank_margins(figures, name):
     """Saved as the report saves them (tight bounding box): blank edges under 5% of a side
     (the layout's pad is about 0.04 in on figures 3-9 in wide), and no blank band across the
     figure over 12% of it (the space a legend's title or a row of turned tick labels takes is
-    under that; a panel left empty or a title set far off is more)."""
-    fig = plots.FIGURES[name](res)
+    under that; a panel left empty or a title set far off is more). The figure is the one the
+    label tests read (the same call, made once): saving lays it out again."""
+    fig = figures[name]
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     edges, row_band, col_band = _blank_bands(buf.getvalue())

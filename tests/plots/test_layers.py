@@ -75,8 +75,15 @@ def _panels(fig) -> dict[str, object]:
 # the figure
 
 
-def test_lines_are_the_rho_of_each_layer(layerwise):
-    fig, notes = plots.fig_layers(layerwise, return_notes=True)
+@pytest.fixture(scope="module")
+def default_figure(layerwise):
+    """The layer-wise figure of ``layerwise`` with every default, and its notes: drawn once
+    for the tests of its lines and of its bands (neither changes it)."""
+    return plots.fig_layers(layerwise, return_notes=True)
+
+
+def test_lines_are_the_rho_of_each_layer(layerwise, default_figure):
+    fig, notes = default_figure
     panels = _panels(fig)
     # small multiples: one panel per condition and measure; model-a (static) has none
     assert set(panels) == {f"model-b · {c} · {m}" for c in GROUP for m in DISPLAY_MEASURES}
@@ -114,8 +121,8 @@ def _band(ax, measure):
     return ys
 
 
-def test_bands_span_the_bootstrap_interval(layerwise):
-    panels = _panels(plots.fig_layers(layerwise))
+def test_bands_span_the_bootstrap_interval(layerwise, default_figure):
+    panels = _panels(default_figure[0])
     for cond in GROUP:
         for m in ("comp", "Sim_R|WordsSyn"):
             ys = _band(panels[f"model-b · {cond} · {m}"], m)
@@ -338,8 +345,19 @@ def _names(written):
 
 
 @pytest.mark.slow
-def test_report_writes_the_layerwise_files_only_for_layerwise_results(small, plain, tmp_path):
+def test_report_writes_the_layerwise_files_only_for_layerwise_results(small, plain, tmp_path,
+                                                                      monkeypatch):
+    # the layer-wise files are the subject of the first report: the study's figures say they
+    # have nothing to show (as a figure with no values does), so that the report numbers the
+    # layer-wise figure 11 without drawing them (their rows, model-b's default view, are those
+    # of synthetic.build(): every figure of them is drawn by tests/plots/test_plots.py)
+    def nothing_to_show(results, **kw):
+        raise plots.NoData("not drawn in this test")
+
+    monkeypatch.setattr(plots, "FIGURES", dict.fromkeys(plots.FIGURES, nothing_to_show))
     written = _names(write_report(small, tmp_path / "lw", formats=("png",), dpi=30))
+    assert not [n for n in written if n.startswith("fig") and "layers" not in n]
+    monkeypatch.undo()
     assert "fig11_layers.png" in written
     assert {"table_layers.md", "table_layers.tex"} <= set(written)
     md = (tmp_path / "lw" / "table_layers.md").read_text()
@@ -374,27 +392,51 @@ def test_a_foreign_fig11_is_refused_only_when_the_report_would_write_it(small, t
         df["layers"] == "9+10+11+12") if "layers" in df.columns else np.ones(len(df), bool))
     # without layer-wise views the report would write no fig11, whatever study figures it
     # draws: the first two only (every study figure of these rows, the default view of
-    # ``small``, is drawn by test_report_writes_the_layerwise_files_only_for_layerwise_results)
+    # ``small``, is drawn by tests/plots/test_plots.py: model-b's 9+10+11+12 view of
+    # synthetic.build(), whose rows ``small`` holds)
     monkeypatch.setattr(plots, "FIGURES", dict(list(plots.FIGURES.items())[:2]))
     write_report(one_view, out, formats=("png",), dpi=30)
     assert (out / "fig11_layers.png").read_bytes() == b"mine"  # not ours: left alone
 
 
-@pytest.mark.slow
-def test_report_space_and_level_reach_the_figures(small, tmp_path, monkeypatch):
+def _spy(seen: dict, name: str, draw):
+    """``draw``, recording in ``seen`` the options it was given and the figure it drew."""
+    def wrapped(results, **kw):
+        fig, notes = draw(results, **kw)
+        seen[name] = (kw, fig)
+        return fig, notes
+    return wrapped
+
+
+@pytest.fixture(scope="module")
+def cli_report(small, plain, tmp_path_factory):
+    """`ncprobe report` of the results directories found below one directory (model-a's
+    static run in English, and ``small`` a level deeper) with ``--space standardised --level
+    sent``, every figure function watched (:func:`_spy`): the directory, model-a's results,
+    the report's directory, the exit status, and what each figure function was given and
+    drew (name -> (options, figure)). One report for the tests of the command and of the
+    options reaching the figures."""
+    tmp = tmp_path_factory.mktemp("cli")
+    static = synthetic.subset(plain, lambda df: (
+        (df["model"] == "model-a") if "model" in df.columns else np.ones(len(df), bool))
+        & ((df["lang"] == "en") if "lang" in df.columns else np.ones(len(df), bool)))
+    static.to_parquet(tmp / "runs" / "static" / "model-a-en")
+    small.to_parquet(tmp / "runs" / "deep" / "er" / "model-b-en")
+    out = tmp / "rep"
     seen: dict[str, tuple] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for name, draw in list(plots.FIGURES.items()):
+            mp.setitem(plots.FIGURES, name, _spy(seen, name, draw))
+        mp.setitem(plots.ADDED_FIGURES, "layers", _spy(seen, "layers", plots.fig_layers))
+        code = main(["report", str(tmp / "runs"), "--out", str(out), "--format", "png",
+                     "--jobs", "1", "--space", "standardised", "--level", "sent"])
+    return tmp, static, out, code, seen
 
-    def spy(name, draw):
-        def wrapped(results, **kw):
-            fig, notes = draw(results, **kw)
-            seen[name] = (kw, fig)
-            return fig, notes
-        return wrapped
 
-    for name, draw in list(plots.FIGURES.items()):
-        monkeypatch.setitem(plots.FIGURES, name, spy(name, draw))
-    monkeypatch.setitem(plots.ADDED_FIGURES, "layers", spy("layers", plots.fig_layers))
-    write_report(small, tmp_path, formats=("png",), dpi=30, space="standardised", level="sent")
+@pytest.mark.slow
+def test_report_space_and_level_reach_the_figures(small, cli_report):
+    *_, code, seen = cli_report
+    assert code == 0
     names = list(plots.FIGURES)
     for i, name in enumerate(names):
         kw = seen[name][0]
@@ -443,16 +485,10 @@ def test_report_refuses_a_space_or_level_the_results_lack(small, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_report_finds_nested_results_and_takes_space_and_level(small, plain, tmp_path,
+def test_cli_report_finds_nested_results_and_takes_space_and_level(cli_report, tmp_path,
                                                                    capsys):
-    static = synthetic.subset(plain, lambda df: (
-        (df["model"] == "model-a") if "model" in df.columns else np.ones(len(df), bool))
-        & ((df["lang"] == "en") if "lang" in df.columns else np.ones(len(df), bool)))
-    static.to_parquet(tmp_path / "runs" / "static" / "model-a-en")
-    small.to_parquet(tmp_path / "runs" / "deep" / "er" / "model-b-en")
-    out = tmp_path / "rep"
-    assert main(["report", str(tmp_path / "runs"), "--out", str(out), "--format", "png",
-                 "--jobs", "1", "--space", "standardised", "--level", "sent"]) == 0
+    _, static, out, code, _ = cli_report
+    assert code == 0
     index = (out / "README.md").read_text()
     assert "model-a (en)" in index and "model-b (en)" in index  # both found below runs/
     assert "Vector space standardised" in index

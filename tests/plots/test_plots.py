@@ -277,15 +277,15 @@ def test_correlogram_matrix_variables(res):
     np.testing.assert_allclose(np.diag(rho), 1.0)
 
 
-def test_sentence_only_model_is_left_out_of_nc_figures_with_a_note(res):
-    # model-b as an API embedder: sentence level only
-    api = synthetic.subset(res, lambda df: ~((df.get("model") == "model-b")
-                                             & (df.get("level") == "nc"))
-                           if "level" in df.columns else np.ones(len(df), bool))
-    fig, notes = plots.fig_nc_cosines(api, return_notes=True)
+def test_sentence_only_model_is_left_out_of_nc_figures_with_a_note(res,
+                                                                    sentence_only_b_figure):
+    # model-b as an API embedder: sentence level only (_sentence_only_b)
+    assert plots.FIGURES["nc_cosines"] is plots.fig_nc_cosines
+    assert plots.FIGURES["sent_cosines"] is plots.fig_sentence_cosines
+    fig, notes = sentence_only_b_figure("nc_cosines")
     assert sorted(_panels(fig)) == ["ideal values", "model-a"]
     assert notes == ["not shown (no NC-level values): model-b"]
-    fig, notes = plots.fig_sentence_cosines(api, return_notes=True)
+    fig, notes = sentence_only_b_figure("sent_cosines")
     assert sorted(_panels(fig)) == ["ideal values", *MODELS] and notes == []
     sent_only = synthetic.subset(res, lambda df: (df["level"] == "sent") if "level" in df.columns
                                  else np.ones(len(df), bool))
@@ -381,8 +381,10 @@ def _sentence_only_b(res):
 
 
 @pytest.mark.parametrize("name", list(plots.FIGURES))
-def test_figures_are_figures_unknown_to_pyplot(res, name):
-    fig = plots.FIGURES[name](res)
+def test_figures_are_figures_unknown_to_pyplot(figure, name):
+    # the module's one call of the figure with default options (``figure``): whichever test
+    # makes it, pyplot knows of no figure after it (here, and _nothing_in_pyplot after each)
+    fig = figure(name)
     assert type(fig) is Figure and fig.axes
     assert plt.get_fignums() == []
 
@@ -405,10 +407,23 @@ NOTES_WITHOUT_B = {
 }
 
 
-@pytest.mark.parametrize("name", list(plots.FIGURES))
-def test_return_notes_returns_the_figure_and_its_notes(res, name):
+@pytest.fixture(scope="module")
+def sentence_only_b_figure(res):
+    """The figure of that name of :func:`_sentence_only_b`, with its notes
+    (``return_notes=True``), drawn once per module."""
     api = _sentence_only_b(res)
-    fig, notes = plots.FIGURES[name](api, return_notes=True)
+    cache: dict = {}
+
+    def get(name: str):
+        if name not in cache:
+            cache[name] = plots.FIGURES[name](api, return_notes=True)
+        return cache[name]
+    return get
+
+
+@pytest.mark.parametrize("name", list(plots.FIGURES))
+def test_return_notes_returns_the_figure_and_its_notes(sentence_only_b_figure, name):
+    fig, notes = sentence_only_b_figure(name)
     assert isinstance(fig, Figure)
     if name in CLASS_FIGURES:  # and the note on the per-class tests their brackets mark
         # model-a: 4 conditions x 9 measures x 3 pairs of classes in the per-class table
