@@ -23,15 +23,16 @@ if _WORKERS > 1:
                           str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
 
 #: The test files that take longest on a 2-core machine (seconds, all their tests, measured
-#: 2026-11-26), run first: with ``-n`` and ``--dist loadfile`` each file goes whole to one
-#: worker, in collection order (``--no-loadscope-reorder``, setup.cfg), so the long ones start
-#: while the short ones fill the gaps, instead of one long file starting last.
+#: 2026-11-29 in a full run of 415 s; the SLURM file's earlier, with a cluster), run first:
+#: with ``-n`` and ``--dist loadfile`` each file goes whole to one worker, in collection order
+#: (``--no-loadscope-reorder``, setup.cfg), so the long ones start while the short ones fill
+#: the gaps, instead of one long file starting last (that run's two workers ended 1.4 s apart).
 #: Paths below tests/.
-LONGEST_FIRST = ("test_readme.py",              # 188 s: the README's commands, in order
-                 "test_notebooks.py",           # 200 s: every notebook, top to bottom
-                 "executors/test_slurm.py",     # 76 s: a real cluster's jobs
-                 "ncc/test_probe.py",           # 75 s: NCC runs on the real items
-                 "astitch/test_probe.py",       # 50 s: AStitch runs on the real uses
+LONGEST_FIRST = ("test_readme.py",              # 95 s: the README's commands, in order
+                 "test_notebooks.py",           # 156 s: every notebook, top to bottom
+                 "executors/test_slurm.py",     # 76 s (2026-11-26): a real cluster's jobs
+                 "ncc/test_probe.py",           # 30 s: NCC runs on the real items
+                 "astitch/test_probe.py",       # 20 s: AStitch runs on the real uses
                  "ncimp/test_report.py", "plots/test_layers.py", "test_report_ownership.py",
                  "cli/test_probes_meet.py", "encoders/test_encoders.py", "ncimp/test_reproduce.py",
                  "cli/test_compare.py")
