@@ -33,25 +33,35 @@ def _files(d) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
 
 
+@pytest.fixture(scope="module")
+def report(res, tmp_path_factory):
+    """One report (png, 40 dpi): the files it says it wrote, and its directory. Drawn once for
+    the tests of its files and of its tables; only read from then on."""
+    out = tmp_path_factory.mktemp("ncc-report") / "a"
+    return res.report(out, formats=("png",), dpi=40), out
+
+
 @pytest.mark.slow  # ~2.5 s: two reports
-def test_the_report_writes_exactly_its_files_and_a_rerun_the_same_bytes(res, tmp_path):
-    written = res.report(tmp_path / "a", formats=("png",), dpi=40)
+def test_the_report_writes_exactly_its_files_and_a_rerun_the_same_bytes(res, report,
+                                                                        tmp_path):
+    written, a = report
     names = [p.name for p in written]
     # a static model has one layer view: the layer figure is not drawn, and the index says so
     assert names == ["fig01_accuracy.png", "fig03_confusion.png", "fig04_agreement.png",
                      "table_ncc.md", "table_ncc.tex", "table_ncc_tests.md",
                      "table_ncc_tests.tex", "table_ncc_items.md", "table_ncc_items.tex",
                      "README.md"]
-    assert sorted(_files(tmp_path / "a")) == sorted([*names, ".ncprobe-report.json"])
-    readme = (tmp_path / "a" / "README.md").read_text(encoding="utf-8")
+    assert sorted(_files(a)) == sorted([*names, ".ncprobe-report.json"])
+    readme = (a / "README.md").read_text(encoding="utf-8")
     assert readme.startswith("# ncprobe NCC report\n")
     assert "- fig02_layers: not drawn: no model with several layer views" in readme
     assert "`glove-6b-50d`: `hub/glove-6b-50d`" in readme
     res.report(tmp_path / "b", formats=("png",), dpi=40)
-    assert _files(tmp_path / "a") == _files(tmp_path / "b")
-    before = _files(tmp_path / "a")
-    res.report(tmp_path / "a", formats=("png",), dpi=40)       # into itself: nothing changes
-    assert _files(tmp_path / "a") == before
+    assert _files(a) == _files(tmp_path / "b")
+    # into itself (the rerun's directory: the shared one is only read): nothing changes
+    before = _files(tmp_path / "b")
+    res.report(tmp_path / "b", formats=("png",), dpi=40)
+    assert _files(tmp_path / "b") == before
 
 
 def test_a_figure_saved_twice_as_pdf_is_the_same_bytes(res):
@@ -69,9 +79,9 @@ def test_the_report_refuses_a_file_it_did_not_write(res, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["table_ncc.md"]   # nothing written
 
 
-def test_the_tables_state_the_intervals_the_family_and_the_items(res, tmp_path):
-    res.report(tmp_path / "r", formats=("png",), dpi=40)
-    table = (tmp_path / "r" / "table_ncc.md").read_text(encoding="utf-8")
+def test_the_tables_state_the_intervals_the_family_and_the_items(res, report):
+    _, out = report  # the table as the report wrote it
+    table = (out / "table_ncc.md").read_text(encoding="utf-8")
     lines = table.splitlines()
     gpt = next(line for line in lines if line.startswith("| published | gpt-5 |"))
     assert "| 20 | 85.0 [" in gpt

@@ -4,6 +4,8 @@ runs' rho on the same compounds; every row has the shared columns."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -52,14 +54,24 @@ def test_an_empty_erasure_changes_nothing(stim, tmp_path):
     assert rows.loc[rows["condition"] != TESTED, "p"].isna().all()
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
-def test_a_change_is_the_difference_of_the_two_runs_rho(stim, tmp_path):
+@pytest.fixture(scope="module")
+def fitted_rows(stim, tmp_path_factory):
+    """The rows of a run whose erased and control transforms are erasers fitted on random
+    two-class concepts of 40 random vectors (one per view and level), and the run's cache
+    directory: computed once, read by the tests of the rho changes and of class separation."""
     rng = np.random.default_rng(0)
 
-    def fitted(view, level):  # an eraser of a random two-class concept of 40 random vectors
+    def fitted(view, level):
         return fit_eraser(rng.normal(size=(40, 6)), np.arange(40) % 2)
 
-    rows = _rows(stim, tmp_path, _each(fitted), _each(fitted))
+    tmp_path = tmp_path_factory.mktemp("fitted")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return _rows(stim, tmp_path, _each(fitted), _each(fitted)), tmp_path / "cache"
+
+
+def test_a_change_is_the_difference_of_the_two_runs_rho(fitted_rows):
+    rows, _ = fitted_rows
     keys = ["metric", "layer", "level", "context"]
     value = {c: part.set_index(keys)["value"] for c, part in rows.groupby("condition")}
     n = {c: part.set_index(keys)["n"] for c, part in rows.groupby("condition")}
@@ -74,7 +86,7 @@ def test_a_change_is_the_difference_of_the_two_runs_rho(stim, tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_class_separation_is_the_kruskal_wallis_effect_size_of_each_run(stim, tmp_path):
+def test_class_separation_is_the_kruskal_wallis_effect_size_of_each_run(stim, fitted_rows):
     """The class tests as a target: each run's ``eta2_H`` recomputed with scipy's
     Kruskal-Wallis from that run's own measures; the changes their differences; the tests of
     ``erased - control`` a family of their own, as large as their cells."""
@@ -83,17 +95,12 @@ def test_class_separation_is_the_kruskal_wallis_effect_size_of_each_run(stim, tm
     from ncprobe import compute
     from ncprobe.schema import DISPLAY_MEASURES
 
-    rng = np.random.default_rng(1)
-
-    def fitted(view, level):
-        return fit_eraser(rng.normal(size=(40, 6)), np.arange(40) % 2)
-
-    rows = _rows(stim, tmp_path, _each(fitted), _each(fitted))
+    rows, cache = fitted_rows
     sep = rows[rows["metric"].str.startswith("class separation ")]
     assert set(sep["condition"]) == set(TARGET_RUNS) | set(CHANGES)
     assert set(sep["metric"]) == {f"class separation {m}" for m in DISPLAY_MEASURES}
     plain = compute(model="seeded", lang="en", n_boot=200, seed=0, stimuli=stim,
-                    encoder=SeededEncoder(dim=6, views=3), cache_dir=tmp_path / "cache",
+                    encoder=SeededEncoder(dim=6, views=3), cache_dir=cache,
                     progress=False).measures
     plain = plain[plain["space"].astype(str) == "raw"]
     checked = 0

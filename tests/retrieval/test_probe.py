@@ -481,9 +481,14 @@ def test_report_and_compare_read_retrieval_results(raw_dir, tmp_path, run, capsy
     assert set(cmp["mode_a"]) == {"sentence", "span"} and set(cmp["model_b"]) == {"bm25"}
     assert len(cmp) == 2 * 3 * 2  # modes x usages x metrics
     assert main(["compare", str(dense), str(tmp_path / "bm25")]) == 2
-    ncimp = tmp_path / "ncimp"
-    assert main(["compute", "--out", str(ncimp), "--quiet", "--n-boot", "0",
-                 "--data-dir", str(raw_dir), "--no-cache", "--context", "neut"]) == 0
+    # an NCIMP results directory as compute writes it: a seeded model on a small pairs file
+    import ncprobe
+
+    from ..synthetic import SeededEncoder, pairs_stimuli
+
+    ncimp = ncprobe.compute(stimuli=pairs_stimuli(tmp_path / "pairs.csv"),
+                            encoder=SeededEncoder(dim=6, views=1), n_boot=0, cache=False,
+                            progress=False).to_parquet(tmp_path / "ncimp")
     capsys.readouterr()
     # two probes' results are never compared (a report of both draws one report per probe:
     # tests/cli/test_probes_meet.py)
