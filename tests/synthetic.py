@@ -393,3 +393,18 @@ def retrieval_report(rep: Path) -> bytes:
         {"format": 2, "ncprobe": "0.1.0", "report": "idiolink",
          "files": {"README.md": hashlib.sha256(index).hexdigest()}}))
     return index
+
+
+#: Two of the study's figures, in the study's order: the quickest to draw (figure 8, the
+#: ratio's medians, and figure 9, the ratio by class). A report of these alone takes the same
+#: path as one of all ten, and numbers what it draws (fig01_ratio, fig02_ratio_by_class): the
+#: stand-in where a test's subject is the report's logic, not its figures.
+QUICK_FIGURES = ("ratio", "ratio_by_class")
+
+
+def quick_figures() -> dict:
+    """The entries of ``ncprobe.ncimp.figures.FIGURES`` named in :data:`QUICK_FIGURES` (a
+    test puts them in its place with ``monkeypatch.setattr``)."""
+    from ncprobe.ncimp import figures
+
+    return {name: draw for name, draw in figures.FIGURES.items() if name in QUICK_FIGURES}

@@ -48,20 +48,11 @@ def results_dir(res, tmp_path_factory) -> Path:
     return res.to_parquet(tmp_path_factory.mktemp("runs") / "model-a-en")
 
 
-#: Two of the study's figures, in the study's order: the quickest to draw (figure 8, the
-#: ratio's medians, and figure 9, the ratio by class). A report of these alone takes the same
-#: path as one of all ten (the report numbers what it draws: fig01_ratio, fig02_ratio_by_class).
-TWO = ("ratio", "ratio_by_class")
-
-
-def _two_of_the_study() -> dict:
-    return {name: draw for name, draw in plots.FIGURES.items() if name in TWO}
-
-
 @pytest.fixture
 def two_figures(monkeypatch):
-    """Two figures of the study only (:data:`TWO`): the report logic is the same, and faster."""
-    monkeypatch.setattr(plots, "FIGURES", _two_of_the_study())
+    """Two figures of the study only (:func:`synthetic.quick_figures`): the report logic is the
+    same, and faster."""
+    monkeypatch.setattr(plots, "FIGURES", synthetic.quick_figures())
     return list(plots.FIGURES)
 
 
@@ -172,11 +163,11 @@ def test_a_report_of_a_development_version_is_refused(res, results_dir, tmp_path
 
 @pytest.fixture(scope="module")
 def whole_report(res, tmp_path_factory) -> dict[str, bytes]:
-    """The files of the report of ``res`` with :data:`TWO` figures, not interrupted: what a
-    resumed report must hold (one report for both interruptions)."""
+    """The files of the report of ``res`` with :func:`synthetic.quick_figures`, not
+    interrupted: what a resumed report must hold (one report for both interruptions)."""
     whole = tmp_path_factory.mktemp("whole") / "rep"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(plots, "FIGURES", _two_of_the_study())
+        mp.setattr(plots, "FIGURES", synthetic.quick_figures())
         write_report(res, whole, formats=("png",), dpi=30)
     return _snapshot(whole)
 
@@ -209,7 +200,7 @@ def test_an_interrupted_first_report_resumes(res, whole_report, tmp_path, monkey
         write_report(res, out, formats=("png",), dpi=30)
     assert (out / f"fig01_{two_figures[0]}.png").exists()  # some files written
     monkeypatch.undo()
-    monkeypatch.setattr(plots, "FIGURES", _two_of_the_study())
+    monkeypatch.setattr(plots, "FIGURES", synthetic.quick_figures())
     write_report(res, out, formats=("png",), dpi=30)  # the same call again: resumed
     assert _snapshot(out).keys() == expected.keys()  # no leftover temporary file either
     for name, data in expected.items():

@@ -303,8 +303,7 @@ def test_class_tests_display_and_report_table(full, tmp_path, monkeypatch):
     assert {"table_class_tests.md", "table_class_tests.tex"} <= set(_planned(("png",)))
     # the table is the subject: two of the study's figures only, the quickest to draw (the
     # same report logic; every figure of these results is drawn by tests/plots/test_labels.py)
-    monkeypatch.setattr(plots, "FIGURES", {name: draw for name, draw in plots.FIGURES.items()
-                                           if name in ("ratio", "ratio_by_class")})
+    monkeypatch.setattr(plots, "FIGURES", synthetic.quick_figures())
     written = {p.name for p in write_report(full, tmp_path / "rep", formats=("png",), dpi=30)}
     assert {"table_class_tests.md", "table_class_tests.tex"} <= written
     md = (tmp_path / "rep" / "table_class_tests.md").read_text()

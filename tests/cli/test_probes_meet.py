@@ -42,20 +42,13 @@ def results(tmp_path_factory) -> dict[str, Path]:
             "astitch": astitch_handmade.results("m").to_parquet(root / "astitch-m-en")}
 
 
-#: Two of the study's figures, in the study's order: the quickest to draw (figure 8, the
-#: ratio's medians, and figure 9, the ratio by class); the report numbers what it draws
-#: (fig01_ratio, fig02_ratio_by_class).
-TWO = ("ratio", "ratio_by_class")
-
-
 @pytest.fixture
 def two_figures(monkeypatch):
-    """Two figures of the NCIMP report only (:data:`TWO`), and the first two of the NCC
-    report: the same report logic, faster."""
+    """Two figures of the NCIMP report only (:func:`synthetic.quick_figures`), and the first two
+    of the NCC report: the same report logic, faster."""
     from ncprobe.ncc import report as ncc_report
 
-    monkeypatch.setattr(plots, "FIGURES", {name: draw for name, draw in plots.FIGURES.items()
-                                           if name in TWO})
+    monkeypatch.setattr(plots, "FIGURES", synthetic.quick_figures())
     monkeypatch.setattr(ncc_report, "FIGURES", ncc_report.FIGURES[:2])
 
 
