@@ -36,16 +36,22 @@ def res() -> Results:
     return synthetic.build()
 
 
-@pytest.fixture(scope="module")
-def figure(res):
-    """The figure of that name with default options, drawn once per module."""
+def _drawn_once(results, **options):
+    """``get(name)``: the figure of that name of ``results`` with ``options``, drawn on the
+    first call and the same object after it."""
     cache: dict = {}
 
     def get(name: str):
         if name not in cache:
-            cache[name] = plots.FIGURES[name](res)
+            cache[name] = plots.FIGURES[name](results, **options)
         return cache[name]
     return get
+
+
+@pytest.fixture(scope="module")
+def figure(res):
+    """The figure of that name with default options, drawn once per module."""
+    return _drawn_once(res)
 
 
 @pytest.fixture(autouse=True)
@@ -411,14 +417,7 @@ NOTES_WITHOUT_B = {
 def sentence_only_b_figure(res):
     """The figure of that name of :func:`_sentence_only_b`, with its notes
     (``return_notes=True``), drawn once per module."""
-    api = _sentence_only_b(res)
-    cache: dict = {}
-
-    def get(name: str):
-        if name not in cache:
-            cache[name] = plots.FIGURES[name](api, return_notes=True)
-        return cache[name]
-    return get
+    return _drawn_once(_sentence_only_b(res), return_notes=True)
 
 
 @pytest.mark.parametrize("name", list(plots.FIGURES))
